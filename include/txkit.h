@@ -1,0 +1,9 @@
+/* txkit.h - umbrella header: everything a C program needs from txkit. */
+#ifndef TXKIT_H
+#define TXKIT_H
+
+#include <txkit/config.h>
+#include <txkit/tx.h>
+#include <txkit/stats.h>
+
+#endif /* TXKIT_H */

@@ -1,0 +1,128 @@
+/* txkit/stats.h - runtime statistics and machine facts.
+ *
+ * Every thread counts its own transactions in private counters (no atomics on
+ * the hot path); tx_stats_get() adds them up, including threads that exited.
+ */
+#ifndef TXKIT_STATS_H
+#define TXKIT_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <txkit/config.h>
+#include <txkit/tx.h>
+
+TXKIT_BEGIN_DECLS
+
+/**
+ * enum txkit_cause - why an attempt aborted.
+ * @TXKIT_CAUSE_CONFLICT:    another thread wrote what this attempt read or wrote
+ *                           (RTM conflict, or a failed software validation).
+ * @TXKIT_CAUSE_CAPACITY:    the hardware read or write set overflowed.
+ * @TXKIT_CAUSE_EXPLICIT:    tx_restart(), or an _xabort with a code txkit does not own.
+ * @TXKIT_CAUSE_NESTED:      hardware nesting too deep.
+ * @TXKIT_CAUSE_UNSUPPORTED: RTM status 0 without the retry bit: a system call,
+ *                           page fault or instruction that never commits in
+ *                           hardware. The attempt goes to software at once.
+ * @TXKIT_CAUSE_LOCKED:      a serial or irrevocable transaction was running.
+ * @TXKIT_CAUSE_IRREVOCABLE: the attempt asked to become irrevocable and had to
+ *                           restart to do so.
+ * @TXKIT_CAUSE_INJECTED:    fault injection (TXKIT_FAULT, txkit_set_fault()).
+ * @TXKIT_CAUSE_OTHER:       any other hardware status (debug, unknown bits).
+ */
+typedef enum txkit_cause {
+    TXKIT_CAUSE_CONFLICT = 0,
+    TXKIT_CAUSE_CAPACITY,
+    TXKIT_CAUSE_EXPLICIT,
+    TXKIT_CAUSE_NESTED,
+    TXKIT_CAUSE_UNSUPPORTED,
+    TXKIT_CAUSE_LOCKED,
+    TXKIT_CAUSE_IRREVOCABLE,
+    TXKIT_CAUSE_INJECTED,
+    TXKIT_CAUSE_OTHER,
+    TXKIT_NCAUSES
+} txkit_cause_t;
+
+/** txkit_cause_name() - "conflict", "capacity", ... or "?". */
+TXKIT_API const char *txkit_cause_name(int cause);
+
+/* Buckets of tx_stats.retries_hist: retries before the commit. */
+#define TXKIT_RETRY_BUCKETS 8 /* 0, 1, 2, 3-4, 5-8, 9-16, 17-32, >32 */
+
+/**
+ * struct tx_stats - totals over all threads of the process, including exited ones.
+ * @threads:         threads that ran at least one transaction.
+ * @transactions:    outermost transactions begun.
+ * @commits:         commits, by the method of the committing attempt.
+ * @aborts:          aborted attempts, by the method of the attempt.
+ * @aborts_by_cause: aborted attempts, by cause.
+ * @htm_to_stm:      transactions that fell back from hardware to software.
+ * @to_serial:       transactions that fell back to the serial method.
+ * @irrevocable:     transactions that became irrevocable (tx_irrevocable()).
+ * @retries_hist:    committed transactions by number of aborted attempts before.
+ * @ns_aborted:      wall time spent in attempts that aborted.
+ * @explicit_code:   the last foreign _xabort code seen (TXKIT_CAUSE_EXPLICIT).
+ */
+typedef struct tx_stats {
+    uint64_t threads;
+    uint64_t transactions;
+    uint64_t commits[TXKIT_NMETHODS];
+    uint64_t aborts[TXKIT_NMETHODS];
+    uint64_t aborts_by_cause[TXKIT_NCAUSES];
+    uint64_t htm_to_stm;
+    uint64_t to_serial;
+    uint64_t irrevocable;
+    uint64_t retries_hist[TXKIT_RETRY_BUCKETS];
+    uint64_t ns_aborted;
+    uint64_t explicit_code;
+} tx_stats_t;
+
+/**
+ * tx_stats_get() - read the process totals (a consistent-enough snapshot: each
+ * counter is read atomically, counters of running threads may move meanwhile).
+ * Return: 0, or -EINVAL when out is NULL.
+ */
+TXKIT_API int tx_stats_get(tx_stats_t *out);
+
+/** tx_stats_commits() - sum of out->commits over methods. */
+TXKIT_API uint64_t tx_stats_commits(const tx_stats_t *s);
+
+/** tx_stats_aborts() - sum of out->aborts over methods. */
+TXKIT_API uint64_t tx_stats_aborts(const tx_stats_t *s);
+
+/**
+ * tx_stats_print() - print a human-readable summary of s to f.
+ * This is what TXKIT_STATS=1 prints to stderr at exit.
+ */
+TXKIT_API void tx_stats_print(const tx_stats_t *s, FILE *f);
+
+/**
+ * struct txkit_rtm_info - what the machine offers, and why RTM is or is not used.
+ * @cpuid_rtm:        CPUID.(EAX=7,ECX=0):EBX bit 11.
+ * @cpuid_hle:        CPUID.(EAX=7,ECX=0):EBX bit 4.
+ * @rtm_always_abort: CPUID.(EAX=7,ECX=0):EDX bit 11 (microcode disabled TSX).
+ * @tsx_force_abort:  CPUID.(EAX=7,ECX=0):EDX bit 13.
+ * @probe_commits:    empty transactions that committed out of @probe_tries.
+ * @usable:           1 when txkit will use RTM.
+ * @reason:           one line that says why (e.g. "CPUID: no RTM").
+ */
+struct txkit_rtm_info {
+    int cpuid_rtm;
+    int cpuid_hle;
+    int rtm_always_abort;
+    int tsx_force_abort;
+    int probe_tries;
+    int probe_commits;
+    int usable;
+    char vendor[13];
+    char reason[96];
+};
+
+/** txkit_rtm_info() - fill *out (detection runs once per process). */
+TXKIT_API void txkit_rtm_info(struct txkit_rtm_info *out);
+
+/** txkit_version() - the library's version string, e.g. "0.1.0". */
+TXKIT_API const char *txkit_version(void);
+
+TXKIT_END_DECLS
+
+#endif /* TXKIT_STATS_H */

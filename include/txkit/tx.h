@@ -1,0 +1,290 @@
+/* txkit/tx.h - atomic blocks, barriers, handlers and method selection.
+ *
+ * A transaction is written as
+ *
+ *     TX_ATOMIC {
+ *         long b = TX_LOAD(&acct->balance);
+ *         TX_STORE(&acct->balance, b - amount);
+ *     }
+ *
+ * The block runs as a hardware transaction (Intel RTM) when it can, as a
+ * software transaction when it cannot, and as a serial, irrevocable section as a
+ * last resort; it restarts transparently on abort. Shared data must be accessed
+ * through TX_LOAD / TX_STORE / tx_memcpy / tx_memset inside the block.
+ *
+ * Rules of the block (the price of doing this without a compiler pass):
+ *  - Local variables declared outside the block and modified inside it are not
+ *    rolled back by a software abort; declare them inside, or treat them as
+ *    scratch that the block recomputes from the start.
+ *  - Leaving the block with break, continue, return or goto commits the
+ *    transaction (as with gcc's __transaction_atomic).
+ *  - Nesting is flat: an inner block is part of the outer transaction.
+ *  - In C, a software abort jumps back to the start of the outermost block
+ *    (longjmp-like). C++ code should use txkit::atomic from <txkit.hpp>, which
+ *    unwinds with an exception instead so destructors run.
+ */
+#ifndef TXKIT_TX_H
+#define TXKIT_TX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <txkit/config.h>
+
+TXKIT_BEGIN_DECLS
+
+/* ------------------------------------------------------------------ methods */
+
+/**
+ * enum txkit_method - how transactions execute.
+ * @TXKIT_AUTO:   hybrid: hardware first, then software, then serial (default).
+ *                With a single transactional thread it runs serially with an
+ *                undo log, which costs almost nothing.
+ * @TXKIT_HTM:    Intel RTM with the serial path as its fallback.
+ * @TXKIT_STM:    software TM (NOrec: value-based validation, opaque), serial
+ *                as the fallback of last resort.
+ * @TXKIT_SERIAL: one transaction at a time, with an undo log (so tx_restart()
+ *                still works) until it becomes irrevocable.
+ *
+ * In statistics, arrays indexed by method count what *executed* an attempt, so
+ * their TXKIT_AUTO slot is always 0.
+ */
+typedef enum txkit_method {
+    TXKIT_AUTO = 0,
+    TXKIT_HTM = 1,
+    TXKIT_STM = 2,
+    TXKIT_SERIAL = 3,
+    TXKIT_NMETHODS = 4
+} txkit_method_t;
+
+/**
+ * txkit_set_method() - choose the method for the whole process.
+ * @m: the method.
+ *
+ * Overrides TXKIT_METHOD. Takes effect at the next outermost transaction of
+ * each thread. Any thread may call it at any time.
+ * Return: 0, -EINVAL for an unknown method, or -ENOTSUP for TXKIT_HTM when RTM
+ * is not usable on this machine (the method is then left unchanged).
+ */
+TXKIT_API int txkit_set_method(txkit_method_t m);
+
+/**
+ * txkit_set_thread_method() - choose the method for the calling thread only.
+ * @m: the method, or -1 to follow the process-wide method again.
+ *
+ * Threads with different methods run concurrently and correctly together.
+ * Return: 0, -EINVAL, -ENOTSUP as txkit_set_method(), or -EBUSY inside a
+ * transaction.
+ */
+TXKIT_API int txkit_set_thread_method(int m);
+
+/** txkit_get_method() - the method the calling thread's next transaction uses. */
+TXKIT_API txkit_method_t txkit_get_method(void);
+
+/** txkit_method_name() - "auto", "htm", "stm", "serial" or "?". */
+TXKIT_API const char *txkit_method_name(int m);
+
+/**
+ * txkit_method_parse() - parse a method name (as in TXKIT_METHOD).
+ * Return: 0 and *out set, or -EINVAL.
+ */
+TXKIT_API int txkit_method_parse(const char *name, txkit_method_t *out);
+
+/**
+ * txkit_htm_usable() - whether RTM was detected and passed its probe.
+ * Return: 1 or 0. The reason is in struct txkit_rtm_info (<txkit/stats.h>).
+ */
+TXKIT_API int txkit_htm_usable(void);
+
+/**
+ * txkit_set_fault() - inject aborts (for testing fallback paths).
+ * @m:    TXKIT_HTM or TXKIT_STM (or TXKIT_SERIAL: only while not irrevocable).
+ * @prob: probability in [0, 1] that an attempt of that method aborts just
+ *        before it would commit, with cause TXKIT_CAUSE_INJECTED.
+ *
+ * Same as TXKIT_FAULT="htm=P,stm=P,serial=P". Process-wide.
+ * Return: 0 or -EINVAL.
+ */
+TXKIT_API int txkit_set_fault(txkit_method_t m, double prob);
+
+/* ------------------------------------------------------------- transactions */
+
+/**
+ * tx_in_transaction() - whether the calling thread is inside a transaction.
+ * Return: the nesting depth (0 outside).
+ */
+TXKIT_API int tx_in_transaction(void);
+
+/**
+ * tx_irrevocable() - make the rest of the transaction non-speculative.
+ *
+ * Call it before I/O or anything else that cannot be undone. A hardware
+ * attempt restarts in serial mode; a software one is upgraded in place when
+ * its reads are still valid. While irrevocable, other transactions wait at
+ * their next shared access. tx_restart() is forbidden afterwards.
+ * Outside a transaction it does nothing.
+ */
+TXKIT_API void tx_irrevocable(void);
+
+/**
+ * tx_restart() - abort the current attempt and run the transaction again.
+ *
+ * Undoes every transactional store and tx_malloc, runs the abort handlers and
+ * retries (with backoff). Calling it outside a transaction or after
+ * tx_irrevocable() is a program error: the process aborts with a message.
+ */
+TXKIT_API void tx_restart(void) __attribute__((noreturn));
+
+/* ------------------------------------------------------------------ memory */
+
+/**
+ * tx_malloc() - allocate memory that is freed again if the transaction aborts.
+ * Outside a transaction it is malloc(). Return: the block, or NULL.
+ */
+TXKIT_API void *tx_malloc(size_t size);
+
+/**
+ * tx_free() - free memory when (and only if) the transaction commits.
+ * Outside a transaction it is free(). A block tx_malloc'ed by the same
+ * transaction is freed at commit as well.
+ */
+TXKIT_API void tx_free(void *ptr);
+
+/** tx_memcpy() - transactional memcpy (both sides are shared data). */
+TXKIT_API void tx_memcpy(void *dst, const void *src, size_t n);
+
+/** tx_memset() - transactional memset. */
+TXKIT_API void tx_memset(void *dst, int c, size_t n);
+
+/* ---------------------------------------------------------------- handlers */
+
+typedef void (*tx_handler_fn)(void *arg);
+
+/**
+ * tx_on_commit() - run fn(arg) once after the transaction commits.
+ *
+ * Commit handlers run after the commit, outside any transaction, in the order
+ * they were registered; an attempt that aborts discards its registrations.
+ * Outside a transaction, fn(arg) runs at once.
+ * Return: 0, or -ENOMEM (nothing registered).
+ */
+TXKIT_API int tx_on_commit(tx_handler_fn fn, void *arg);
+
+/**
+ * tx_on_commit_copy() - like tx_on_commit(), with a private copy of the data.
+ * @fn:   called after commit with a pointer to the copy (valid during the call,
+ *        aligned for any type).
+ * @data: state to capture now (like a closure's captured variables).
+ * @size: bytes to copy.
+ * Return: 0, or -ENOMEM.
+ */
+TXKIT_API int tx_on_commit_copy(tx_handler_fn fn, const void *data, size_t size);
+
+/**
+ * tx_on_abort() - run fn(arg) whenever the current attempt aborts.
+ *
+ * Abort handlers of an attempt run after its rollback, newest first, outside
+ * any transaction; then the transaction is retried and registers them again.
+ * A hardware attempt rolls back its own registrations together with
+ * everything else it did, so its abort handlers do not run: there was no
+ * non-transactional effect to undo. Outside a transaction this does nothing.
+ * Return: 0, or -ENOMEM.
+ */
+TXKIT_API int tx_on_abort(tx_handler_fn fn, void *arg);
+
+/* ------------------------------------------------- the atomic block (inline) */
+
+/**
+ * struct txkit_site - one atomic block in the source (a static per TX_ATOMIC).
+ * The runtime keeps adaptive state and statistics in the private part.
+ */
+typedef struct txkit_site {
+    const char *file;
+    const char *func;
+    int line;
+    unsigned int flags;          /* runtime-private from here on */
+    unsigned int id;
+    unsigned int htm_fail;
+    void *priv;
+} txkit_site_t;
+
+/* Per-thread barrier state, read by the inline fast paths. */
+struct txkit_tls {
+    unsigned int access;         /* TXKIT_ACC_* bits: which accesses need the runtime */
+    unsigned int depth;          /* nesting depth, 0 outside transactions */
+};
+#define TXKIT_ACC_LOAD 1u
+#define TXKIT_ACC_STORE 2u
+
+extern TXKIT_API __thread struct txkit_tls _txkit_tls;
+
+struct _txkit_scope {
+    int run;
+};
+
+/* Internal entry points used by the macros; not a stable API. */
+TXKIT_API int _txkit_begin(txkit_site_t *site, unsigned int flags) __attribute__((returns_twice));
+TXKIT_API void _txkit_end(struct _txkit_scope *scope);
+TXKIT_API void _txkit_load_bytes(void *dst, const void *addr, size_t size);
+TXKIT_API void _txkit_store_bytes(void *addr, const void *src, size_t size);
+TXKIT_API int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line,
+                               void (*restart_thrower)(void));
+TXKIT_API int _txkit_commit_cxx(void);
+TXKIT_API void _txkit_leave_nested_cxx(void);
+
+#define _TXKIT_CAT2(a, b) a##b
+#define _TXKIT_CAT(a, b) _TXKIT_CAT2(a, b)
+
+#define _TXKIT_SITE()                                                              \
+    __extension__({                                                                \
+        static txkit_site_t _txkit_site = {__FILE__, __func__, __LINE__, 0, 0, 0, 0}; \
+        &_txkit_site;                                                              \
+    })
+
+/**
+ * TX_ATOMIC - run the following statement or block as a transaction.
+ */
+#define TX_ATOMIC _TXKIT_ATOMIC(_TXKIT_CAT(_txkit_scope_, __LINE__))
+#define _TXKIT_ATOMIC(s)                                                    \
+    for (struct _txkit_scope s __attribute__((cleanup(_txkit_end))) =     \
+             {_txkit_begin(_TXKIT_SITE(), 0)};                             \
+         s.run; s.run = 0)
+
+/* The unqualified type of *p (a cast drops qualifiers), for a scalar *p. */
+#define _TXKIT_UNQUAL(p) __typeof__((__typeof__(*(p)))0)
+#define _TXKIT_SIZE_OK(n) ((n) == 1 || (n) == 2 || (n) == 4 || (n) == 8)
+
+/**
+ * TX_LOAD - transactional read of *p (1/2/4/8-byte integer, pointer, float,
+ * double). Outside a transaction it is a plain read.
+ */
+#define TX_LOAD(p)                                                                  \
+    __extension__({                                                                 \
+        __typeof__(p) _txkit_lp = (p);                                              \
+        _TXKIT_UNQUAL(_txkit_lp) _txkit_lv;                                         \
+        _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_lv), "TX_LOAD: 1, 2, 4 or 8 bytes"); \
+        if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_LOAD)))                    \
+            _txkit_lv = *_txkit_lp;                                                 \
+        else                                                                        \
+            _txkit_load_bytes(&_txkit_lv, (const void *)_txkit_lp, sizeof _txkit_lv); \
+        _txkit_lv;                                                                  \
+    })
+
+/**
+ * TX_STORE - transactional write of v to *p. Outside a transaction it is a
+ * plain write.
+ */
+#define TX_STORE(p, v)                                                              \
+    __extension__({                                                                 \
+        __typeof__(p) _txkit_sp = (p);                                              \
+        _TXKIT_UNQUAL(_txkit_sp) _txkit_sv = (v);                                   \
+        _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_sv), "TX_STORE: 1, 2, 4 or 8 bytes"); \
+        if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE)))                   \
+            *_txkit_sp = _txkit_sv;                                                 \
+        else                                                                        \
+            _txkit_store_bytes((void *)_txkit_sp, &_txkit_sv, sizeof _txkit_sv);     \
+        (void)0;                                                                    \
+    })
+
+TXKIT_END_DECLS
+
+#endif /* TXKIT_TX_H */

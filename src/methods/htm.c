@@ -1,0 +1,98 @@
+/* htm.c - Intel RTM. Barriers are plain accesses (access bits 0), so inside a
+ * hardware transaction TX_LOAD/TX_STORE cost one predictable branch.
+ *
+ * Coexistence with the other methods: an attempt reads the global clock right
+ * after XBEGIN, so a software commit's write-back or a serial transaction (both
+ * make the clock odd) aborts it; and at commit it bumps hw_commits when any
+ * software transaction is running, so those revalidate and see its writes.
+ */
+#include <immintrin.h>
+
+#include "methods/method.h"
+
+static int classify(tk_thread *t, unsigned status) {
+    if (status & TK_XA_EXPLICIT) {
+        switch (TK_XA_CODE(status)) {
+        case TK_XCODE_LOCKED:
+            return TXKIT_CAUSE_LOCKED;
+        case TK_XCODE_RESTART:
+            return TXKIT_CAUSE_EXPLICIT;
+        case TK_XCODE_IRREVOCABLE:
+            return TXKIT_CAUSE_IRREVOCABLE;
+        case TK_XCODE_INJECT:
+            return TXKIT_CAUSE_INJECTED;
+        default:
+            __atomic_store_n(&t->st.explicit_code, TK_XA_CODE(status), __ATOMIC_RELAXED);
+            return TXKIT_CAUSE_EXPLICIT;
+        }
+    }
+    if (status & TK_XA_CAPACITY)
+        return TXKIT_CAUSE_CAPACITY;
+    if (status & TK_XA_CONFLICT)
+        return TXKIT_CAUSE_CONFLICT;
+    if (status & TK_XA_NESTED)
+        return TXKIT_CAUSE_NESTED;
+    if (status & (TK_XA_RETRY | TK_XA_DEBUG))
+        return TXKIT_CAUSE_OTHER; /* interrupts and the like: worth a retry */
+    return TXKIT_CAUSE_UNSUPPORTED; /* 0: system call, fault, instruction */
+}
+
+__attribute__((target("rtm"))) static int htm_begin(tk_thread *t) {
+    unsigned status = _xbegin();
+    if (status == _XBEGIN_STARTED) {
+        if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) & 1)
+            _xabort(TK_XCODE_LOCKED);
+        return TK_BEGIN_OK;
+    }
+    return classify(t, status);
+}
+
+__attribute__((target("rtm"))) static int htm_commit(tk_thread *t) {
+    if (t->inject)
+        _xabort(TK_XCODE_INJECT);
+    if (__atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED))
+        tk_g.hw_commits++; /* transactional: atomic with our writes */
+    _xend();
+    return 0;
+}
+
+static void htm_rollback(tk_thread *t) {
+    (void)t;
+    TK_FATAL("hardware attempts are rolled back by the CPU");
+}
+
+static void htm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
+    (void)t;
+    __builtin_memcpy(dst, addr, size);
+}
+
+static void htm_store(tk_thread *t, void *addr, const void *src, size_t size) {
+    (void)t;
+    __builtin_memcpy(addr, src, size);
+}
+
+__attribute__((target("rtm"))) static int htm_make_irrevocable(tk_thread *t) {
+    (void)t;
+    _xabort(TK_XCODE_IRREVOCABLE);
+    return TXKIT_CAUSE_IRREVOCABLE; /* not reached */
+}
+
+__attribute__((target("rtm"))) static void htm_explicit_abort(tk_thread *t, int cause) {
+    (void)t;
+    if (cause == TXKIT_CAUSE_INJECTED)
+        _xabort(TK_XCODE_INJECT);
+    _xabort(TK_XCODE_RESTART);
+}
+
+const struct tk_method tk_method_htm = {
+    .name = "htm",
+    .id = TXKIT_HTM,
+    .access = 0,
+    .begin = htm_begin,
+    .commit = htm_commit,
+    .rollback = htm_rollback,
+    .load = htm_load,
+    .store = htm_store,
+    .make_irrevocable = htm_make_irrevocable,
+    .explicit_abort = htm_explicit_abort,
+};

@@ -1,0 +1,84 @@
+/* serial.c - one transaction at a time: it holds the global clock (odd) for its
+ * whole run, so software transactions wait at their next access and hardware
+ * ones abort. Stores keep an undo log until the transaction becomes
+ * irrevocable, so tx_restart() and injected aborts still work. */
+#include <string.h>
+
+#include "methods/method.h"
+
+static int serial_begin(tk_thread *t) {
+    __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
+    for (;;) {
+        uint64_t c = tk_wait_clock_even();
+        if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            t->serial_clock = c + 1;
+            break;
+        }
+    }
+    __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
+    t->irrevocable = 0;
+    return TK_BEGIN_OK;
+}
+
+static void release(tk_thread *t) {
+    __atomic_store_n(&tk_g.clock, t->serial_clock + 1, __ATOMIC_RELEASE);
+}
+
+static int serial_commit(tk_thread *t) {
+    if (t->inject && !t->irrevocable)
+        return TXKIT_CAUSE_INJECTED;
+    release(t);
+    return 0;
+}
+
+static void serial_rollback(tk_thread *t) {
+    for (size_t i = t->ulog.len; i-- > 0;) {
+        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+        memcpy(u->addr, &u->old, u->size);
+    }
+    t->ulog.len = 0;
+    release(t);
+}
+
+static void serial_load(tk_thread *t, void *dst, const void *addr, size_t size) {
+    (void)t;
+    memcpy(dst, addr, size);
+}
+
+static int serial_make_irrevocable(tk_thread *t) {
+    t->irrevocable = 1;
+    _txkit_tls.access = 0; /* no more undo logging */
+    return 0;
+}
+
+static void serial_store(tk_thread *t, void *addr, const void *src, size_t size) {
+    if (!t->irrevocable) {
+        tk_uentry *u = tk_vec_push(&t->ulog, sizeof *u);
+        if (!u) {
+            /* Cannot log: keep going without the ability to undo. */
+            serial_make_irrevocable(t);
+        } else {
+            u->addr = addr;
+            u->size = (uint32_t)size;
+            u->old = 0;
+            memcpy(&u->old, addr, size);
+        }
+    }
+    memcpy(addr, src, size);
+}
+
+static void serial_explicit_abort(tk_thread *t, int cause) { tk_abort(t, cause); }
+
+const struct tk_method tk_method_serial = {
+    .name = "serial",
+    .id = TXKIT_SERIAL,
+    .access = TXKIT_ACC_STORE,
+    .begin = serial_begin,
+    .commit = serial_commit,
+    .rollback = serial_rollback,
+    .load = serial_load,
+    .store = serial_store,
+    .make_irrevocable = serial_make_irrevocable,
+    .explicit_abort = serial_explicit_abort,
+};

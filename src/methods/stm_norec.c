@@ -1,0 +1,330 @@
+/* stm_norec.c - software TM: NOrec (one global sequence lock, value-based
+ * validation, write-back at commit).
+ *
+ * Why NOrec for txkit's software path:
+ *  - Hybrid with an uninstrumented hardware path. Orec-based STMs (TinySTM,
+ *    TL2) need hardware transactions to read and write ownership records for
+ *    every access; NOrec needs only the one clock word, which is what lets
+ *    hardware barriers stay plain loads and stores.
+ *  - Few cores. With 2 CPUs the global commit lock is rarely contended, and
+ *    NOrec has no per-access metadata: a read is a load, a check of the clock,
+ *    and a log append, so its single-thread overhead is the lowest of the
+ *    usual designs, and read-only transactions commit with no atomic at all.
+ *  - Opacity for free: a read is returned only if the clock has not moved
+ *    since the snapshot, or after the whole read log was revalidated by value.
+ *  - Byte-exact: writes are buffered per 8-byte word with a byte mask and
+ *    written back with stores of exactly the bytes written, so neighbouring
+ *    fields written by other code are never clobbered.
+ * Its limit, one writer committing at a time, matters at many cores; an
+ * orec-based algorithm can be added behind the same interface when needed.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "methods/method.h"
+
+/* ------------------------------------------------------------ memory access */
+
+static inline uint64_t read_mem(const void *addr, uint32_t size) {
+    switch (size) {
+    case 8:
+        return *(const volatile uint64_t *)addr;
+    case 4:
+        return *(const volatile uint32_t *)addr;
+    case 2:
+        return *(const volatile uint16_t *)addr;
+    case 1:
+        return *(const volatile uint8_t *)addr;
+    default: {
+        uint64_t v = 0;
+        for (uint32_t i = 0; i < size; i++)
+            ((unsigned char *)&v)[i] = ((const volatile unsigned char *)addr)[i];
+        return v;
+    }
+    }
+}
+
+static inline bool snapshot_current(const tk_thread *t) {
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* data loads before the clock load */
+    if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) != t->snap)
+        return false;
+    return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == t->hsnap;
+}
+
+static bool rlog_valid(const tk_thread *t) {
+    const tk_rentry *r = (const tk_rentry *)t->rlog.data;
+    for (size_t i = 0; i < t->rlog.len; i++)
+        if (read_mem(r[i].addr, r[i].size) != r[i].val)
+            return false;
+    return true;
+}
+
+/* Move the snapshot to now if everything read so far still holds. */
+static bool try_extend(tk_thread *t) {
+    for (;;) {
+        uint64_t c = tk_wait_clock_even();
+        uint64_t h = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+        if (!rlog_valid(t))
+            return false;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == c &&
+            (!tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == h)) {
+            t->snap = c;
+            t->hsnap = h;
+            return true;
+        }
+    }
+}
+
+/* ------------------------------------------------------------- write set */
+
+static inline uint64_t bloom_bit(uintptr_t word) { return 1ull << ((word >> 3) & 63); }
+
+static inline uint32_t word_hash(uintptr_t word) {
+    return (uint32_t)(((uint64_t)(word >> 3) * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+static tk_wentry *ws_find(const tk_thread *t, uintptr_t word) {
+    if (!(t->wbloom & bloom_bit(word)))
+        return NULL;
+    for (uint32_t h = word_hash(word) & t->windex_mask;; h = (h + 1) & t->windex_mask) {
+        const tk_wslot *s = &t->windex[h];
+        if (s->gen != t->wgen)
+            return NULL;
+        if (s->word == word)
+            return &TK_VEC_AT(&t->wset, tk_wentry, s->idx);
+    }
+}
+
+static void windex_put(tk_thread *t, uintptr_t word, uint32_t idx) {
+    uint32_t h = word_hash(word) & t->windex_mask;
+    while (t->windex[h].gen == t->wgen)
+        h = (h + 1) & t->windex_mask;
+    t->windex[h] = (tk_wslot){word, idx, t->wgen};
+}
+
+static void windex_grow(tk_thread *t) {
+    uint32_t size = (t->windex_mask + 1) * 2;
+    tk_wslot *n = calloc(size, sizeof *n);
+    if (!n)
+        TK_FATAL("out of memory growing the write set index (%u slots)", size);
+    free(t->windex);
+    t->windex = n;
+    t->windex_mask = size - 1;
+    t->wgen = 1;
+    for (size_t i = 0; i < t->wset.len; i++)
+        windex_put(t, TK_VEC_AT(&t->wset, tk_wentry, i).word, (uint32_t)i);
+}
+
+static tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
+    tk_wentry *e = ws_find(t, word);
+    if (e)
+        return e;
+    if ((t->wset.len + 1) * 2 > (size_t)t->windex_mask + 1)
+        windex_grow(t);
+    e = tk_vec_push(&t->wset, sizeof *e);
+    if (!e)
+        TK_FATAL("out of memory growing the write set");
+    e->word = word;
+    e->data = 0;
+    e->mask = 0;
+    windex_put(t, word, (uint32_t)(t->wset.len - 1));
+    t->wbloom |= bloom_bit(word);
+    return e;
+}
+
+/* Copy the written bytes of [a, a+size) into dst; returns how many there were. */
+static size_t ws_overlay(const tk_thread *t, unsigned char *dst, uintptr_t a, size_t size) {
+    size_t hit = 0;
+    while (size) {
+        uintptr_t w = a & ~(uintptr_t)7;
+        unsigned off = (unsigned)(a & 7);
+        size_t n = size < 8 - off ? size : 8 - off;
+        const tk_wentry *e = ws_find(t, w);
+        if (e) {
+            for (size_t i = 0; i < n; i++) {
+                if (e->mask >> (off + i) & 1) {
+                    dst[i] = ((const unsigned char *)&e->data)[off + i];
+                    hit++;
+                }
+            }
+        }
+        dst += n;
+        a += n;
+        size -= n;
+    }
+    return hit;
+}
+
+/* Write back exactly the bytes written, with the widest aligned stores. */
+static void write_back(const tk_thread *t) {
+    const tk_wentry *e = (const tk_wentry *)t->wset.data;
+    for (size_t k = 0; k < t->wset.len; k++, e++) {
+        if (e->mask == 0xff) {
+            *(volatile uint64_t *)e->word = e->data;
+            continue;
+        }
+        const unsigned char *src = (const unsigned char *)&e->data;
+        for (unsigned i = 0; i < 8;) {
+            unsigned m = e->mask >> i;
+            if (!(m & 1)) {
+                i++;
+            } else if (i % 4 == 0 && (m & 0xf) == 0xf) {
+                uint32_t v;
+                memcpy(&v, src + i, 4);
+                *(volatile uint32_t *)(e->word + i) = v;
+                i += 4;
+            } else if (i % 2 == 0 && (m & 3) == 3) {
+                uint16_t v;
+                memcpy(&v, src + i, 2);
+                *(volatile uint16_t *)(e->word + i) = v;
+                i += 2;
+            } else {
+                *(volatile unsigned char *)(e->word + i) = src[i];
+                i++;
+            }
+        }
+    }
+}
+
+static void ws_clear(tk_thread *t) {
+    t->wset.len = 0;
+    t->wbloom = 0;
+    if (++t->wgen == 0) {
+        memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
+        t->wgen = 1;
+    }
+}
+
+/* ---------------------------------------------------------------- method */
+
+static void unregister(tk_thread *t) {
+    if (t->sw_registered) {
+        __atomic_sub_fetch(&tk_g.sw_active, 1, __ATOMIC_RELEASE);
+        t->sw_registered = 0;
+    }
+}
+
+static int stm_begin(tk_thread *t) {
+    if (tk_g.hybrid) {
+        /* Full barrier: hardware transactions that commit after this see us and
+         * bump hw_commits; those that committed before are in our snapshot. */
+        __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
+        t->sw_registered = 1;
+    }
+    /* Let a waiting serial transaction in first, so it cannot starve. */
+    for (unsigned spins = 0; __atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED);)
+        if (++spins < 2000)
+            tk_cpu_relax();
+        else
+            sched_yield();
+    t->snap = tk_wait_clock_even();
+    t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    return TK_BEGIN_OK;
+}
+
+/* Take the clock (odd) with the read set still valid. */
+static bool acquire_clock(tk_thread *t) {
+    uint64_t c = t->snap;
+    while (!__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+        if (!try_extend(t))
+            return false;
+        c = t->snap;
+    }
+    /* Hardware commits stop once the clock is odd; check those that came before. */
+    if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != t->hsnap &&
+        !rlog_valid(t)) {
+        __atomic_store_n(&tk_g.clock, c + 2, __ATOMIC_RELEASE);
+        return false;
+    }
+    return true;
+}
+
+static int stm_commit(tk_thread *t) {
+    if (t->inject)
+        return TXKIT_CAUSE_INJECTED;
+    if (t->wset.len == 0) { /* read-only: consistent at its last validation */
+        unregister(t);
+        return 0;
+    }
+    if (!acquire_clock(t))
+        return TXKIT_CAUSE_CONFLICT;
+    write_back(t);
+    __atomic_store_n(&tk_g.clock, t->snap + 2, __ATOMIC_RELEASE);
+    unregister(t);
+    return 0;
+}
+
+static void stm_rollback(tk_thread *t) {
+    ws_clear(t);
+    unregister(t);
+}
+
+static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
+    uintptr_t a = (uintptr_t)addr;
+    if (t->wset.len && ws_overlay(t, dst, a, size) == size)
+        return; /* read-after-write of bytes all written by us */
+    uint64_t v = read_mem(addr, (uint32_t)size);
+    while (TXKIT_UNLIKELY(!snapshot_current(t))) {
+        if (!try_extend(t))
+            tk_abort(t, TXKIT_CAUSE_CONFLICT);
+        v = read_mem(addr, (uint32_t)size);
+    }
+    tk_rentry *r = tk_vec_push(&t->rlog, sizeof *r);
+    if (!r)
+        TK_FATAL("out of memory growing the read log");
+    r->addr = addr;
+    r->val = v;
+    r->size = (uint32_t)size;
+    memcpy(dst, &v, size);
+    if (t->wset.len)
+        ws_overlay(t, dst, a, size);
+}
+
+static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
+    uintptr_t a = (uintptr_t)addr;
+    const unsigned char *s = src;
+    while (size) {
+        uintptr_t w = a & ~(uintptr_t)7;
+        unsigned off = (unsigned)(a & 7);
+        size_t n = size < 8 - off ? size : 8 - off;
+        tk_wentry *e = ws_get(t, w);
+        memcpy((unsigned char *)&e->data + off, s, n);
+        e->mask |= (uint8_t)(((1u << n) - 1) << off);
+        a += n;
+        s += n;
+        size -= n;
+    }
+}
+
+/* Become irrevocable in place: take the clock as a serial transaction would,
+ * publish the writes so far, and continue with plain accesses. */
+static int stm_make_irrevocable(tk_thread *t) {
+    if (!acquire_clock(t))
+        return TXKIT_CAUSE_CONFLICT;
+    write_back(t);
+    ws_clear(t);
+    unregister(t);
+    t->serial_clock = t->snap + 1;
+    t->m = &tk_method_serial;
+    t->irrevocable = 1;
+    _txkit_tls.access = 0;
+    return 0;
+}
+
+static void stm_explicit_abort(tk_thread *t, int cause) { tk_abort(t, cause); }
+
+const struct tk_method tk_method_stm = {
+    .name = "stm",
+    .id = TXKIT_STM,
+    .access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE,
+    .begin = stm_begin,
+    .commit = stm_commit,
+    .rollback = stm_rollback,
+    .load = stm_load,
+    .store = stm_store,
+    .make_irrevocable = stm_make_irrevocable,
+    .explicit_abort = stm_explicit_abort,
+};

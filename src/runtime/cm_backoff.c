@@ -1,0 +1,75 @@
+/* cm_backoff.c - the default contention manager: randomized exponential backoff.
+ *
+ * After the k-th consecutive abort a thread waits a random number of pause
+ * iterations below min(2^k * BASE, CAP) before retrying, so two threads that
+ * conflicted do not collide again in lock step. With more runnable threads than
+ * CPUs, long waits yield the CPU instead (the winner may be preempted).
+ */
+#include <sched.h>
+
+#include "runtime/internal.h"
+
+#define BACKOFF_BASE 32u
+#define BACKOFF_CAP (1u << 14)
+#define SPINS_BEFORE_YIELD 2000u
+
+uint64_t tk_rand(tk_thread *t) {
+    uint64_t x = t->rng; /* xorshift64* */
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    t->rng = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+void tk_spin_pause(unsigned iterations) {
+    for (unsigned i = 0; i < iterations; i++)
+        tk_cpu_relax();
+}
+
+uint64_t tk_wait_clock_even(void) {
+    unsigned spins = 0;
+    for (;;) {
+        uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
+        if (!(c & 1))
+            return c;
+        if (++spins < SPINS_BEFORE_YIELD)
+            tk_cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
+static void backoff_begin(tk_thread *t) { (void)t; }
+
+static void backoff_abort(tk_thread *t, int cause) {
+    if (cause == TXKIT_CAUSE_LOCKED) /* waiting for the clock is the right delay */
+        return;
+    unsigned k = ++t->consecutive_aborts;
+    unsigned limit = k >= 10 ? BACKOFF_CAP : BACKOFF_BASE << k;
+    if (limit > BACKOFF_CAP)
+        limit = BACKOFF_CAP;
+    unsigned n = (unsigned)(tk_rand(t) % limit);
+    if (n > SPINS_BEFORE_YIELD && tk_thread_count() > tk_cfg.ncpus)
+        sched_yield();
+    else
+        tk_spin_pause(n);
+}
+
+static void backoff_commit(tk_thread *t) { t->consecutive_aborts = 0; }
+
+static enum tk_cm_decision backoff_resolve(tk_thread *self, tk_thread *other) {
+    (void)self;
+    (void)other;
+    return TK_CM_ABORT_SELF; /* the one that found the conflict backs off */
+}
+
+const struct tk_cm tk_cm_backoff = {
+    .name = "backoff",
+    .on_begin = backoff_begin,
+    .on_abort = backoff_abort,
+    .on_commit = backoff_commit,
+    .resolve = backoff_resolve,
+};
+
+const struct tk_cm *tk_cm = &tk_cm_backoff;

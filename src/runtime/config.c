@@ -1,0 +1,240 @@
+/* config.c - process start-up, environment variables, method selection API.
+ *
+ * Environment (each bad value is reported on stderr naming the variable, and
+ * ignored; the library never exits the process):
+ *   TXKIT_METHOD=auto|htm|stm|serial
+ *   TXKIT_HTM_RETRIES=N   hardware attempts after conflicts before software (default 4)
+ *   TXKIT_STM_RETRIES=N   software aborts before the serial fallback (default 16)
+ *   TXKIT_FAULT=P | htm=P,stm=P,serial=P   abort-injection probabilities
+ *   TXKIT_STATS=1 | FILE  print a summary at exit (to stderr, or to FILE)
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "methods/method.h"
+
+/* Retry defaults. Hardware: glibc elision uses 3 tries and ck 5; conflicts on
+ * 2 cores usually clear after a short backoff, capacity/unsupported aborts go
+ * to software at once (htm_policy), so 4 only bounds real conflict streaks.
+ * Software: NOrec aborts only on a value change it read, 16 keeps a streak of
+ * bad luck in software while bounding the wait before the serial fallback. */
+struct tk_config tk_cfg = {
+    .method = TXKIT_AUTO,
+    .htm_retries = 4,
+    .stm_retries = 16,
+    .ncpus = 1,
+};
+
+static struct txkit_rtm_info rtm;
+
+void tk_fatal(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "txkit: %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}
+
+static const char *const method_names[TXKIT_NMETHODS] = {"auto", "htm", "stm", "serial"};
+
+const char *txkit_method_name(int m) {
+    return m >= 0 && m < TXKIT_NMETHODS ? method_names[m] : "?";
+}
+
+int txkit_method_parse(const char *name, txkit_method_t *out) {
+    if (!name || !out)
+        return -EINVAL;
+    for (int i = 0; i < TXKIT_NMETHODS; i++) {
+        if (strcmp(name, method_names[i]) == 0) {
+            *out = (txkit_method_t)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+const struct tk_method *tk_method_by_id(int id) {
+    switch (id) {
+    case TXKIT_HTM:
+        return &tk_method_htm;
+    case TXKIT_STM:
+        return &tk_method_stm;
+    case TXKIT_SERIAL:
+        return &tk_method_serial;
+    default:
+        return NULL;
+    }
+}
+
+static int check_method(int m) {
+    if (m < 0 || m >= TXKIT_NMETHODS)
+        return -EINVAL;
+    if (m == TXKIT_HTM && !tk_g.hybrid)
+        return -ENOTSUP;
+    return 0;
+}
+
+int txkit_set_method(txkit_method_t m) {
+    int r = check_method((int)m);
+    if (r == 0)
+        __atomic_store_n(&tk_cfg.method, (int)m, __ATOMIC_RELAXED);
+    return r;
+}
+
+int txkit_set_thread_method(int m) {
+    if (_txkit_tls.depth)
+        return -EBUSY;
+    if (m != -1) {
+        int r = check_method(m);
+        if (r)
+            return r;
+    }
+    tk_self()->thread_method = m;
+    return 0;
+}
+
+txkit_method_t txkit_get_method(void) {
+    tk_thread *t = tk_cur;
+    if (t && t->thread_method >= 0)
+        return (txkit_method_t)t->thread_method;
+    return (txkit_method_t)__atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
+}
+
+int txkit_htm_usable(void) { return tk_g.hybrid; }
+
+void txkit_rtm_info(struct txkit_rtm_info *out) {
+    if (out)
+        *out = rtm;
+}
+
+const char *txkit_version(void) { return TXKIT_VERSION_STRING; }
+
+int txkit_set_fault(txkit_method_t m, double prob) {
+    if ((int)m <= TXKIT_AUTO || (int)m >= TXKIT_NMETHODS || !(prob >= 0.0 && prob <= 1.0))
+        return -EINVAL;
+    tk_cfg.fault[m] = prob;
+    int any = 0;
+    for (int i = 0; i < TXKIT_NMETHODS; i++)
+        any |= tk_cfg.fault[i] > 0.0;
+    __atomic_store_n(&tk_cfg.any_fault, any, __ATOMIC_RELAXED);
+    return 0;
+}
+
+bool tk_fault_hit(tk_thread *t, int method) {
+    double p = tk_cfg.fault[method];
+    if (p <= 0.0)
+        return false;
+    return (double)(tk_rand(t) >> 11) * 0x1.0p-53 < p;
+}
+
+/* ---------------------------------------------------------- environment */
+
+static void env_warn(const char *var, const char *val, const char *why) {
+    fprintf(stderr, "txkit: %s=%s: %s\n", var, val, why);
+}
+
+static void parse_uint(const char *var, unsigned *dst, unsigned lo, unsigned hi) {
+    const char *v = getenv(var);
+    if (!v)
+        return;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || end == v || *end || n < lo || n > hi) {
+        char why[96];
+        snprintf(why, sizeof why, "expected a whole number from %u to %u; keeping %u", lo, hi, *dst);
+        env_warn(var, v, why);
+        return;
+    }
+    *dst = (unsigned)n;
+}
+
+static int parse_prob(const char *s, double *out) {
+    char *end;
+    double p = strtod(s, &end);
+    if (end == s || *end || !(p >= 0.0 && p <= 1.0))
+        return -1;
+    *out = p;
+    return 0;
+}
+
+static void parse_fault(void) {
+    const char *v = getenv("TXKIT_FAULT");
+    if (!v || !*v)
+        return;
+    double p;
+    if (parse_prob(v, &p) == 0) { /* a bare number: every abortable method */
+        txkit_set_fault(TXKIT_HTM, p);
+        txkit_set_fault(TXKIT_STM, p);
+        return;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        txkit_method_t m;
+        if (!eq) {
+            env_warn("TXKIT_FAULT", v, "expected P or METHOD=P[,METHOD=P] (htm, stm, serial); ignored");
+            return;
+        }
+        *eq = '\0';
+        if (txkit_method_parse(tok, &m) != 0 || m == TXKIT_AUTO || parse_prob(eq + 1, &p) != 0) {
+            env_warn("TXKIT_FAULT", v, "expected METHOD=P with METHOD htm, stm or serial and P in [0,1]; ignored");
+            return;
+        }
+        txkit_set_fault(m, p);
+    }
+}
+
+static void parse_method(void) {
+    const char *v = getenv("TXKIT_METHOD");
+    txkit_method_t m;
+    if (!v || !*v)
+        return;
+    if (txkit_method_parse(v, &m) != 0) {
+        env_warn("TXKIT_METHOD", v, "unknown method (auto, htm, stm, serial); using auto");
+        return;
+    }
+    if (m == TXKIT_HTM && !tk_g.hybrid) {
+        char why[160];
+        snprintf(why, sizeof why, "RTM is not usable here (%s); using auto", rtm.reason);
+        env_warn("TXKIT_METHOD", v, why);
+        return;
+    }
+    tk_cfg.method = m;
+}
+
+static void parse_stats(void) {
+    const char *v = getenv("TXKIT_STATS");
+    if (!v || !*v || strcmp(v, "0") == 0)
+        return;
+    tk_cfg.stats_at_exit = 1;
+    if (strcmp(v, "1") != 0 && strcmp(v, "stderr") != 0)
+        snprintf(tk_cfg.stats_path, sizeof tk_cfg.stats_path, "%s", v);
+}
+
+void tk_config_init(void) {
+    tk_cpu_detect(&rtm);
+    tk_g.hybrid = rtm.usable;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        tk_cfg.ncpus = (unsigned)CPU_COUNT(&set);
+    parse_method();
+    parse_uint("TXKIT_HTM_RETRIES", &tk_cfg.htm_retries, 0, 1000);
+    parse_uint("TXKIT_STM_RETRIES", &tk_cfg.stm_retries, 0, 100000);
+    parse_fault();
+    parse_stats();
+}
+
+__attribute__((constructor)) static void txkit_init(void) {
+    tk_config_init();
+    if (tk_cfg.stats_at_exit)
+        atexit(tk_stats_at_exit);
+}

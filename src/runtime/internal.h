@@ -1,0 +1,231 @@
+/* internal.h - the runtime's private types: thread descriptor, logs, globals.
+ *
+ * Naming: tk_* is internal (hidden), tx_* / txkit_* / _txkit_* are exported.
+ */
+#ifndef TK_INTERNAL_H
+#define TK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <txkit.h>
+
+#include "arch/x86_64/cpu.h"
+
+#define TK_HIDDEN __attribute__((visibility("hidden")))
+#define TK_NORETURN __attribute__((noreturn))
+#define TK_CACHELINE 64
+
+/* Broken invariants abort with file and line; never compiled away. */
+#define TK_ASSERT(c)                                                   \
+    do {                                                               \
+        if (TXKIT_UNLIKELY(!(c)))                                      \
+            tk_fatal(__FILE__, __LINE__, "assertion failed: %s", #c);  \
+    } while (0)
+
+TK_HIDDEN TK_NORETURN void tk_fatal(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define TK_FATAL(...) tk_fatal(__FILE__, __LINE__, __VA_ARGS__)
+
+/* Relaxed single-writer counter update: plain code on x86, no data race for readers. */
+#define TK_COUNT(field, n) __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
+
+/* ------------------------------------------------------------------ logs */
+
+/* A growable array of fixed-size elements. */
+typedef struct tk_vec {
+    char *data;
+    size_t len, cap; /* in elements */
+} tk_vec;
+
+TK_HIDDEN void *tk_vec_push(tk_vec *v, size_t elem_size); /* NULL on ENOMEM */
+TK_HIDDEN void tk_vec_free(tk_vec *v);
+#define TK_VEC_AT(v, type, i) (((type *)(v)->data)[i])
+
+/* Software read log entry: the exact bytes read, revalidated by value. */
+typedef struct tk_rentry {
+    const void *addr;
+    uint64_t val;
+    uint32_t size;
+} tk_rentry;
+
+/* Software write set: one entry per 8-byte word, with a byte mask. */
+typedef struct tk_wentry {
+    uintptr_t word;
+    uint64_t data;
+    uint8_t mask;
+} tk_wentry;
+
+/* Undo log entry (serial method): old bytes to put back on abort. */
+typedef struct tk_uentry {
+    void *addr;
+    uint64_t old;
+    uint32_t size;
+} tk_uentry;
+
+/* A handler registered by the current attempt. */
+typedef struct tk_handler {
+    tx_handler_fn fn;
+    void *arg;         /* argument, unless copy_off != SIZE_MAX */
+    size_t copy_off;   /* offset of the private copy in the handler arena */
+    int on_commit;     /* 1: commit handler, 0: abort handler */
+} tk_handler;
+
+/* Per-thread hash index over the write set (open addressing, no clearing:
+ * a slot is live when its generation matches). */
+typedef struct tk_wslot {
+    uintptr_t word;
+    uint32_t idx;
+    uint32_t gen;
+} tk_wslot;
+
+/* Saved by arch/x86_64/checkpoint.S: enough to return from _txkit_begin again. */
+typedef struct tk_jmpbuf {
+    uint64_t rsp, rbx, rbp, r12, r13, r14, r15, rip;
+} tk_jmpbuf;
+
+/* ------------------------------------------------------- thread descriptor */
+
+typedef struct tk_thread tk_thread;
+
+struct tk_thread {
+    /* -- current transaction */
+    tk_jmpbuf jb;                 /* outermost checkpoint (C blocks) */
+    txkit_site_t *site;
+    const struct tk_method *m;    /* method of the running attempt */
+    int cxx;                      /* outermost block is txkit::atomic */
+    void (*thrower)(void);        /* throws the C++ restart signal */
+    int retry_pending;            /* C++: aborted, waiting for the next begin */
+    int doomed;                   /* C++: rolled back, unwinding to txkit::atomic */
+    int irrevocable;              /* this attempt runs non-speculatively */
+    int force_serial;             /* next attempts must be serial (irrevocable asked) */
+    unsigned attempts;            /* aborted attempts of this transaction */
+    unsigned htm_tries, htm_locked_waits, stm_aborts;
+    uint64_t attempt_tsc;         /* start of the current attempt */
+
+    /* -- software TM (NOrec) state */
+    uint64_t snap;                /* global clock seen consistent */
+    uint64_t hsnap;               /* hardware-commit counter seen consistent */
+    int sw_registered;            /* counted in tk_g.sw_active */
+    tk_vec rlog;                  /* tk_rentry */
+    tk_vec wset;                  /* tk_wentry, in first-write order */
+    tk_wslot *windex;             /* capacity windex_mask + 1 */
+    uint32_t windex_mask, wgen;
+    uint64_t wbloom;              /* quick 'not written' answer for loads */
+
+    /* -- serial method */
+    uint64_t serial_clock;        /* odd value we installed in tk_g.clock */
+    tk_vec ulog;                  /* tk_uentry */
+
+    /* -- effects of the attempt that wait for commit or abort */
+    tk_vec allocs;                /* void*: tx_malloc'ed, freed on abort */
+    tk_vec frees;                 /* void*: tx_free'd, freed at commit */
+    tk_vec handlers;              /* tk_handler */
+    tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
+
+    /* -- contention management */
+    uint64_t rng;
+    unsigned consecutive_aborts;
+
+    /* -- auto method: detecting that this thread runs alone */
+    unsigned solo_countdown;      /* transactions until the next check */
+    unsigned quiet_checks;        /* checks in a row that saw no other thread */
+    uint64_t others_seen;         /* others' transactions at the last check */
+    int inject;                   /* fault injection: abort this attempt at commit */
+    int fell_htm, fell_serial;    /* fallbacks already counted for this transaction */
+
+    /* -- configuration */
+    int thread_method;            /* -1: follow the process */
+
+    /* -- statistics, written only by this thread (tsc ticks in ns_aborted) */
+    tx_stats_t st;
+
+    tk_thread *next, *prev;       /* registry */
+};
+
+/* The exported TLS barrier state (include/txkit/tx.h). */
+extern __thread struct txkit_tls _txkit_tls;
+
+TK_HIDDEN tk_thread *tk_thread_get(void);           /* creates on first use */
+extern __thread tk_thread *tk_cur TK_HIDDEN;
+static inline tk_thread *tk_self(void) {
+    tk_thread *t = tk_cur;
+    return TXKIT_LIKELY(t != NULL) ? t : tk_thread_get();
+}
+TK_HIDDEN unsigned tk_thread_count(void);           /* threads with a descriptor */
+/* Add up the counters of every thread, live and exited (tsc still in ticks). */
+TK_HIDDEN void tk_threads_sum(tx_stats_t *out);
+/* Transactions begun so far by every other live thread. */
+TK_HIDDEN uint64_t tk_others_transactions(const tk_thread *self);
+#define TK_SOLO_SHARED ((uintptr_t)1)
+
+/* ----------------------------------------------------- global synchronization */
+
+/* The state every method agrees on. `clock` is NOrec's sequence lock: even when
+ * free, odd while a software commit writes back or a serial/irrevocable
+ * transaction runs. Hardware transactions read it at their start, so either
+ * event aborts them; they bump `hw_commits` at commit only while software
+ * transactions are running, which is how those notice hardware writes. */
+struct tk_global {
+    _Alignas(TK_CACHELINE) volatile uint64_t clock;
+    _Alignas(TK_CACHELINE) volatile uint64_t hw_commits;
+    _Alignas(TK_CACHELINE) volatile uint64_t sw_active;
+    _Alignas(TK_CACHELINE) volatile uint32_t serial_pending;
+    /* auto method: the thread that runs transactions alone (serially, with no
+     * instrumentation cost), 0 for nobody yet, TK_SOLO_SHARED once others
+     * came. Only performance depends on it, never correctness. */
+    _Alignas(TK_CACHELINE) uintptr_t solo;
+    _Alignas(TK_CACHELINE) int hybrid; /* RTM usable: software must watch hw_commits */
+};
+extern struct tk_global tk_g TK_HIDDEN;
+
+/* Wait (spin, then yield) until the clock is even; returns that value. */
+TK_HIDDEN uint64_t tk_wait_clock_even(void);
+
+/* ------------------------------------------------------------- configuration */
+
+struct tk_config {
+    int method;                  /* txkit_method_t */
+    unsigned htm_retries;        /* hardware attempts on conflicts before software */
+    unsigned stm_retries;        /* software aborts before serial */
+    double fault[TXKIT_NMETHODS];/* injection probability per method */
+    int any_fault;
+    int stats_at_exit;           /* TXKIT_STATS set */
+    char stats_path[256];        /* "" = stderr */
+    unsigned ncpus;
+};
+extern struct tk_config tk_cfg TK_HIDDEN;
+TK_HIDDEN void tk_config_init(void);
+TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
+
+/* ---------------------------------------------------------------- the engine */
+
+TK_HIDDEN TK_NORETURN void tk_abort(tk_thread *t, int cause);  /* software abort + restart */
+TK_HIDDEN void tk_run_handlers(tk_thread *t, int on_commit);
+TK_HIDDEN void tk_discard_effects(tk_thread *t, int committed);
+TK_HIDDEN void tk_attempt_reset(tk_thread *t);
+
+/* ------------------------------------------------------- contention management */
+
+/* The interface a contention manager implements. Software TMs with visible
+ * owners call resolve() on a conflict; NOrec has none and only reports aborts. */
+enum tk_cm_decision { TK_CM_ABORT_SELF, TK_CM_ABORT_OTHER, TK_CM_WAIT };
+struct tk_cm {
+    const char *name;
+    void (*on_begin)(tk_thread *t);
+    void (*on_abort)(tk_thread *t, int cause);   /* may delay the retry */
+    void (*on_commit)(tk_thread *t);
+    enum tk_cm_decision (*resolve)(tk_thread *self, tk_thread *other);
+};
+extern const struct tk_cm tk_cm_backoff TK_HIDDEN;
+extern const struct tk_cm *tk_cm TK_HIDDEN;
+
+TK_HIDDEN uint64_t tk_rand(tk_thread *t);
+TK_HIDDEN void tk_spin_pause(unsigned iterations);
+
+/* ------------------------------------------------------------------- stats */
+
+TK_HIDDEN void tk_stats_at_exit(void);
+TK_HIDDEN double tk_ns_per_tick(void);
+
+#endif /* TK_INTERNAL_H */

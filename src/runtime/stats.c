@@ -1,0 +1,110 @@
+/* stats.c - process totals of the per-thread counters, and their printing. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/internal.h"
+
+static uint64_t base_tsc, base_ns;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((constructor)) static void stats_clock_init(void) {
+    base_ns = now_ns();
+    base_tsc = tk_rdtsc();
+}
+
+/* TSC ticks to ns, measured against CLOCK_MONOTONIC since start-up. */
+double tk_ns_per_tick(void) {
+    uint64_t ns = now_ns() - base_ns;
+    if (ns < 10000000) { /* too early for a good ratio: measure 10 ms */
+        uint64_t t0 = tk_rdtsc(), n0 = now_ns();
+        struct timespec d = {0, 10000000};
+        nanosleep(&d, NULL);
+        uint64_t dt = tk_rdtsc() - t0;
+        return dt ? (double)(now_ns() - n0) / (double)dt : 1.0;
+    }
+    uint64_t ticks = tk_rdtsc() - base_tsc;
+    return ticks ? (double)ns / (double)ticks : 1.0;
+}
+
+static const char *const cause_names[TXKIT_NCAUSES] = {
+    "conflict", "capacity", "explicit", "nested", "unsupported",
+    "locked", "irrevocable", "injected", "other",
+};
+
+const char *txkit_cause_name(int cause) {
+    return cause >= 0 && cause < TXKIT_NCAUSES ? cause_names[cause] : "?";
+}
+
+int tx_stats_get(tx_stats_t *out) {
+    if (!out)
+        return -EINVAL;
+    tk_threads_sum(out);
+    out->ns_aborted = (uint64_t)((double)out->ns_aborted * tk_ns_per_tick());
+    /* explicit_code is a "last seen" value, not a sum: keep this thread's. */
+    tk_thread *t = tk_cur;
+    out->explicit_code = t ? t->st.explicit_code : 0;
+    return 0;
+}
+
+uint64_t tx_stats_commits(const tx_stats_t *s) {
+    uint64_t n = 0;
+    for (int i = 0; i < TXKIT_NMETHODS; i++)
+        n += s->commits[i];
+    return n;
+}
+
+uint64_t tx_stats_aborts(const tx_stats_t *s) {
+    uint64_t n = 0;
+    for (int i = 0; i < TXKIT_NMETHODS; i++)
+        n += s->aborts[i];
+    return n;
+}
+
+void tx_stats_print(const tx_stats_t *s, FILE *f) {
+    static const char *const buckets[TXKIT_RETRY_BUCKETS] = {"0", "1", "2", "3-4",
+                                                             "5-8", "9-16", "17-32", ">32"};
+    uint64_t commits = tx_stats_commits(s), aborts = tx_stats_aborts(s);
+    fprintf(f, "txkit %s statistics: %llu threads, %llu transactions\n", TXKIT_VERSION_STRING,
+            (unsigned long long)s->threads, (unsigned long long)s->transactions);
+    fprintf(f, "  commits  %12llu", (unsigned long long)commits);
+    for (int m = 1; m < TXKIT_NMETHODS; m++)
+        fprintf(f, "  %s %llu", txkit_method_name(m), (unsigned long long)s->commits[m]);
+    fprintf(f, "\n  aborts   %12llu", (unsigned long long)aborts);
+    for (int m = 1; m < TXKIT_NMETHODS; m++)
+        fprintf(f, "  %s %llu", txkit_method_name(m), (unsigned long long)s->aborts[m]);
+    fprintf(f, "\n  by cause:");
+    for (int c = 0; c < TXKIT_NCAUSES; c++)
+        if (s->aborts_by_cause[c])
+            fprintf(f, " %s %llu", txkit_cause_name(c), (unsigned long long)s->aborts_by_cause[c]);
+    fprintf(f, "\n  fallbacks: htm->stm %llu, ->serial %llu; irrevocable %llu\n",
+            (unsigned long long)s->htm_to_stm, (unsigned long long)s->to_serial,
+            (unsigned long long)s->irrevocable);
+    fprintf(f, "  retries per commit:");
+    for (int b = 0; b < TXKIT_RETRY_BUCKETS; b++)
+        fprintf(f, " [%s] %llu", buckets[b], (unsigned long long)s->retries_hist[b]);
+    fprintf(f, "\n  time lost in aborted attempts: %.3f ms (%.1f ns per abort)\n",
+            (double)s->ns_aborted / 1e6, aborts ? (double)s->ns_aborted / (double)aborts : 0.0);
+}
+
+void tk_stats_at_exit(void) {
+    tx_stats_t s;
+    tx_stats_get(&s);
+    FILE *f = stderr;
+    if (tk_cfg.stats_path[0]) {
+        f = fopen(tk_cfg.stats_path, "a");
+        if (!f) {
+            fprintf(stderr, "txkit: TXKIT_STATS=%s: cannot open: %s\n", tk_cfg.stats_path,
+                    strerror(errno));
+            f = stderr;
+        }
+    }
+    tx_stats_print(&s, f);
+    if (f != stderr)
+        fclose(f);
+}

@@ -1,0 +1,107 @@
+/* thread.c - per-thread descriptors: creation, registry, exit. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/internal.h"
+
+__thread tk_thread *tk_cur;
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static tk_thread *reg_head;
+static tx_stats_t retired;          /* counters of threads that exited */
+static unsigned live_threads;
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+#define WINDEX_INITIAL 256
+
+static void add_stats(tx_stats_t *dst, const tx_stats_t *src) {
+    /* tx_stats_t is all uint64_t: add field by field, each read atomically. */
+    const uint64_t *s = (const uint64_t *)src;
+    uint64_t *d = (uint64_t *)dst;
+    for (size_t i = 0; i < sizeof(tx_stats_t) / sizeof(uint64_t); i++)
+        d[i] += __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+}
+
+static void thread_exit(void *p) {
+    tk_thread *t = p;
+    pthread_mutex_lock(&reg_lock);
+    add_stats(&retired, &t->st);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        reg_head = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    __atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&reg_lock);
+    uintptr_t me = (uintptr_t)t;
+    __atomic_compare_exchange_n(&tk_g.solo, &me, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    tk_vec_free(&t->rlog);
+    tk_vec_free(&t->wset);
+    tk_vec_free(&t->ulog);
+    tk_vec_free(&t->allocs);
+    tk_vec_free(&t->frees);
+    tk_vec_free(&t->handlers);
+    tk_vec_free(&t->arena);
+    free(t->windex);
+    free(t);
+    tk_cur = NULL;
+}
+
+static void make_key(void) {
+    if (pthread_key_create(&exit_key, thread_exit) != 0)
+        TK_FATAL("pthread_key_create failed");
+}
+
+tk_thread *tk_thread_get(void) {
+    if (tk_cur)
+        return tk_cur;
+    pthread_once(&key_once, make_key);
+    tk_thread *t = calloc(1, sizeof *t);
+    tk_wslot *idx = calloc(WINDEX_INITIAL, sizeof *idx);
+    if (!t || !idx)
+        TK_FATAL("out of memory creating a thread descriptor");
+    t->windex = idx;
+    t->windex_mask = WINDEX_INITIAL - 1;
+    t->wgen = 1;
+    t->thread_method = -1;
+    t->rng = tk_rdtsc() ^ ((uint64_t)(uintptr_t)t << 17) ^ (uint64_t)gettid();
+    if (!t->rng)
+        t->rng = 0x9e3779b97f4a7c15ull;
+    t->st.threads = 1;
+    pthread_mutex_lock(&reg_lock);
+    t->next = reg_head;
+    if (reg_head)
+        reg_head->prev = t;
+    reg_head = t;
+    __atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&reg_lock);
+    pthread_setspecific(exit_key, t);
+    tk_cur = t;
+    return t;
+}
+
+unsigned tk_thread_count(void) { return __atomic_load_n(&live_threads, __ATOMIC_RELAXED); }
+
+void tk_threads_sum(tx_stats_t *out) {
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&reg_lock);
+    add_stats(out, &retired);
+    for (tk_thread *t = reg_head; t; t = t->next)
+        add_stats(out, &t->st);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+uint64_t tk_others_transactions(const tk_thread *self) {
+    uint64_t n = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (tk_thread *t = reg_head; t; t = t->next)
+        if (t != self)
+            n += __atomic_load_n(&t->st.transactions, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&reg_lock);
+    return n;
+}

@@ -1,0 +1,409 @@
+/* txn.c - the engine: begin, method policy, commit, abort and restart.
+ *
+ * Life of an outermost transaction:
+ *   _txkit_begin (arch checkpoint) -> tk_begin_c -> run_attempts: pick a method
+ *   and begin an attempt; user code runs; _txkit_end -> commit.
+ * A hardware abort resumes inside the hardware method's begin() and comes back
+ * to run_attempts as a cause. A software abort (failed validation, tx_restart)
+ * calls tk_abort: roll back, run abort handlers, back off, start the next
+ * attempt and jump to the checkpoint (C) or throw to txkit::atomic (C++).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "methods/method.h"
+
+TXKIT_API __thread struct txkit_tls _txkit_tls;
+
+TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
+TK_HIDDEN int tk_begin_c(txkit_site_t *site, unsigned flags, const tk_jmpbuf *jb);
+
+struct tk_global tk_g;
+
+#define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
+#define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
+
+/* ----------------------------------------------------------------- policy */
+
+/* Auto method: is this thread running transactions alone right now? */
+static bool auto_solo(tk_thread *t) {
+    uintptr_t me = (uintptr_t)t;
+    uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
+    if (s == me)
+        return true;
+    if (s == 0)
+        return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED) ||
+               s == me;
+    if (s != TK_SOLO_SHARED) {
+        /* Someone else ran alone until now: tell it that it no longer does. */
+        __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+        t->quiet_checks = 0;
+        return false;
+    }
+    /* Shared: look now and then whether the others went quiet. */
+    if (t->solo_countdown--)
+        return false;
+    t->solo_countdown = SOLO_CHECK_EVERY;
+    uint64_t others = tk_others_transactions(t);
+    t->quiet_checks = others == t->others_seen ? t->quiet_checks + 1 : 0;
+    t->others_seen = others;
+    if (t->quiet_checks >= 2) {
+        t->quiet_checks = 0;
+        return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED);
+    }
+    return false;
+}
+
+static bool site_skips_htm(txkit_site_t *site) {
+    unsigned n = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
+    if (n == 0)
+        return false;
+    __atomic_store_n(&site->htm_fail, n - 1, __ATOMIC_RELAXED);
+    return true;
+}
+
+static int configured_method(const tk_thread *t) {
+    return t->thread_method >= 0 ? t->thread_method
+                                 : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
+}
+
+static const struct tk_method *choose_method(tk_thread *t) {
+    if (t->force_serial)
+        return &tk_method_serial;
+    switch (configured_method(t)) {
+    case TXKIT_SERIAL:
+        return &tk_method_serial;
+    case TXKIT_HTM:
+        return tk_g.hybrid && t->htm_tries < tk_cfg.htm_retries ? &tk_method_htm
+                                                                : &tk_method_serial;
+    case TXKIT_STM:
+        return t->stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
+    default:
+        if (t->attempts == 0 && auto_solo(t))
+            return &tk_method_serial;
+        if (t->m == &tk_method_serial && t->attempts > 0)
+            return &tk_method_serial; /* solo attempt restarted: stay serial */
+        if (tk_g.hybrid && t->htm_tries < tk_cfg.htm_retries &&
+            !(t->attempts == 0 && site_skips_htm(t->site)))
+            return &tk_method_htm;
+        return t->stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
+    }
+}
+
+/* After a hardware abort: decide how the next attempt differs. */
+static void htm_policy(tk_thread *t, int cause) {
+    switch (cause) {
+    case TXKIT_CAUSE_LOCKED:
+        /* A serial transaction held the clock: wait for it outside, retry. */
+        tk_wait_clock_even();
+        if (++t->htm_locked_waits % 8 == 0)
+            t->htm_tries++;
+        return;
+    case TXKIT_CAUSE_CAPACITY:
+    case TXKIT_CAUSE_UNSUPPORTED:
+    case TXKIT_CAUSE_NESTED:
+        /* Retrying in hardware will not help (RTM-FACTS: status 0 means never). */
+        t->htm_tries = tk_cfg.htm_retries;
+        if (t->site)
+            __atomic_store_n(&t->site->htm_fail, SITE_HTM_SKIP, __ATOMIC_RELAXED);
+        return;
+    case TXKIT_CAUSE_IRREVOCABLE:
+        t->force_serial = 1;
+        return;
+    default:
+        t->htm_tries++;
+        tk_cm->on_abort(t, cause);
+        return;
+    }
+}
+
+static unsigned retry_bucket(unsigned n) {
+    if (n <= 2)
+        return n;
+    unsigned b = 3;
+    for (unsigned lim = 4; n > lim && b < TXKIT_RETRY_BUCKETS - 1; lim <<= 1)
+        b++;
+    return b;
+}
+
+static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
+    TK_COUNT(t->st.aborts[m->id], 1);
+    TK_COUNT(t->st.aborts_by_cause[cause], 1);
+    TK_COUNT(t->st.ns_aborted, tk_rdtsc() - t->attempt_tsc); /* ticks; converted when read */
+    t->attempts++;
+}
+
+/* Begin attempts until one runs. Returns inside the running attempt. */
+static void run_attempts(tk_thread *t) {
+    for (;;) {
+        const struct tk_method *m = choose_method(t);
+        if (t->attempts > 0) {
+            if (m == &tk_method_stm && t->m == &tk_method_htm && !t->fell_htm) {
+                t->fell_htm = 1;
+                TK_COUNT(t->st.htm_to_stm, 1);
+            } else if (m == &tk_method_serial && t->m != &tk_method_serial && !t->fell_serial) {
+                t->fell_serial = 1;
+                TK_COUNT(t->st.to_serial, 1);
+            }
+        }
+        tk_attempt_reset(t);
+        t->m = m;
+        t->inject = tk_cfg.any_fault && tk_fault_hit(t, m->id);
+        t->attempt_tsc = tk_rdtsc();
+        int r = m->begin(t);
+        if (r == TK_BEGIN_OK) {
+            _txkit_tls.access = m->access;
+            _txkit_tls.depth = 1;
+            return;
+        }
+        /* A hardware attempt aborted: the CPU restored everything but stats. */
+        count_abort(t, m, r);
+        htm_policy(t, r);
+    }
+}
+
+static void start_transaction(tk_thread *t, txkit_site_t *site) {
+    t->site = site;
+    t->m = NULL;
+    t->attempts = 0;
+    t->htm_tries = t->htm_locked_waits = t->stm_aborts = 0;
+    t->irrevocable = t->force_serial = 0;
+    t->retry_pending = t->doomed = 0;
+    t->fell_htm = t->fell_serial = 0;
+    TK_COUNT(t->st.transactions, 1);
+    tk_cm->on_begin(t);
+}
+
+static void finish_commit(tk_thread *t) {
+    TK_COUNT(t->st.commits[t->m->id], 1);
+    TK_COUNT(t->st.retries_hist[retry_bucket(t->attempts)], 1);
+    _txkit_tls.depth = 0;
+    _txkit_tls.access = 0;
+    t->irrevocable = 0;
+    tk_cm->on_commit(t);
+    tk_discard_effects(t, 1);
+}
+
+/* Roll back a software attempt and leave the thread outside any transaction. */
+static void abort_attempt(tk_thread *t, int cause) {
+    const struct tk_method *m = t->m;
+    m->rollback(t);
+    count_abort(t, m, cause);
+    t->irrevocable = 0;
+    _txkit_tls.depth = 0;
+    _txkit_tls.access = 0;
+    tk_discard_effects(t, 0);
+    if (cause == TXKIT_CAUSE_IRREVOCABLE)
+        t->force_serial = 1;
+    if (m == &tk_method_stm)
+        t->stm_aborts++;
+    tk_cm->on_abort(t, cause);
+}
+
+void tk_abort(tk_thread *t, int cause) {
+    unsigned depth = _txkit_tls.depth;
+    abort_attempt(t, cause);
+    if (t->cxx) {
+        /* Unwind to txkit::atomic; barriers of destructors on the way see a
+         * doomed attempt (loads read memory, stores are dropped). */
+        t->retry_pending = 1;
+        t->doomed = 1;
+        _txkit_tls.depth = depth;
+        _txkit_tls.access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE;
+        t->thrower();
+        TK_FATAL("the C++ restart thrower returned");
+    }
+    run_attempts(t);
+    tk_longjmp(&t->jb, 1);
+}
+
+/* ---------------------------------------------------------- entry points */
+
+static void site_init(txkit_site_t *site, const char *file, const char *func, int line) {
+    static unsigned next_id;
+    if (__atomic_load_n(&site->id, __ATOMIC_ACQUIRE))
+        return;
+    unsigned id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+    unsigned zero = 0;
+    /* The first thread to get here names the site; file/line are constant. */
+    if (file && !site->file) {
+        site->file = file;
+        site->func = func;
+        site->line = line;
+    }
+    __atomic_compare_exchange_n(&site->id, &zero, id, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+int tk_begin_c(txkit_site_t *site, unsigned flags, const tk_jmpbuf *jb) {
+    (void)flags;
+    unsigned depth = _txkit_tls.depth;
+    if (depth > 0) {
+        _txkit_tls.depth = depth + 1;
+        return 1;
+    }
+    tk_thread *t = tk_self();
+    site_init(site, NULL, NULL, 0);
+    t->jb = *jb;
+    t->cxx = 0;
+    start_transaction(t, site);
+    run_attempts(t);
+    return 1;
+}
+
+void _txkit_end(struct _txkit_scope *scope) {
+    (void)scope;
+    unsigned depth = _txkit_tls.depth;
+    if (depth != 1) {
+        if (depth > 1)
+            _txkit_tls.depth = depth - 1;
+        return;
+    }
+    tk_thread *t = tk_cur;
+    if (t->doomed)
+        return;
+    int r = t->m->commit(t);
+    if (r)
+        tk_abort(t, r);
+    finish_commit(t);
+}
+
+int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thrower)(void)) {
+    tk_thread *t = tk_self();
+    if (t->retry_pending) {
+        t->retry_pending = 0;
+        t->doomed = 0;
+        _txkit_tls.depth = 0;
+        _txkit_tls.access = 0;
+        run_attempts(t);
+        return 1;
+    }
+    unsigned depth = _txkit_tls.depth;
+    if (depth > 0) {
+        _txkit_tls.depth = depth + 1;
+        return 2;
+    }
+    site_init(site, file, "txkit::atomic", line);
+    t->cxx = 1;
+    t->thrower = thrower;
+    start_transaction(t, site);
+    run_attempts(t);
+    return 1;
+}
+
+int _txkit_commit_cxx(void) {
+    tk_thread *t = tk_cur;
+    if (!t || t->doomed)
+        return 0; /* rolled back already; retry_pending is set */
+    if (_txkit_tls.depth == 0)
+        return 1; /* committed before (a commit handler threw) */
+    int r = t->m->commit(t);
+    if (r) {
+        abort_attempt(t, r);
+        t->retry_pending = 1;
+        return 0;
+    }
+    finish_commit(t);
+    return 1;
+}
+
+void _txkit_leave_nested_cxx(void) {
+    tk_thread *t = tk_cur;
+    if (t && !t->doomed && _txkit_tls.depth > 1)
+        _txkit_tls.depth--;
+}
+
+/* --------------------------------------------------------------- barriers */
+
+void _txkit_load_bytes(void *dst, const void *addr, size_t size) {
+    tk_thread *t = tk_cur;
+    if (TXKIT_UNLIKELY(!t || !_txkit_tls.access || t->doomed)) {
+        memcpy(dst, addr, size);
+        return;
+    }
+    t->m->load(t, dst, addr, size);
+}
+
+void _txkit_store_bytes(void *addr, const void *src, size_t size) {
+    tk_thread *t = tk_cur;
+    if (TXKIT_UNLIKELY(!t || !_txkit_tls.access || t->doomed)) {
+        if (!t || !t->doomed)
+            memcpy(addr, src, size);
+        return;
+    }
+    t->m->store(t, addr, src, size);
+}
+
+/* Split a range into chunks of at most 8 bytes that do not cross an 8-byte
+ * boundary of dst, so each chunk touches one write-set word. */
+static size_t chunk_at(uintptr_t dst, size_t left) {
+    size_t room = 8 - (dst & 7);
+    return left < room ? left : room;
+}
+
+void tx_memcpy(void *dst, const void *src, size_t n) {
+    tk_thread *t = tk_cur;
+    if (!t || !_txkit_tls.access) {
+        memcpy(dst, src, n);
+        return;
+    }
+    char *d = dst;
+    const char *s = src;
+    while (n) {
+        size_t c = chunk_at((uintptr_t)d, n);
+        uint64_t tmp;
+        _txkit_load_bytes(&tmp, s, c);
+        _txkit_store_bytes(d, &tmp, c);
+        d += c;
+        s += c;
+        n -= c;
+    }
+}
+
+void tx_memset(void *dst, int c, size_t n) {
+    tk_thread *t = tk_cur;
+    if (!t || !_txkit_tls.access) {
+        memset(dst, c, n);
+        return;
+    }
+    uint64_t pattern;
+    memset(&pattern, c, sizeof pattern);
+    char *d = dst;
+    while (n) {
+        size_t k = chunk_at((uintptr_t)d, n);
+        _txkit_store_bytes(d, &pattern, k);
+        d += k;
+        n -= k;
+    }
+}
+
+/* ------------------------------------------------------------ control */
+
+int tx_in_transaction(void) { return (int)_txkit_tls.depth; }
+
+void tx_restart(void) {
+    tk_thread *t = tk_cur;
+    if (!t || _txkit_tls.depth == 0)
+        TK_FATAL("tx_restart() called outside a transaction");
+    if (t->doomed)
+        t->thrower();
+    if (t->irrevocable)
+        TK_FATAL("tx_restart() called after tx_irrevocable(): the transaction cannot be undone");
+    t->m->explicit_abort(t, TXKIT_CAUSE_EXPLICIT);
+    TK_FATAL("explicit abort returned");
+}
+
+void tx_irrevocable(void) {
+    tk_thread *t = tk_cur;
+    if (!t || _txkit_tls.depth == 0 || t->doomed || t->irrevocable)
+        return;
+    int r = t->m->make_irrevocable(t);
+    if (r) {
+        t->force_serial = 1;
+        tk_abort(t, r);
+    }
+    TK_COUNT(t->st.irrevocable, 1);
+}
