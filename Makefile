@@ -3,11 +3,14 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build test demo install clean bench
+.PHONY: all build test demo install clean deps
 
 all: build
 
-$(BUILD)/CMakeCache.txt:
+deps:
+	scripts/deps.sh build
+
+$(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
 build: $(BUILD)/CMakeCache.txt
@@ -17,6 +20,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 demo: build
+	scripts/deps.sh demo
 	bench/run-core.sh $(BUILD)
 
 install: build

@@ -6,18 +6,24 @@
 
 #include "methods/method.h"
 
+static bool try_take_clock(tk_thread *t) {
+    uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED);
+    if ((c & 1) || !__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_RELAXED))
+        return false;
+    t->serial_clock = c + 1;
+    return true;
+}
+
 static int serial_begin(tk_thread *t) {
-    __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
-    for (;;) {
-        uint64_t c = tk_wait_clock_even();
-        if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
-            t->serial_clock = c + 1;
-            break;
-        }
-    }
-    __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
     t->irrevocable = 0;
+    if (try_take_clock(t)) /* uncontended: one atomic */
+        return TK_BEGIN_OK;
+    /* Contended: announce ourselves so new software transactions hold back. */
+    __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
+    while (!try_take_clock(t))
+        tk_wait_clock_even();
+    __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
     return TK_BEGIN_OK;
 }
 

@@ -91,6 +91,7 @@ typedef struct tk_thread tk_thread;
 struct tk_thread {
     /* -- current transaction */
     tk_jmpbuf jb;                 /* outermost checkpoint (C blocks) */
+    tk_jmpbuf jb_nested;          /* where nested blocks save theirs (unused) */
     txkit_site_t *site;
     const struct tk_method *m;    /* method of the running attempt */
     int cxx;                      /* outermost block is txkit::atomic */
@@ -101,7 +102,9 @@ struct tk_thread {
     int force_serial;             /* next attempts must be serial (irrevocable asked) */
     unsigned attempts;            /* aborted attempts of this transaction */
     unsigned htm_tries, htm_locked_waits, stm_aborts;
-    uint64_t attempt_tsc;         /* start of the current attempt */
+    uint64_t attempt_tsc;         /* start of the current attempt, 0 if not timed */
+    unsigned attempt_weight;      /* attempts this timing stands for */
+    unsigned time_sample_ctr;
 
     /* -- software TM (NOrec) state */
     uint64_t snap;                /* global clock seen consistent */

@@ -17,7 +17,8 @@
 TXKIT_API __thread struct txkit_tls _txkit_tls;
 
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
-TK_HIDDEN int tk_begin_c(txkit_site_t *site, unsigned flags, const tk_jmpbuf *jb);
+TK_HIDDEN int tk_begin_c(txkit_site_t *site, unsigned flags);
+TK_HIDDEN tk_jmpbuf *tk_jb_slot(void);
 
 struct tk_global tk_g;
 
@@ -133,8 +134,28 @@ static unsigned retry_bucket(unsigned n) {
 static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
     TK_COUNT(t->st.aborts[m->id], 1);
     TK_COUNT(t->st.aborts_by_cause[cause], 1);
-    TK_COUNT(t->st.ns_aborted, tk_rdtsc() - t->attempt_tsc); /* ticks; converted when read */
+    if (t->attempt_tsc) /* ticks, weighted by the sampling rate; converted when read */
+        TK_COUNT(t->st.ns_aborted, (tk_rdtsc() - t->attempt_tsc) * t->attempt_weight);
     t->attempts++;
+}
+
+/* Time lost in aborted attempts needs the start of every attempt that might
+ * abort, but a timestamp costs as much as a small transaction (rdtsc is ~35
+ * cycles here). So retries, where aborts cluster, are always timed, and first
+ * attempts one in TIME_SAMPLE, weighted by TIME_SAMPLE: an unbiased estimate.
+ * Serial attempts only abort explicitly and are timed like first attempts. */
+#define TIME_SAMPLE 16
+static bool time_attempt(tk_thread *t, const struct tk_method *m) {
+    (void)m;
+    if (t->attempts > 0) {
+        t->attempt_weight = 1;
+        return true;
+    }
+    if (++t->time_sample_ctr < TIME_SAMPLE)
+        return false;
+    t->time_sample_ctr = 0;
+    t->attempt_weight = TIME_SAMPLE;
+    return true;
 }
 
 /* Begin attempts until one runs. Returns inside the running attempt. */
@@ -153,7 +174,7 @@ static void run_attempts(tk_thread *t) {
         tk_attempt_reset(t);
         t->m = m;
         t->inject = tk_cfg.any_fault && tk_fault_hit(t, m->id);
-        t->attempt_tsc = tk_rdtsc();
+        t->attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
         int r = m->begin(t);
         if (r == TK_BEGIN_OK) {
             _txkit_tls.access = m->access;
@@ -185,7 +206,8 @@ static void finish_commit(tk_thread *t) {
     _txkit_tls.access = 0;
     t->irrevocable = 0;
     tk_cm->on_commit(t);
-    tk_discard_effects(t, 1);
+    if (t->frees.len | t->allocs.len | t->handlers.len)
+        tk_discard_effects(t, 1);
 }
 
 /* Roll back a software attempt and leave the thread outside any transaction. */
@@ -238,16 +260,21 @@ static void site_init(txkit_site_t *site, const char *file, const char *func, in
     __atomic_compare_exchange_n(&site->id, &zero, id, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
-int tk_begin_c(txkit_site_t *site, unsigned flags, const tk_jmpbuf *jb) {
+tk_jmpbuf *tk_jb_slot(void) {
+    tk_thread *t = tk_self();
+    return _txkit_tls.depth ? &t->jb_nested : &t->jb;
+}
+
+int tk_begin_c(txkit_site_t *site, unsigned flags) {
     (void)flags;
     unsigned depth = _txkit_tls.depth;
     if (depth > 0) {
         _txkit_tls.depth = depth + 1;
         return 1;
     }
-    tk_thread *t = tk_self();
-    site_init(site, NULL, NULL, 0);
-    t->jb = *jb;
+    tk_thread *t = tk_cur; /* created by tk_jb_slot */
+    if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
+        site_init(site, NULL, NULL, 0);
     t->cxx = 0;
     start_transaction(t, site);
     run_attempts(t);

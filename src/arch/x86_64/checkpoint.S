@@ -1,10 +1,11 @@
 /* checkpoint.S - the returns-twice entry of an atomic block, and the jump back.
  *
  * int _txkit_begin(txkit_site_t *site, unsigned flags)
- *   Saves the callee-saved registers, the caller's stack pointer and the return
- *   address in a tk_jmpbuf on its own stack, then calls
- *   tk_begin_c(site, flags, &jmpbuf), which copies it into the thread's
- *   descriptor when this is the outermost block. A hardware attempt starts
+ *   Asks tk_jb_slot() where to save (the thread descriptor's checkpoint, or a
+ *   scratch slot inside a transaction), saves the callee-saved registers, the
+ *   caller's stack pointer and the return address there, and tail-calls
+ *   tk_begin_c(site, flags). Saving in place, with 8-byte stores that are never
+ *   reloaded wider, avoids a store-forwarding stall. A hardware attempt starts
  *   inside tk_begin_c; when the CPU aborts it, execution resumes there with
  *   all registers and memory as they were, so no jump is needed.
  *
@@ -21,23 +22,31 @@
 _txkit_begin:
     .cfi_startproc
     endbr64
-    leaq 8(%rsp), %rax          /* the caller's rsp once we have returned */
-    subq $72, %rsp
-    .cfi_adjust_cfa_offset 72
-    movq %rax, 0(%rsp)
-    movq %rbx, 8(%rsp)
-    movq %rbp, 16(%rsp)
-    movq %r12, 24(%rsp)
-    movq %r13, 32(%rsp)
-    movq %r14, 40(%rsp)
-    movq %r15, 48(%rsp)
-    movq 72(%rsp), %rax         /* return address */
-    movq %rax, 56(%rsp)
-    movq %rsp, %rdx
-    call tk_begin_c
-    addq $72, %rsp
-    .cfi_adjust_cfa_offset -72
-    ret
+    pushq %rdi
+    .cfi_adjust_cfa_offset 8
+    pushq %rsi
+    .cfi_adjust_cfa_offset 8
+    subq $8, %rsp               /* keep the call 16-byte aligned */
+    .cfi_adjust_cfa_offset 8
+    call tk_jb_slot             /* rax = where to save (the thread's checkpoint) */
+    addq $8, %rsp
+    .cfi_adjust_cfa_offset -8
+    popq %rsi
+    .cfi_adjust_cfa_offset -8
+    popq %rdi
+    .cfi_adjust_cfa_offset -8
+    /* Callee-saved registers are intact: tk_jb_slot preserved them. */
+    leaq 8(%rsp), %rcx          /* the caller's rsp once we have returned */
+    movq %rcx, 0(%rax)
+    movq %rbx, 8(%rax)
+    movq %rbp, 16(%rax)
+    movq %r12, 24(%rax)
+    movq %r13, 32(%rax)
+    movq %r14, 40(%rax)
+    movq %r15, 48(%rax)
+    movq (%rsp), %rcx           /* return address */
+    movq %rcx, 56(%rax)
+    jmp tk_begin_c              /* tail call: tk_begin_c(site, flags) returns to our caller */
     .cfi_endproc
     .size _txkit_begin, .-_txkit_begin
 
