@@ -52,9 +52,64 @@ static void thread_exit(void *p) {
     tk_cur = NULL;
 }
 
+/* fork(): the child must not inherit a clock held by a thread that does not
+ * exist there, nor half a write-back. So fork waits for the clock like a
+ * serial transaction (unless the forking thread is inside one itself, which
+ * then already excludes everyone), and the child keeps only the forking
+ * thread, with statistics of its own. */
+static int fork_took_clock;
+static uint64_t fork_clock;
+
+static void fork_prepare(void) {
+    pthread_mutex_lock(&reg_lock);
+    fork_took_clock = 0;
+    if (_txkit_tls.depth)
+        return;
+    for (;;) {
+        uint64_t c = tk_wait_clock_even();
+        if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            fork_clock = c + 2;
+            fork_took_clock = 1;
+            return;
+        }
+    }
+}
+
+static void fork_parent(void) {
+    if (fork_took_clock)
+        __atomic_store_n(&tk_g.clock, fork_clock, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void fork_child(void) {
+    if (fork_took_clock)
+        tk_g.clock = fork_clock;
+    tk_g.sw_active = 0;
+    tk_g.serial_pending = 0;
+    tk_g.solo = 0;
+    tk_thread *me = tk_cur;
+    /* Other threads' descriptors stay allocated (their memory is the parent's
+     * to free); they simply leave the registry. */
+    reg_head = me;
+    if (me) {
+        me->next = me->prev = NULL;
+        memset(&me->st, 0, sizeof me->st);
+        me->st.threads = 1;
+    }
+    memset(&retired, 0, sizeof retired);
+    live_threads = me ? 1 : 0;
+    pthread_mutex_unlock(&reg_lock);
+}
+
 static void make_key(void) {
     if (pthread_key_create(&exit_key, thread_exit) != 0)
         TK_FATAL("pthread_key_create failed");
+}
+
+__attribute__((constructor)) static void thread_init(void) {
+    pthread_once(&key_once, make_key);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 tk_thread *tk_thread_get(void) {
