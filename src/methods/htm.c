@@ -42,18 +42,18 @@ __attribute__((target("rtm"))) static int htm_begin(tk_thread *t) {
     if (status == _XBEGIN_STARTED) {
         if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) & 1)
             _xabort(TK_XCODE_LOCKED);
-        return TK_BEGIN_OK;
+        return TK_OK;
     }
     return classify(t, status);
 }
 
 __attribute__((target("rtm"))) static int htm_commit(tk_thread *t) {
-    if (t->inject)
+    if (t->ctl.inject)
         _xabort(TK_XCODE_INJECT);
     if (__atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED))
         tk_g.hw_commits++; /* transactional: atomic with our writes */
     _xend();
-    return 0;
+    return TK_OK;
 }
 
 static void htm_rollback(tk_thread *t) {

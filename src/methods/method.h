@@ -11,25 +11,27 @@
 
 #include "runtime/internal.h"
 
-#define TK_BEGIN_OK (-1) /* begin() result: the attempt is running */
+/* Success for begin(), commit() and make_irrevocable(). Failures are a
+ * txkit_cause_t, and TXKIT_CAUSE_CONFLICT is 0: never test results for zero. */
+#define TK_OK (-1)
 
 struct tk_method {
     const char *name;
     txkit_method_t id;
     /* TXKIT_ACC_* bits for the inline barriers while an attempt runs. */
     unsigned access;
-    /* Start an attempt. TK_BEGIN_OK, or a txkit_cause_t when the attempt ended
+    /* Start an attempt. TK_OK, or a txkit_cause_t when the attempt ended
      * before user code could run (hardware aborts come back this way). */
     int (*begin)(tk_thread *t);
-    /* Try to commit. 0 when committed (shared memory final, locks released),
-     * else a txkit_cause_t with the attempt still to be rolled back. */
+    /* Try to commit. TK_OK when committed (shared memory final, locks
+     * released), else a txkit_cause_t with the attempt still to be rolled back. */
     int (*commit)(tk_thread *t);
     /* Undo the attempt's effects on shared memory and release what it holds. */
     void (*rollback)(tk_thread *t);
     /* Barriers for any size 1..8 (tx_memcpy and friends split bigger ranges). */
     void (*load)(tk_thread *t, void *dst, const void *addr, size_t size);
     void (*store)(tk_thread *t, void *addr, const void *src, size_t size);
-    /* Become irrevocable in place: 0 done, else a cause to restart with. */
+    /* Become irrevocable in place: TK_OK, else a cause to restart with. */
     int (*make_irrevocable)(tk_thread *t);
     /* Abort the attempt explicitly (tx_restart, injection): may not return. */
     void (*explicit_abort)(tk_thread *t, int cause);

@@ -16,15 +16,15 @@ static bool try_take_clock(tk_thread *t) {
 }
 
 static int serial_begin(tk_thread *t) {
-    t->irrevocable = 0;
+    t->ctl.irrevocable = 0;
     if (try_take_clock(t)) /* uncontended: one atomic */
-        return TK_BEGIN_OK;
+        return TK_OK;
     /* Contended: announce ourselves so new software transactions hold back. */
     __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
     while (!try_take_clock(t))
         tk_wait_clock_even();
     __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
-    return TK_BEGIN_OK;
+    return TK_OK;
 }
 
 static void release(tk_thread *t) {
@@ -32,10 +32,10 @@ static void release(tk_thread *t) {
 }
 
 static int serial_commit(tk_thread *t) {
-    if (t->inject && !t->irrevocable)
+    if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
     release(t);
-    return 0;
+    return TK_OK;
 }
 
 static void serial_rollback(tk_thread *t) {
@@ -53,13 +53,13 @@ static void serial_load(tk_thread *t, void *dst, const void *addr, size_t size) 
 }
 
 static int serial_make_irrevocable(tk_thread *t) {
-    t->irrevocable = 1;
+    t->ctl.irrevocable = 1;
     _txkit_tls.access = 0; /* no more undo logging */
-    return 0;
+    return TK_OK;
 }
 
 static void serial_store(tk_thread *t, void *addr, const void *src, size_t size) {
-    if (!t->irrevocable) {
+    if (!t->ctl.irrevocable) {
         tk_uentry *u = tk_vec_push(&t->ulog, sizeof *u);
         if (!u) {
             /* Cannot log: keep going without the ability to undo. */

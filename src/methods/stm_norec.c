@@ -221,7 +221,7 @@ static int stm_begin(tk_thread *t) {
             sched_yield();
     t->snap = tk_wait_clock_even();
     t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
-    return TK_BEGIN_OK;
+    return TK_OK;
 }
 
 /* Take the clock (odd) with the read set still valid. */
@@ -243,18 +243,18 @@ static bool acquire_clock(tk_thread *t) {
 }
 
 static int stm_commit(tk_thread *t) {
-    if (t->inject)
+    if (t->ctl.inject)
         return TXKIT_CAUSE_INJECTED;
     if (t->wset.len == 0) { /* read-only: consistent at its last validation */
         unregister(t);
-        return 0;
+        return TK_OK;
     }
     if (!acquire_clock(t))
         return TXKIT_CAUSE_CONFLICT;
     write_back(t);
     __atomic_store_n(&tk_g.clock, t->snap + 2, __ATOMIC_RELEASE);
     unregister(t);
-    return 0;
+    return TK_OK;
 }
 
 static void stm_rollback(tk_thread *t) {
@@ -308,10 +308,10 @@ static int stm_make_irrevocable(tk_thread *t) {
     ws_clear(t);
     unregister(t);
     t->serial_clock = t->snap + 1;
-    t->m = &tk_method_serial;
-    t->irrevocable = 1;
+    t->ctl.m = &tk_method_serial;
+    t->ctl.irrevocable = 1;
     _txkit_tls.access = 0;
-    return 0;
+    return TK_OK;
 }
 
 static void stm_explicit_abort(tk_thread *t, int cause) { tk_abort(t, cause); }

@@ -89,21 +89,26 @@ typedef struct tk_jmpbuf {
 typedef struct tk_thread tk_thread;
 
 struct tk_thread {
-    /* -- current transaction */
-    tk_jmpbuf jb;                 /* outermost checkpoint (C blocks) */
+    /* -- current transaction: saved around abort handlers, which may run
+     *    transactions of their own on this descriptor */
+    struct tk_txctl {
+        tk_jmpbuf jb;                 /* outermost checkpoint (C blocks) */
+        txkit_site_t *site;
+        const struct tk_method *m;    /* method of the running attempt */
+        int cxx;                      /* outermost block is txkit::atomic */
+        void (*thrower)(void);        /* throws the C++ restart signal */
+        int irrevocable;              /* this attempt runs non-speculatively */
+        int force_serial;             /* next attempts must be serial (irrevocable asked) */
+        int inject;                   /* fault injection: abort this attempt at commit */
+        int fell_htm, fell_serial;    /* fallbacks already counted for this transaction */
+        unsigned attempts;            /* aborted attempts of this transaction */
+        unsigned htm_tries, htm_locked_waits, stm_aborts;
+        uint64_t attempt_tsc;         /* start of the current attempt, 0 if not timed */
+        unsigned attempt_weight;      /* attempts this timing stands for */
+    } ctl;
     tk_jmpbuf jb_nested;          /* where nested blocks save theirs (unused) */
-    txkit_site_t *site;
-    const struct tk_method *m;    /* method of the running attempt */
-    int cxx;                      /* outermost block is txkit::atomic */
-    void (*thrower)(void);        /* throws the C++ restart signal */
     int retry_pending;            /* C++: aborted, waiting for the next begin */
     int doomed;                   /* C++: rolled back, unwinding to txkit::atomic */
-    int irrevocable;              /* this attempt runs non-speculatively */
-    int force_serial;             /* next attempts must be serial (irrevocable asked) */
-    unsigned attempts;            /* aborted attempts of this transaction */
-    unsigned htm_tries, htm_locked_waits, stm_aborts;
-    uint64_t attempt_tsc;         /* start of the current attempt, 0 if not timed */
-    unsigned attempt_weight;      /* attempts this timing stands for */
     unsigned time_sample_ctr;
 
     /* -- software TM (NOrec) state */
@@ -134,9 +139,6 @@ struct tk_thread {
     unsigned solo_countdown;      /* transactions until the next check */
     unsigned quiet_checks;        /* checks in a row that saw no other thread */
     uint64_t others_seen;         /* others' transactions at the last check */
-    int inject;                   /* fault injection: abort this attempt at commit */
-    int fell_htm, fell_serial;    /* fallbacks already counted for this transaction */
-
     /* -- configuration */
     int thread_method;            /* -1: follow the process */
 

@@ -73,25 +73,25 @@ static int configured_method(const tk_thread *t) {
 }
 
 static const struct tk_method *choose_method(tk_thread *t) {
-    if (t->force_serial)
+    if (t->ctl.force_serial)
         return &tk_method_serial;
     switch (configured_method(t)) {
     case TXKIT_SERIAL:
         return &tk_method_serial;
     case TXKIT_HTM:
-        return tk_g.hybrid && t->htm_tries < tk_cfg.htm_retries ? &tk_method_htm
+        return tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries ? &tk_method_htm
                                                                 : &tk_method_serial;
     case TXKIT_STM:
-        return t->stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
+        return t->ctl.stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
     default:
-        if (t->attempts == 0 && auto_solo(t))
+        if (t->ctl.attempts == 0 && auto_solo(t))
             return &tk_method_serial;
-        if (t->m == &tk_method_serial && t->attempts > 0)
+        if (t->ctl.m == &tk_method_serial && t->ctl.attempts > 0)
             return &tk_method_serial; /* solo attempt restarted: stay serial */
-        if (tk_g.hybrid && t->htm_tries < tk_cfg.htm_retries &&
-            !(t->attempts == 0 && site_skips_htm(t->site)))
+        if (tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries &&
+            !(t->ctl.attempts == 0 && site_skips_htm(t->ctl.site)))
             return &tk_method_htm;
-        return t->stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
+        return t->ctl.stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
     }
 }
 
@@ -101,22 +101,22 @@ static void htm_policy(tk_thread *t, int cause) {
     case TXKIT_CAUSE_LOCKED:
         /* A serial transaction held the clock: wait for it outside, retry. */
         tk_wait_clock_even();
-        if (++t->htm_locked_waits % 8 == 0)
-            t->htm_tries++;
+        if (++t->ctl.htm_locked_waits % 8 == 0)
+            t->ctl.htm_tries++;
         return;
     case TXKIT_CAUSE_CAPACITY:
     case TXKIT_CAUSE_UNSUPPORTED:
     case TXKIT_CAUSE_NESTED:
         /* Retrying in hardware will not help (RTM-FACTS: status 0 means never). */
-        t->htm_tries = tk_cfg.htm_retries;
-        if (t->site)
-            __atomic_store_n(&t->site->htm_fail, SITE_HTM_SKIP, __ATOMIC_RELAXED);
+        t->ctl.htm_tries = tk_cfg.htm_retries;
+        if (t->ctl.site)
+            __atomic_store_n(&t->ctl.site->htm_fail, SITE_HTM_SKIP, __ATOMIC_RELAXED);
         return;
     case TXKIT_CAUSE_IRREVOCABLE:
-        t->force_serial = 1;
+        t->ctl.force_serial = 1;
         return;
     default:
-        t->htm_tries++;
+        t->ctl.htm_tries++;
         tk_cm->on_abort(t, cause);
         return;
     }
@@ -134,9 +134,9 @@ static unsigned retry_bucket(unsigned n) {
 static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
     TK_COUNT(t->st.aborts[m->id], 1);
     TK_COUNT(t->st.aborts_by_cause[cause], 1);
-    if (t->attempt_tsc) /* ticks, weighted by the sampling rate; converted when read */
-        TK_COUNT(t->st.ns_aborted, (tk_rdtsc() - t->attempt_tsc) * t->attempt_weight);
-    t->attempts++;
+    if (t->ctl.attempt_tsc) /* ticks, weighted by the sampling rate; converted when read */
+        TK_COUNT(t->st.ns_aborted, (tk_rdtsc() - t->ctl.attempt_tsc) * t->ctl.attempt_weight);
+    t->ctl.attempts++;
 }
 
 /* Time lost in aborted attempts needs the start of every attempt that might
@@ -147,14 +147,14 @@ static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
 #define TIME_SAMPLE 16
 static bool time_attempt(tk_thread *t, const struct tk_method *m) {
     (void)m;
-    if (t->attempts > 0) {
-        t->attempt_weight = 1;
+    if (t->ctl.attempts > 0) {
+        t->ctl.attempt_weight = 1;
         return true;
     }
     if (++t->time_sample_ctr < TIME_SAMPLE)
         return false;
     t->time_sample_ctr = 0;
-    t->attempt_weight = TIME_SAMPLE;
+    t->ctl.attempt_weight = TIME_SAMPLE;
     return true;
 }
 
@@ -162,21 +162,21 @@ static bool time_attempt(tk_thread *t, const struct tk_method *m) {
 static void run_attempts(tk_thread *t) {
     for (;;) {
         const struct tk_method *m = choose_method(t);
-        if (t->attempts > 0) {
-            if (m == &tk_method_stm && t->m == &tk_method_htm && !t->fell_htm) {
-                t->fell_htm = 1;
+        if (t->ctl.attempts > 0) {
+            if (m == &tk_method_stm && t->ctl.m == &tk_method_htm && !t->ctl.fell_htm) {
+                t->ctl.fell_htm = 1;
                 TK_COUNT(t->st.htm_to_stm, 1);
-            } else if (m == &tk_method_serial && t->m != &tk_method_serial && !t->fell_serial) {
-                t->fell_serial = 1;
+            } else if (m == &tk_method_serial && t->ctl.m != &tk_method_serial && !t->ctl.fell_serial) {
+                t->ctl.fell_serial = 1;
                 TK_COUNT(t->st.to_serial, 1);
             }
         }
         tk_attempt_reset(t);
-        t->m = m;
-        t->inject = tk_cfg.any_fault && tk_fault_hit(t, m->id);
-        t->attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
+        t->ctl.m = m;
+        t->ctl.inject = tk_cfg.any_fault && tk_fault_hit(t, m->id);
+        t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
         int r = m->begin(t);
-        if (r == TK_BEGIN_OK) {
+        if (r == TK_OK) {
             _txkit_tls.access = m->access;
             _txkit_tls.depth = 1;
             return;
@@ -188,23 +188,23 @@ static void run_attempts(tk_thread *t) {
 }
 
 static void start_transaction(tk_thread *t, txkit_site_t *site) {
-    t->site = site;
-    t->m = NULL;
-    t->attempts = 0;
-    t->htm_tries = t->htm_locked_waits = t->stm_aborts = 0;
-    t->irrevocable = t->force_serial = 0;
+    t->ctl.site = site;
+    t->ctl.m = NULL;
+    t->ctl.attempts = 0;
+    t->ctl.htm_tries = t->ctl.htm_locked_waits = t->ctl.stm_aborts = 0;
+    t->ctl.irrevocable = t->ctl.force_serial = 0;
     t->retry_pending = t->doomed = 0;
-    t->fell_htm = t->fell_serial = 0;
+    t->ctl.fell_htm = t->ctl.fell_serial = 0;
     TK_COUNT(t->st.transactions, 1);
     tk_cm->on_begin(t);
 }
 
 static void finish_commit(tk_thread *t) {
-    TK_COUNT(t->st.commits[t->m->id], 1);
-    TK_COUNT(t->st.retries_hist[retry_bucket(t->attempts)], 1);
+    TK_COUNT(t->st.commits[t->ctl.m->id], 1);
+    TK_COUNT(t->st.retries_hist[retry_bucket(t->ctl.attempts)], 1);
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
-    t->irrevocable = 0;
+    t->ctl.irrevocable = 0;
     tk_cm->on_commit(t);
     if (t->frees.len | t->allocs.len | t->handlers.len)
         tk_discard_effects(t, 1);
@@ -212,35 +212,39 @@ static void finish_commit(tk_thread *t) {
 
 /* Roll back a software attempt and leave the thread outside any transaction. */
 static void abort_attempt(tk_thread *t, int cause) {
-    const struct tk_method *m = t->m;
+    const struct tk_method *m = t->ctl.m;
     m->rollback(t);
     count_abort(t, m, cause);
-    t->irrevocable = 0;
+    t->ctl.irrevocable = 0;
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
-    tk_discard_effects(t, 0);
+    if (t->handlers.len | t->allocs.len | t->frees.len) {
+        struct tk_txctl saved = t->ctl;
+        tk_discard_effects(t, 0);
+        t->ctl = saved;
+    }
     if (cause == TXKIT_CAUSE_IRREVOCABLE)
-        t->force_serial = 1;
+        t->ctl.force_serial = 1;
     if (m == &tk_method_stm)
-        t->stm_aborts++;
+        t->ctl.stm_aborts++;
     tk_cm->on_abort(t, cause);
 }
 
 void tk_abort(tk_thread *t, int cause) {
     unsigned depth = _txkit_tls.depth;
     abort_attempt(t, cause);
-    if (t->cxx) {
+    if (t->ctl.cxx) {
         /* Unwind to txkit::atomic; barriers of destructors on the way see a
          * doomed attempt (loads read memory, stores are dropped). */
         t->retry_pending = 1;
         t->doomed = 1;
         _txkit_tls.depth = depth;
         _txkit_tls.access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE;
-        t->thrower();
+        t->ctl.thrower();
         TK_FATAL("the C++ restart thrower returned");
     }
     run_attempts(t);
-    tk_longjmp(&t->jb, 1);
+    tk_longjmp(&t->ctl.jb, 1);
 }
 
 /* ---------------------------------------------------------- entry points */
@@ -262,7 +266,7 @@ static void site_init(txkit_site_t *site, const char *file, const char *func, in
 
 tk_jmpbuf *tk_jb_slot(void) {
     tk_thread *t = tk_self();
-    return _txkit_tls.depth ? &t->jb_nested : &t->jb;
+    return _txkit_tls.depth ? &t->jb_nested : &t->ctl.jb;
 }
 
 int tk_begin_c(txkit_site_t *site, unsigned flags) {
@@ -275,7 +279,7 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
     tk_thread *t = tk_cur; /* created by tk_jb_slot */
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         site_init(site, NULL, NULL, 0);
-    t->cxx = 0;
+    t->ctl.cxx = 0;
     start_transaction(t, site);
     run_attempts(t);
     return 1;
@@ -292,8 +296,8 @@ void _txkit_end(struct _txkit_scope *scope) {
     tk_thread *t = tk_cur;
     if (t->doomed)
         return;
-    int r = t->m->commit(t);
-    if (r)
+    int r = t->ctl.m->commit(t);
+    if (r != TK_OK)
         tk_abort(t, r);
     finish_commit(t);
 }
@@ -314,8 +318,8 @@ int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thro
         return 2;
     }
     site_init(site, file, "txkit::atomic", line);
-    t->cxx = 1;
-    t->thrower = thrower;
+    t->ctl.cxx = 1;
+    t->ctl.thrower = thrower;
     start_transaction(t, site);
     run_attempts(t);
     return 1;
@@ -327,8 +331,8 @@ int _txkit_commit_cxx(void) {
         return 0; /* rolled back already; retry_pending is set */
     if (_txkit_tls.depth == 0)
         return 1; /* committed before (a commit handler threw) */
-    int r = t->m->commit(t);
-    if (r) {
+    int r = t->ctl.m->commit(t);
+    if (r != TK_OK) {
         abort_attempt(t, r);
         t->retry_pending = 1;
         return 0;
@@ -351,7 +355,7 @@ void _txkit_load_bytes(void *dst, const void *addr, size_t size) {
         memcpy(dst, addr, size);
         return;
     }
-    t->m->load(t, dst, addr, size);
+    t->ctl.m->load(t, dst, addr, size);
 }
 
 void _txkit_store_bytes(void *addr, const void *src, size_t size) {
@@ -361,7 +365,7 @@ void _txkit_store_bytes(void *addr, const void *src, size_t size) {
             memcpy(addr, src, size);
         return;
     }
-    t->m->store(t, addr, src, size);
+    t->ctl.m->store(t, addr, src, size);
 }
 
 /* Split a range into chunks of at most 8 bytes that do not cross an 8-byte
@@ -416,20 +420,20 @@ void tx_restart(void) {
     if (!t || _txkit_tls.depth == 0)
         TK_FATAL("tx_restart() called outside a transaction");
     if (t->doomed)
-        t->thrower();
-    if (t->irrevocable)
+        t->ctl.thrower();
+    if (t->ctl.irrevocable)
         TK_FATAL("tx_restart() called after tx_irrevocable(): the transaction cannot be undone");
-    t->m->explicit_abort(t, TXKIT_CAUSE_EXPLICIT);
+    t->ctl.m->explicit_abort(t, TXKIT_CAUSE_EXPLICIT);
     TK_FATAL("explicit abort returned");
 }
 
 void tx_irrevocable(void) {
     tk_thread *t = tk_cur;
-    if (!t || _txkit_tls.depth == 0 || t->doomed || t->irrevocable)
+    if (!t || _txkit_tls.depth == 0 || t->doomed || t->ctl.irrevocable)
         return;
-    int r = t->m->make_irrevocable(t);
-    if (r) {
-        t->force_serial = 1;
+    int r = t->ctl.m->make_irrevocable(t);
+    if (r != TK_OK) {
+        t->ctl.force_serial = 1;
         tk_abort(t, r);
     }
     TK_COUNT(t->st.irrevocable, 1);
