@@ -45,6 +45,30 @@ static inline uint64_t read_mem(const void *addr, uint32_t size) {
     }
 }
 
+/* Store the low `size` bytes of v at dst (little-endian), without a memcpy call. */
+static inline void put_bytes(void *dst, uint64_t v, size_t size) {
+    switch (size) {
+    case 8:
+        __builtin_memcpy(dst, &v, 8);
+        break;
+    case 4: {
+        uint32_t x = (uint32_t)v;
+        __builtin_memcpy(dst, &x, 4);
+        break;
+    }
+    case 2: {
+        uint16_t x = (uint16_t)v;
+        __builtin_memcpy(dst, &x, 2);
+        break;
+    }
+    case 1:
+        *(unsigned char *)dst = (unsigned char)v;
+        break;
+    default:
+        memcpy(dst, &v, size);
+    }
+}
+
 static inline bool snapshot_current(const tk_thread *t) {
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* data loads before the clock load */
     if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) != t->snap)
@@ -272,13 +296,15 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
             tk_abort(t, TXKIT_CAUSE_CONFLICT);
         v = read_mem(addr, (uint32_t)size);
     }
-    tk_rentry *r = tk_vec_push(&t->rlog, sizeof *r);
-    if (!r)
+    tk_rentry *r;
+    if (TXKIT_LIKELY(t->rlog.len < t->rlog.cap))
+        r = &((tk_rentry *)t->rlog.data)[t->rlog.len++];
+    else if (!(r = tk_vec_push(&t->rlog, sizeof *r)))
         TK_FATAL("out of memory growing the read log");
     r->addr = addr;
     r->val = v;
     r->size = (uint32_t)size;
-    memcpy(dst, &v, size);
+    put_bytes(dst, v, size);
     if (t->wset.len)
         ws_overlay(t, dst, a, size);
 }
