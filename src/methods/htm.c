@@ -21,6 +21,12 @@ static int classify(tk_thread *t, unsigned status) {
             return TXKIT_CAUSE_IRREVOCABLE;
         case TK_XCODE_INJECT:
             return TXKIT_CAUSE_INJECTED;
+        case TK_XCODE_CANCEL_OUTER:
+            t->ctl.cancelled = 1; /* written after the abort: it stays */
+            return TXKIT_CAUSE_EXPLICIT;
+        case TK_XCODE_CANCEL_NESTED:
+            t->ctl.htm_tries = ~0u / 2; /* only software can undo part of a transaction */
+            return TXKIT_CAUSE_EXPLICIT;
         default:
             __atomic_store_n(&t->st.explicit_code, TK_XA_CODE(status), __ATOMIC_RELAXED);
             return TXKIT_CAUSE_EXPLICIT;
@@ -77,11 +83,22 @@ __attribute__((target("rtm"))) static int htm_make_irrevocable(tk_thread *t) {
     return TXKIT_CAUSE_IRREVOCABLE; /* not reached */
 }
 
+/* cause: a txkit_cause_t, or minus a TK_XCODE_CANCEL_* code (gcc cancel). */
 __attribute__((target("rtm"))) static void htm_explicit_abort(tk_thread *t, int cause) {
     (void)t;
-    if (cause == TXKIT_CAUSE_INJECTED)
+    switch (cause) {
+    case TXKIT_CAUSE_INJECTED:
         _xabort(TK_XCODE_INJECT);
-    _xabort(TK_XCODE_RESTART);
+        break;
+    case -TK_XCODE_CANCEL_OUTER:
+        _xabort(TK_XCODE_CANCEL_OUTER);
+        break;
+    case -TK_XCODE_CANCEL_NESTED:
+        _xabort(TK_XCODE_CANCEL_NESTED);
+        break;
+    default:
+        _xabort(TK_XCODE_RESTART);
+    }
 }
 
 const struct tk_method tk_method_htm = {

@@ -58,19 +58,25 @@ static int serial_make_irrevocable(tk_thread *t) {
     return TK_OK;
 }
 
-static void serial_store(tk_thread *t, void *addr, const void *src, size_t size) {
-    if (!t->ctl.irrevocable) {
+void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
+    const char *a = addr;
+    while (size) {
+        size_t n = size < 8 ? size : 8;
         tk_uentry *u = tk_vec_push(&t->ulog, sizeof *u);
-        if (!u) {
-            /* Cannot log: keep going without the ability to undo. */
-            serial_make_irrevocable(t);
-        } else {
-            u->addr = addr;
-            u->size = (uint32_t)size;
-            u->old = 0;
-            memcpy(&u->old, addr, size);
-        }
+        if (!u)
+            TK_FATAL("out of memory growing the undo log");
+        u->addr = (void *)a;
+        u->size = (uint32_t)n;
+        u->old = 0;
+        memcpy(&u->old, a, n);
+        a += n;
+        size -= n;
     }
+}
+
+static void serial_store(tk_thread *t, void *addr, const void *src, size_t size) {
+    if (!t->ctl.irrevocable)
+        tk_undo_log(t, addr, size);
     memcpy(addr, src, size);
 }
 

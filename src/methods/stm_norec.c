@@ -281,8 +281,22 @@ static int stm_commit(tk_thread *t) {
     return TK_OK;
 }
 
+void tk_stm_ws_restore(tk_thread *t, const tk_wentry *saved, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        tk_wentry *e = ws_get(t, saved[i].word);
+        e->data = saved[i].data;
+        e->mask = saved[i].mask;
+    }
+}
+
 static void stm_rollback(tk_thread *t) {
     ws_clear(t);
+    /* Private memory logged by gcc's _ITM_L* barriers goes back too. */
+    for (size_t i = t->ulog.len; i-- > 0;) {
+        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+        memcpy(u->addr, &u->old, u->size);
+    }
+    t->ulog.len = 0;
     unregister(t);
 }
 

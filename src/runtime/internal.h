@@ -79,9 +79,11 @@ typedef struct tk_wslot {
     uint32_t gen;
 } tk_wslot;
 
-/* Saved by arch/x86_64/checkpoint.S: enough to return from _txkit_begin again. */
+/* Saved by arch/x86_64/checkpoint.S: enough to return from _txkit_begin (or
+ * _ITM_beginTransaction) again. ssp: the CET shadow-stack pointer to return
+ * to, 0 when shadow stacks are off. */
 typedef struct tk_jmpbuf {
-    uint64_t rsp, rbx, rbp, r12, r13, r14, r15, rip;
+    uint64_t rsp, rbx, rbp, r12, r13, r14, r15, rip, ssp;
 } tk_jmpbuf;
 
 /* ------------------------------------------------------- thread descriptor */
@@ -95,7 +97,8 @@ struct tk_thread {
         tk_jmpbuf jb;                 /* outermost checkpoint (C blocks) */
         txkit_site_t *site;
         const struct tk_method *m;    /* method of the running attempt */
-        int cxx;                      /* outermost block is txkit::atomic */
+        int kind;                     /* TK_KIND_*: who began the outermost block */
+        uint32_t props;               /* TK_KIND_ITM: _ITM_codeProperties of the outermost */
         void (*thrower)(void);        /* throws the C++ restart signal */
         int irrevocable;              /* this attempt runs non-speculatively */
         int force_serial;             /* next attempts must be serial (irrevocable asked) */
@@ -105,7 +108,11 @@ struct tk_thread {
         unsigned htm_tries, htm_locked_waits, stm_aborts;
         uint64_t attempt_tsc;         /* start of the current attempt, 0 if not timed */
         unsigned attempt_weight;      /* attempts this timing stands for */
+        int cancelled;                /* ITM: a hardware attempt was cancelled (outer) */
     } ctl;
+    tk_vec itm_cps;               /* tk_itm_cp: nested ITM transactions that may cancel */
+    uint64_t itm_txid;            /* _ITM_getTransactionId of the current transaction */
+    uint64_t txid_next, txid_end; /* this thread's block of transaction ids */
     tk_jmpbuf jb_nested;          /* where nested blocks save theirs (unused) */
     int retry_pending;            /* C++: aborted, waiting for the next begin */
     int doomed;                   /* C++: rolled back, unwinding to txkit::atomic */
@@ -146,6 +153,14 @@ struct tk_thread {
     tx_stats_t st;
 
     tk_thread *next, *prev;       /* registry */
+};
+
+/* Who began the outermost transaction, which decides how a software abort
+ * gets back to its start. */
+enum tk_kind {
+    TK_KIND_C = 0,   /* TX_ATOMIC: jump to the checkpoint, "return" 1 */
+    TK_KIND_CXX = 1, /* txkit::atomic: throw to its retry loop */
+    TK_KIND_ITM = 2, /* gcc -fgnu-tm: jump to the checkpoint, return _ITM_actions */
 };
 
 /* The exported TLS barrier state (include/txkit/tx.h). */
@@ -206,6 +221,18 @@ TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
 /* ---------------------------------------------------------------- the engine */
 
 TK_HIDDEN TK_NORETURN void tk_abort(tk_thread *t, int cause);  /* software abort + restart */
+TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
+TK_HIDDEN void tk_run_attempts(tk_thread *t);
+TK_HIDDEN void tk_start_transaction(tk_thread *t, txkit_site_t *site);
+TK_HIDDEN void tk_finish_commit(tk_thread *t);
+TK_HIDDEN void tk_abort_attempt(tk_thread *t, int cause);
+TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line);
+/* gcc -fgnu-tm (abi/itm.c): the _ITM_actions for the attempt now running. */
+TK_HIDDEN uint32_t tk_itm_action(tk_thread *t, int restarted);
+/* Software TM: rebuild the write set from saved entries (nested cancel). */
+TK_HIDDEN void tk_stm_ws_restore(tk_thread *t, const tk_wentry *e, size_t n);
+/* Record the current bytes at addr, put back if the attempt aborts. */
+TK_HIDDEN void tk_undo_log(tk_thread *t, const void *addr, size_t size);
 TK_HIDDEN void tk_run_handlers(tk_thread *t, int on_commit);
 TK_HIDDEN void tk_discard_effects(tk_thread *t, int committed);
 TK_HIDDEN void tk_attempt_reset(tk_thread *t);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi/itm.h"
 #include "methods/method.h"
 
 TXKIT_API __thread struct txkit_tls _txkit_tls;
@@ -75,7 +76,18 @@ static int configured_method(const tk_thread *t) {
 static const struct tk_method *choose_method(tk_thread *t) {
     if (t->ctl.force_serial)
         return &tk_method_serial;
-    switch (configured_method(t)) {
+    int cfg = configured_method(t);
+    if (t->ctl.kind == TK_KIND_ITM) {
+        uint32_t p = t->ctl.props;
+        if (p & TK_PR_DOES_GO_IRREVOCABLE) /* would abort in hardware, upgrade in software */
+            return &tk_method_serial;
+        if (!(p & TK_PR_INSTRUMENTED)) /* no barriers to run software TM with */
+            return tk_g.hybrid && cfg != TXKIT_SERIAL && cfg != TXKIT_STM &&
+                           t->ctl.htm_tries < tk_cfg.htm_retries
+                       ? &tk_method_htm
+                       : &tk_method_serial;
+    }
+    switch (cfg) {
     case TXKIT_SERIAL:
         return &tk_method_serial;
     case TXKIT_HTM:
@@ -159,7 +171,7 @@ static bool time_attempt(tk_thread *t, const struct tk_method *m) {
 }
 
 /* Begin attempts until one runs. Returns inside the running attempt. */
-static void run_attempts(tk_thread *t) {
+void tk_run_attempts(tk_thread *t) {
     for (;;) {
         const struct tk_method *m = choose_method(t);
         if (t->ctl.attempts > 0) {
@@ -183,11 +195,13 @@ static void run_attempts(tk_thread *t) {
         }
         /* A hardware attempt aborted: the CPU restored everything but stats. */
         count_abort(t, m, r);
+        if (t->ctl.cancelled)
+            return; /* __transaction_cancel [[outer]]: nothing left to run */
         htm_policy(t, r);
     }
 }
 
-static void start_transaction(tk_thread *t, txkit_site_t *site) {
+void tk_start_transaction(tk_thread *t, txkit_site_t *site) {
     t->ctl.site = site;
     t->ctl.m = NULL;
     t->ctl.attempts = 0;
@@ -195,11 +209,12 @@ static void start_transaction(tk_thread *t, txkit_site_t *site) {
     t->ctl.irrevocable = t->ctl.force_serial = 0;
     t->retry_pending = t->doomed = 0;
     t->ctl.fell_htm = t->ctl.fell_serial = 0;
+    t->ctl.cancelled = 0;
     TK_COUNT(t->st.transactions, 1);
     tk_cm->on_begin(t);
 }
 
-static void finish_commit(tk_thread *t) {
+void tk_finish_commit(tk_thread *t) {
     TK_COUNT(t->st.commits[t->ctl.m->id], 1);
     TK_COUNT(t->st.retries_hist[retry_bucket(t->ctl.attempts)], 1);
     _txkit_tls.depth = 0;
@@ -211,7 +226,7 @@ static void finish_commit(tk_thread *t) {
 }
 
 /* Roll back a software attempt and leave the thread outside any transaction. */
-static void abort_attempt(tk_thread *t, int cause) {
+void tk_abort_attempt(tk_thread *t, int cause) {
     const struct tk_method *m = t->ctl.m;
     m->rollback(t);
     count_abort(t, m, cause);
@@ -232,8 +247,8 @@ static void abort_attempt(tk_thread *t, int cause) {
 
 void tk_abort(tk_thread *t, int cause) {
     unsigned depth = _txkit_tls.depth;
-    abort_attempt(t, cause);
-    if (t->ctl.cxx) {
+    tk_abort_attempt(t, cause);
+    if (t->ctl.kind == TK_KIND_CXX) {
         /* Unwind to txkit::atomic; barriers of destructors on the way see a
          * doomed attempt (loads read memory, stores are dropped). */
         t->retry_pending = 1;
@@ -243,13 +258,13 @@ void tk_abort(tk_thread *t, int cause) {
         t->ctl.thrower();
         TK_FATAL("the C++ restart thrower returned");
     }
-    run_attempts(t);
-    tk_longjmp(&t->ctl.jb, 1);
+    tk_run_attempts(t);
+    tk_longjmp(&t->ctl.jb, t->ctl.kind == TK_KIND_ITM ? (int)tk_itm_action(t, 1) : 1);
 }
 
 /* ---------------------------------------------------------- entry points */
 
-static void site_init(txkit_site_t *site, const char *file, const char *func, int line) {
+void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line) {
     static unsigned next_id;
     if (__atomic_load_n(&site->id, __ATOMIC_ACQUIRE))
         return;
@@ -278,10 +293,10 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
     }
     tk_thread *t = tk_cur; /* created by tk_jb_slot */
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
-        site_init(site, NULL, NULL, 0);
-    t->ctl.cxx = 0;
-    start_transaction(t, site);
-    run_attempts(t);
+        tk_site_init(site, NULL, NULL, 0);
+    t->ctl.kind = TK_KIND_C;
+    tk_start_transaction(t, site);
+    tk_run_attempts(t);
     return 1;
 }
 
@@ -299,7 +314,7 @@ void _txkit_end(struct _txkit_scope *scope) {
     int r = t->ctl.m->commit(t);
     if (r != TK_OK)
         tk_abort(t, r);
-    finish_commit(t);
+    tk_finish_commit(t);
 }
 
 int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thrower)(void)) {
@@ -309,7 +324,7 @@ int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thro
         t->doomed = 0;
         _txkit_tls.depth = 0;
         _txkit_tls.access = 0;
-        run_attempts(t);
+        tk_run_attempts(t);
         return 1;
     }
     unsigned depth = _txkit_tls.depth;
@@ -317,11 +332,11 @@ int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thro
         _txkit_tls.depth = depth + 1;
         return 2;
     }
-    site_init(site, file, "txkit::atomic", line);
-    t->ctl.cxx = 1;
+    tk_site_init(site, file, "txkit::atomic", line);
+    t->ctl.kind = TK_KIND_CXX;
     t->ctl.thrower = thrower;
-    start_transaction(t, site);
-    run_attempts(t);
+    tk_start_transaction(t, site);
+    tk_run_attempts(t);
     return 1;
 }
 
@@ -333,11 +348,11 @@ int _txkit_commit_cxx(void) {
         return 1; /* committed before (a commit handler threw) */
     int r = t->ctl.m->commit(t);
     if (r != TK_OK) {
-        abort_attempt(t, r);
+        tk_abort_attempt(t, r);
         t->retry_pending = 1;
         return 0;
     }
-    finish_commit(t);
+    tk_finish_commit(t);
     return 1;
 }
 

@@ -1,20 +1,49 @@
-/* checkpoint.S - the returns-twice entry of an atomic block, and the jump back.
+/* checkpoint.S - the returns-twice entries of a transaction, and the jump back.
  *
- * int _txkit_begin(txkit_site_t *site, unsigned flags)
- *   Asks tk_jb_slot() where to save (the thread descriptor's checkpoint, or a
- *   scratch slot inside a transaction), saves the callee-saved registers, the
- *   caller's stack pointer and the return address there, and tail-calls
- *   tk_begin_c(site, flags). Saving in place, with 8-byte stores that are never
- *   reloaded wider, avoids a store-forwarding stall. A hardware attempt starts
- *   inside tk_begin_c; when the CPU aborts it, execution resumes there with
- *   all registers and memory as they were, so no jump is needed.
+ * int _txkit_begin(txkit_site_t *site, unsigned flags)            (TX_ATOMIC)
+ * uint32_t _ITM_beginTransaction(uint32_t properties, ...)         (gcc -fgnu-tm)
+ *   Ask the runtime where to save (tk_jb_slot / tk_itm_jb_slot: the thread
+ *   descriptor's checkpoint, or a nested one), save the callee-saved
+ *   registers, the caller's stack pointer, the return address and the shadow
+ *   stack pointer there, and tail-call the C begin, which returns to our
+ *   caller. Saving in place, with 8-byte stores never reloaded wider, avoids a
+ *   store-forwarding stall. A hardware attempt starts inside the C begin; when
+ *   the CPU aborts it, execution resumes there with all registers and memory as
+ *   they were, so no jump is needed.
  *
  * void tk_longjmp(const tk_jmpbuf *jb, int value)
- *   Restores the registers and "returns" from _txkit_begin again with value,
+ *   Restores the registers and "returns" from the begin again with value,
  *   after a software abort has been rolled back.
  *
- * tk_jmpbuf layout (runtime/internal.h): rsp rbx rbp r12 r13 r14 r15 rip.
+ * tk_jmpbuf layout (runtime/internal.h): rsp rbx rbp r12 r13 r14 r15 rip ssp.
  */
+#ifdef __CET__
+#include <cet.h>
+#endif
+
+/* SAVE: rax = jmpbuf, (%rsp) = our return address. Clobbers rcx. */
+.macro SAVE_CHECKPOINT
+    leaq 8(%rsp), %rcx          /* the caller's rsp once we have returned */
+    movq %rcx, 0(%rax)
+    movq %rbx, 8(%rax)
+    movq %rbp, 16(%rax)
+    movq %r12, 24(%rax)
+    movq %r13, 32(%rax)
+    movq %r14, 40(%rax)
+    movq %r15, 48(%rax)
+    movq (%rsp), %rcx           /* return address */
+    movq %rcx, 56(%rax)
+    xorl %ecx, %ecx
+#if defined(__CET__) && (__CET__ & 2)
+    rdsspq %rcx                 /* stays 0 when shadow stacks are off */
+    testq %rcx, %rcx
+    jz 1f
+    addq $8, %rcx               /* as it will be once we have returned */
+1:
+#endif
+    movq %rcx, 64(%rax)
+.endm
+
     .text
     .globl _txkit_begin
     .type _txkit_begin, @function
@@ -28,27 +57,33 @@ _txkit_begin:
     .cfi_adjust_cfa_offset 8
     subq $8, %rsp               /* keep the call 16-byte aligned */
     .cfi_adjust_cfa_offset 8
-    call tk_jb_slot             /* rax = where to save (the thread's checkpoint) */
+    call tk_jb_slot
     addq $8, %rsp
     .cfi_adjust_cfa_offset -8
     popq %rsi
     .cfi_adjust_cfa_offset -8
     popq %rdi
     .cfi_adjust_cfa_offset -8
-    /* Callee-saved registers are intact: tk_jb_slot preserved them. */
-    leaq 8(%rsp), %rcx          /* the caller's rsp once we have returned */
-    movq %rcx, 0(%rax)
-    movq %rbx, 8(%rax)
-    movq %rbp, 16(%rax)
-    movq %r12, 24(%rax)
-    movq %r13, 32(%rax)
-    movq %r14, 40(%rax)
-    movq %r15, 48(%rax)
-    movq (%rsp), %rcx           /* return address */
-    movq %rcx, 56(%rax)
-    jmp tk_begin_c              /* tail call: tk_begin_c(site, flags) returns to our caller */
+    SAVE_CHECKPOINT
+    jmp tk_begin_c              /* tk_begin_c(site, flags) returns to our caller */
     .cfi_endproc
     .size _txkit_begin, .-_txkit_begin
+
+    .globl _ITM_beginTransaction
+    .type _ITM_beginTransaction, @function
+    .p2align 4
+_ITM_beginTransaction:
+    .cfi_startproc
+    endbr64
+    pushq %rdi                  /* also aligns the stack for the call */
+    .cfi_adjust_cfa_offset 8
+    call tk_itm_jb_slot         /* tk_itm_jb_slot(properties) */
+    popq %rdi
+    .cfi_adjust_cfa_offset -8
+    SAVE_CHECKPOINT
+    jmp tk_itm_begin            /* tk_itm_begin(properties) returns the actions */
+    .cfi_endproc
+    .size _ITM_beginTransaction, .-_ITM_beginTransaction
 
     .globl tk_longjmp
     .hidden tk_longjmp
@@ -58,6 +93,23 @@ tk_longjmp:
     .cfi_startproc
     endbr64
     movl %esi, %eax
+#if defined(__CET__) && (__CET__ & 2)
+    movq 64(%rdi), %rdx
+    testq %rdx, %rdx
+    jz 3f
+    xorl %ecx, %ecx
+    rdsspq %rcx
+    subq %rcx, %rdx             /* bytes of shadow stack to drop */
+    shrq $3, %rdx
+2:  cmpq $255, %rdx
+    jbe 4f
+    movl $255, %ecx
+    incsspq %rcx
+    subq $255, %rdx
+    jmp 2b
+4:  incsspq %rdx
+3:
+#endif
     movq 8(%rdi), %rbx
     movq 16(%rdi), %rbp
     movq 24(%rdi), %r12

@@ -28,6 +28,8 @@ static inline void tk_cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory
 #define TK_XCODE_RESTART 0xf2     /* tx_restart() */
 #define TK_XCODE_IRREVOCABLE 0xf3 /* tx_irrevocable() */
 #define TK_XCODE_INJECT 0xf4      /* fault injection */
+#define TK_XCODE_CANCEL_OUTER 0xf5  /* __transaction_cancel of the whole transaction */
+#define TK_XCODE_CANCEL_NESTED 0xf6 /* __transaction_cancel of a nested one: redo in software */
 
 struct txkit_rtm_info;
 /* Detect once (CPUID, then a probe when CPUID allows); thread-safe. */

@@ -1,0 +1,361 @@
+/* itm.c - the libitm ABI (gcc -fgnu-tm) on txkit's engine: transactions,
+ * cancel with closed nesting, modes, ids, user actions, memory, clone tables.
+ *
+ * gcc compiles each transaction twice where it can: with barriers
+ * (instrumented) and without (uninstrumented). _ITM_beginTransaction tells it
+ * which to run for the attempt txkit chose: uninstrumented inside a hardware
+ * transaction or when serial and irrevocable, instrumented for software TM
+ * and for serial-with-undo (needed when the block may be cancelled).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi/itm.h"
+#include "methods/method.h"
+
+#define ITM_API __attribute__((visibility("default")))
+
+TK_HIDDEN tk_jmpbuf *tk_itm_jb_slot(uint32_t props);
+TK_HIDDEN uint32_t tk_itm_begin(uint32_t props);
+
+/* All gcc transactions share one site until sites get per-call-site
+ * statistics (the return address is in the checkpoint already). */
+static txkit_site_t itm_site = {"<gcc -fgnu-tm>", "_ITM_beginTransaction", 0, 0, 0, 0, 0};
+
+static uint64_t next_txid_block;
+
+uint32_t tk_itm_action(tk_thread *t, int restarted) {
+    uint32_t p = t->ctl.props, a;
+    const struct tk_method *m = t->ctl.m;
+    if (m == &tk_method_stm) {
+        a = TK_A_RUN_INSTRUMENTED;
+    } else if (m == &tk_method_htm) {
+        a = (p & TK_PR_UNINSTRUMENTED) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED;
+    } else if ((p & TK_PR_UNINSTRUMENTED) &&
+               (!(p & TK_PR_INSTRUMENTED) || (p & TK_PR_HAS_NO_ABORT))) {
+        /* Serial without barriers: nothing can be undone, so irrevocable
+         * from the start (gcc promises no cancel: pr_hasNoAbort). */
+        t->ctl.irrevocable = 1;
+        _txkit_tls.access = 0;
+        a = TK_A_RUN_UNINSTRUMENTED;
+    } else {
+        a = TK_A_RUN_INSTRUMENTED; /* serial with an undo log */
+    }
+    return a | (restarted ? TK_A_RESTORE_LIVE : TK_A_SAVE_LIVE);
+}
+
+static void drop_checkpoints(tk_thread *t, size_t keep) {
+    while (t->itm_cps.len > keep) {
+        tk_itm_cp *cp = &TK_VEC_AT(&t->itm_cps, tk_itm_cp, t->itm_cps.len - 1);
+        tk_vec_free(&cp->wset);
+        t->itm_cps.len--;
+    }
+}
+
+static tk_itm_cp *top_checkpoint(tk_thread *t) {
+    return t->itm_cps.len ? &TK_VEC_AT(&t->itm_cps, tk_itm_cp, t->itm_cps.len - 1) : NULL;
+}
+
+tk_jmpbuf *tk_itm_jb_slot(uint32_t props) {
+    tk_thread *t = tk_self();
+    if (_txkit_tls.depth == 0)
+        return &t->ctl.jb;
+    if (props & TK_PR_HAS_NO_ABORT)
+        return &t->jb_nested;
+    tk_itm_cp *cp = tk_vec_push(&t->itm_cps, sizeof *cp);
+    if (!cp)
+        TK_FATAL("out of memory for a nested transaction checkpoint");
+    memset(cp, 0, sizeof *cp);
+    return &cp->jb;
+}
+
+/* Nested begin: flat, except that a nested block that may be cancelled
+ * records how far each log went, to be able to undo just its part. */
+static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
+    if (!(props & TK_PR_HAS_NO_ABORT)) {
+        tk_itm_cp *cp = top_checkpoint(t);
+        cp->depth = depth + 1;
+        cp->rlog_len = t->rlog.len;
+        cp->ulog_len = t->ulog.len;
+        cp->allocs_len = t->allocs.len;
+        cp->frees_len = t->frees.len;
+        cp->handlers_len = t->handlers.len;
+        cp->arena_len = t->arena.len;
+        for (size_t i = 0; i < t->wset.len; i++) {
+            tk_wentry *e = tk_vec_push(&cp->wset, sizeof *e);
+            if (!e)
+                TK_FATAL("out of memory copying the write set");
+            *e = TK_VEC_AT(&t->wset, tk_wentry, i);
+        }
+    }
+    _txkit_tls.depth = depth + 1;
+    uint32_t a;
+    if (_txkit_tls.access == 0 && (props & TK_PR_UNINSTRUMENTED))
+        a = TK_A_RUN_UNINSTRUMENTED; /* hardware or irrevocable: no barriers needed */
+    else if (props & TK_PR_INSTRUMENTED)
+        a = TK_A_RUN_INSTRUMENTED;
+    else {
+        tx_irrevocable(); /* only uninstrumented code: stop being undoable */
+        a = TK_A_RUN_UNINSTRUMENTED;
+    }
+    return a | TK_A_SAVE_LIVE;
+}
+
+uint32_t tk_itm_begin(uint32_t props) {
+    tk_thread *t = tk_cur;
+    unsigned depth = _txkit_tls.depth;
+    if (depth > 0)
+        return nested_begin(t, props, depth);
+    if (TXKIT_UNLIKELY(!itm_site.id))
+        tk_site_init(&itm_site, NULL, NULL, 0);
+    t->ctl.kind = TK_KIND_ITM;
+    t->ctl.props = props;
+    tk_start_transaction(t, &itm_site);
+    t->itm_txid = 0;
+    tk_run_attempts(t);
+    if (t->ctl.cancelled) /* cancelled inside hardware: all undone already */
+        return TK_A_ABORT | TK_A_RESTORE_LIVE;
+    return tk_itm_action(t, 0);
+}
+
+static void commit_outermost(tk_thread *t) {
+    int r = t->ctl.m->commit(t);
+    if (r != TK_OK)
+        tk_abort(t, r);
+    drop_checkpoints(t, 0);
+    tk_finish_commit(t);
+}
+
+ITM_API void _ITM_commitTransaction(void) {
+    tk_thread *t = tk_cur;
+    unsigned depth = _txkit_tls.depth;
+    if (TXKIT_UNLIKELY(depth == 0 || !t))
+        TK_FATAL("_ITM_commitTransaction outside a transaction");
+    if (depth > 1) {
+        tk_itm_cp *cp = top_checkpoint(t);
+        if (cp && cp->depth == depth) {
+            tk_vec_free(&cp->wset);
+            t->itm_cps.len--;
+        }
+        _txkit_tls.depth = depth - 1;
+        return;
+    }
+    commit_outermost(t);
+}
+
+/* The exception object was allocated in the transaction and is committed
+ * with it; if the commit fails the transaction runs again, and the throw with it. */
+ITM_API void _ITM_commitTransactionEH(void *exc_ptr) {
+    (void)exc_ptr;
+    _ITM_commitTransaction();
+}
+
+/* Undo the part of the current attempt done since checkpoint cp. */
+static void rollback_to(tk_thread *t, tk_itm_cp *cp) {
+    /* write set: back to its copy, index rebuilt */
+    t->wset.len = 0;
+    t->wbloom = 0;
+    if (++t->wgen == 0) {
+        memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
+        t->wgen = 1;
+    }
+    tk_stm_ws_restore(t, (const tk_wentry *)cp->wset.data, cp->wset.len);
+    for (size_t i = t->ulog.len; i-- > cp->ulog_len;) {
+        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+        memcpy(u->addr, &u->old, u->size);
+    }
+    t->ulog.len = cp->ulog_len;
+    for (size_t i = cp->allocs_len; i < t->allocs.len; i++)
+        free(TK_VEC_AT(&t->allocs, void *, i));
+    t->allocs.len = cp->allocs_len;
+    t->frees.len = cp->frees_len;
+    /* undo actions registered by the cancelled part, newest first */
+    for (size_t i = t->handlers.len; i-- > cp->handlers_len;) {
+        tk_handler *h = &TK_VEC_AT(&t->handlers, tk_handler, i);
+        if (!h->on_commit)
+            h->fn(h->arg);
+    }
+    t->handlers.len = cp->handlers_len;
+    t->arena.len = cp->arena_len;
+}
+
+ITM_API void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
+    tk_thread *t = tk_cur;
+    unsigned depth = _txkit_tls.depth;
+    if (!t || depth == 0)
+        TK_FATAL("_ITM_abortTransaction outside a transaction");
+    if (!(reason & TK_USER_ABORT))
+        TK_FATAL("_ITM_abortTransaction: unsupported reason %#x", reason);
+    if (t->ctl.irrevocable)
+        TK_FATAL("__transaction_cancel in an irrevocable transaction");
+    tk_itm_cp *cp = top_checkpoint(t);
+    int outer = (reason & TK_OUTER_ABORT) || depth == 1 || !cp || cp->depth != depth;
+    if (t->ctl.m == &tk_method_htm)
+        t->ctl.m->explicit_abort(t, outer ? -TK_XCODE_CANCEL_OUTER : -TK_XCODE_CANCEL_NESTED);
+    if (outer) {
+        tk_abort_attempt(t, TXKIT_CAUSE_EXPLICIT);
+        drop_checkpoints(t, 0);
+        tk_longjmp(&t->ctl.jb, TK_A_ABORT | TK_A_RESTORE_LIVE);
+    }
+    rollback_to(t, cp);
+    tk_jmpbuf jb = cp->jb;
+    _txkit_tls.depth = cp->depth - 1;
+    drop_checkpoints(t, t->itm_cps.len - 1);
+    tk_longjmp(&jb, TK_A_ABORT | TK_A_RESTORE_LIVE);
+}
+
+ITM_API void _ITM_changeTransactionMode(uint32_t mode) {
+    (void)mode; /* modeSerialIrrevocable is the only mode */
+    tx_irrevocable();
+}
+
+ITM_API uint32_t _ITM_inTransaction(void) {
+    if (_txkit_tls.depth == 0)
+        return TK_OUTSIDE;
+    tk_thread *t = tk_cur;
+    return t && t->ctl.irrevocable ? TK_IRREVOCABLE : TK_RETRYABLE;
+}
+
+ITM_API uint64_t _ITM_getTransactionId(void) {
+    if (_txkit_tls.depth == 0)
+        return 1; /* _ITM_noTransactionId */
+    tk_thread *t = tk_cur;
+    if (!t->itm_txid) {
+        /* Ids are handed to threads in blocks, so taking one is thread-local. */
+        if (t->txid_next == t->txid_end) {
+            t->txid_next = __atomic_fetch_add(&next_txid_block, 1024, __ATOMIC_RELAXED) + 2;
+            t->txid_end = t->txid_next + 1024;
+        }
+        t->itm_txid = t->txid_next++;
+    }
+    return t->itm_txid;
+}
+
+ITM_API void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t resuming_id, void *arg) {
+    (void)resuming_id; /* only the current transaction can be resumed here */
+    if (tx_on_commit(fn, arg) != 0)
+        TK_FATAL("out of memory registering a commit action");
+}
+
+ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
+    if (tx_on_abort(fn, arg) != 0)
+        TK_FATAL("out of memory registering an undo action");
+}
+
+ITM_API void _ITM_dropReferences(void *ptr, size_t len) {
+    (void)ptr;
+    (void)len; /* nothing is cached by address */
+}
+
+ITM_API void *_ITM_malloc(size_t size) { return tx_malloc(size); }
+
+ITM_API void *_ITM_calloc(size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = tx_malloc(n * size);
+    if (p)
+        memset(p, 0, n * size); /* fresh memory is private: no barrier needed */
+    return p;
+}
+
+ITM_API void _ITM_free(void *ptr) { tx_free(ptr); }
+
+ITM_API const char *_ITM_libraryVersion(void) {
+    return "txkit " TXKIT_VERSION_STRING " (libitm ABI 0.90)";
+}
+
+ITM_API int _ITM_versionCompatible(int version) { return version == 90; }
+
+ITM_API void __attribute__((noreturn)) _ITM_error(const void *loc, int code) {
+    struct src_location {
+        uint32_t reserved_1, flags, reserved_2, reserved_3;
+        const char *psource;
+    };
+    const struct src_location *l = loc;
+    TK_FATAL("_ITM_error %d at %s", code, l && l->psource ? l->psource : "unknown location");
+}
+
+/* ------------------------------------------------------------ clone tables */
+
+/* Each -fgnu-tm object file's .tm_clone_table holds (function, clone) pairs;
+ * crtbegin registers them at load. Kept sorted per table for lookup. */
+struct clone_entry {
+    void *orig, *clone;
+};
+struct clone_table {
+    void *orig_table; /* the address crtbegin registered, for deregistration */
+    struct clone_entry *entries;
+    size_t n;
+    struct clone_table *next;
+};
+static struct clone_table *clone_tables;
+static pthread_rwlock_t clone_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static int cmp_entry(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const struct clone_entry *)a)->orig;
+    uintptr_t y = (uintptr_t)((const struct clone_entry *)b)->orig;
+    return x < y ? -1 : x > y;
+}
+
+ITM_API void _ITM_registerTMCloneTable(void *table, size_t n) {
+    struct clone_table *ct = malloc(sizeof *ct);
+    struct clone_entry *copy = malloc((n ? n : 1) * sizeof *copy);
+    if (!ct || !copy)
+        TK_FATAL("out of memory registering a TM clone table");
+    if (n)
+        memcpy(copy, table, n * sizeof *copy);
+    qsort(copy, n, sizeof *copy, cmp_entry);
+    ct->orig_table = table;
+    ct->entries = copy;
+    ct->n = n;
+    pthread_rwlock_wrlock(&clone_lock);
+    ct->next = clone_tables;
+    clone_tables = ct;
+    pthread_rwlock_unlock(&clone_lock);
+}
+
+ITM_API void _ITM_deregisterTMCloneTable(void *table) {
+    pthread_rwlock_wrlock(&clone_lock);
+    for (struct clone_table **pp = &clone_tables; *pp; pp = &(*pp)->next) {
+        if ((*pp)->orig_table == table) {
+            struct clone_table *ct = *pp;
+            *pp = ct->next;
+            free(ct->entries);
+            free(ct);
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&clone_lock);
+}
+
+static void *find_clone(void *fn) {
+    void *clone = NULL;
+    struct clone_entry key = {fn, NULL};
+    pthread_rwlock_rdlock(&clone_lock);
+    for (struct clone_table *ct = clone_tables; ct && !clone; ct = ct->next) {
+        struct clone_entry *e = bsearch(&key, ct->entries, ct->n, sizeof key, cmp_entry);
+        if (e)
+            clone = e->clone;
+    }
+    pthread_rwlock_unlock(&clone_lock);
+    return clone;
+}
+
+ITM_API void *_ITM_getTMCloneSafe(void *fn) {
+    void *clone = find_clone(fn);
+    if (!clone)
+        TK_FATAL("no transactional clone for the function at %p (declare it transaction_safe "
+                 "or transaction_callable)", fn);
+    return clone;
+}
+
+ITM_API void *_ITM_getTMCloneOrIrrevocable(void *fn) {
+    void *clone = find_clone(fn);
+    if (clone)
+        return clone;
+    tx_irrevocable(); /* an unknown function: run it for real */
+    return fn;
+}

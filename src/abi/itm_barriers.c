@@ -1,0 +1,185 @@
+/* itm_barriers.c - the libitm ABI's load, store, log and memory barriers.
+ *
+ * Every barrier has one fast path: when the running attempt needs no
+ * instrumentation (hardware, irrevocable, outside a transaction) it is a plain
+ * access; otherwise it goes to the method's barrier in pieces of at most 8
+ * bytes. The R/RaR/RaW/RfW and W/WaR/WaW variants are hints that NOrec does
+ * not need, so they share the code. Defined with macros over the ABI's types
+ * rather than written out 130 times.
+ */
+#include <string.h>
+
+#include "abi/itm.h"
+#include "methods/method.h"
+
+#define ITM_API __attribute__((visibility("default")))
+
+/* Split [addr, addr+n) into pieces of at most 8 bytes that do not cross an
+ * 8-byte boundary, so each piece touches one write-set word. */
+static inline size_t piece(uintptr_t addr, size_t left) {
+    size_t room = 8 - (addr & 7);
+    return left < room ? left : room;
+}
+
+static void slow_load(void *dst, const void *src, size_t n) {
+    char *d = dst;
+    const char *s = src;
+    while (n) {
+        size_t k = piece((uintptr_t)s, n);
+        _txkit_load_bytes(d, s, k);
+        d += k;
+        s += k;
+        n -= k;
+    }
+}
+
+static void slow_store(void *dst, const void *src, size_t n) {
+    char *d = dst;
+    const char *s = src;
+    while (n) {
+        size_t k = piece((uintptr_t)d, n);
+        _txkit_store_bytes(d, s, k);
+        d += k;
+        s += k;
+        n -= k;
+    }
+}
+
+static inline void itm_load(void *dst, const void *src, size_t n) {
+    if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_LOAD)))
+        __builtin_memcpy(dst, src, n);
+    else
+        slow_load(dst, src, n);
+}
+
+static inline void itm_store(void *dst, const void *src, size_t n) {
+    if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE)))
+        __builtin_memcpy(dst, src, n);
+    else
+        slow_store(dst, src, n);
+}
+
+/* _ITM_L*: memory only this transaction uses (e.g. a local whose address
+ * escaped) that must get its old value back on abort. A hardware attempt
+ * and an irrevocable one need nothing. */
+static void itm_log(const void *addr, size_t n) {
+    tk_thread *t = tk_cur;
+    if (_txkit_tls.depth == 0 || !_txkit_tls.access || !t || t->doomed || t->ctl.irrevocable)
+        return;
+    tk_undo_log(t, addr, n);
+}
+
+typedef int tk_m64 __attribute__((vector_size(8), may_alias));
+typedef float tk_m128 __attribute__((vector_size(16), may_alias));
+typedef float tk_m256 __attribute__((vector_size(32), may_alias));
+
+#define ITM_READ(NAME, T, ATTR)                                  \
+    ITM_API ATTR T _ITM_##NAME(const T *p) {                     \
+        T v;                                                     \
+        itm_load(&v, p, sizeof v);                               \
+        return v;                                                \
+    }
+#define ITM_WRITE(NAME, T, ATTR)                                 \
+    ITM_API ATTR void _ITM_##NAME(T *p, T v) { itm_store(p, &v, sizeof v); }
+
+#define ITM_TYPE(S, T, ATTR)                                                    \
+    ITM_READ(R##S, T, ATTR)                                                     \
+    ITM_READ(RaR##S, T, ATTR)                                                   \
+    ITM_READ(RaW##S, T, ATTR)                                                   \
+    ITM_READ(RfW##S, T, ATTR)                                                   \
+    ITM_WRITE(W##S, T, ATTR)                                                    \
+    ITM_WRITE(WaR##S, T, ATTR)                                                  \
+    ITM_WRITE(WaW##S, T, ATTR)                                                  \
+    ITM_API ATTR void _ITM_L##S(const T *p) { itm_log(p, sizeof *p); }
+
+#define NOATTR
+ITM_TYPE(U1, uint8_t, NOATTR)
+ITM_TYPE(U2, uint16_t, NOATTR)
+ITM_TYPE(U4, uint32_t, NOATTR)
+ITM_TYPE(U8, uint64_t, NOATTR)
+ITM_TYPE(F, float, NOATTR)
+ITM_TYPE(D, double, NOATTR)
+ITM_TYPE(E, long double, NOATTR)
+ITM_TYPE(CF, float _Complex, NOATTR)
+ITM_TYPE(CD, double _Complex, NOATTR)
+ITM_TYPE(CE, long double _Complex, NOATTR)
+ITM_TYPE(M64, tk_m64, NOATTR)
+ITM_TYPE(M128, tk_m128, NOATTR)
+/* 256-bit vectors travel in ymm registers only when AVX is on, as in the
+ * callers that use them (gcc emits these barriers only under -mavx). */
+ITM_TYPE(M256, tk_m256, __attribute__((target("avx"))))
+
+ITM_API void _ITM_LB(const void *p, size_t n) { itm_log(p, n); }
+
+/* ------------------------------------------------- memcpy, memmove, memset */
+
+/* Copy n bytes; src_tx / dst_tx: whether each side is shared (transactional).
+ * Backward when the ranges overlap with dst above src (memmove). */
+static void itm_copy(void *dst, const void *src, size_t n, int src_tx, int dst_tx, int move) {
+    unsigned acc = _txkit_tls.access;
+    if ((!src_tx || !(acc & TXKIT_ACC_LOAD)) && (!dst_tx || !(acc & TXKIT_ACC_STORE))) {
+        if (move)
+            memmove(dst, src, n);
+        else
+            memcpy(dst, src, n);
+        return;
+    }
+    char *d = dst;
+    const char *s = src;
+    int backward = move && d > s && d < s + n;
+    size_t off = backward ? n : 0;
+    while (n) {
+        size_t k;
+        uint64_t tmp;
+        if (backward) {
+            uintptr_t end = (uintptr_t)(d + off);
+            k = (end & 7) ? (end & 7) : 8;
+            if (k > n)
+                k = n;
+            off -= k;
+        } else {
+            k = piece((uintptr_t)(d + off), n);
+        }
+        if (src_tx)
+            itm_load(&tmp, s + off, k);
+        else
+            memcpy(&tmp, s + off, k);
+        if (dst_tx)
+            itm_store(d + off, &tmp, k);
+        else
+            memcpy(d + off, &tmp, k);
+        if (!backward)
+            off += k;
+        n -= k;
+    }
+}
+
+/* _ITM_mem{cpy,move}R{n,t,taR,taW}W{n,t,taR,taW}: n = not transactional. */
+#define ITM_COPY(OP, MOVE, SRC, SRC_TX, DST, DST_TX)                                   \
+    ITM_API void _ITM_##OP##R##SRC##W##DST(void *dst, const void *src, size_t n) {     \
+        itm_copy(dst, src, n, SRC_TX, DST_TX, MOVE);                                    \
+    }
+#define ITM_COPIES(OP, MOVE)                                                             \
+    ITM_COPY(OP, MOVE, n, 0, t, 1)                                                       \
+    ITM_COPY(OP, MOVE, n, 0, taR, 1)                                                     \
+    ITM_COPY(OP, MOVE, n, 0, taW, 1)                                                     \
+    ITM_COPY(OP, MOVE, t, 1, n, 0)                                                       \
+    ITM_COPY(OP, MOVE, t, 1, t, 1)                                                       \
+    ITM_COPY(OP, MOVE, t, 1, taR, 1)                                                     \
+    ITM_COPY(OP, MOVE, t, 1, taW, 1)                                                     \
+    ITM_COPY(OP, MOVE, taR, 1, n, 0)                                                     \
+    ITM_COPY(OP, MOVE, taR, 1, t, 1)                                                     \
+    ITM_COPY(OP, MOVE, taR, 1, taR, 1)                                                   \
+    ITM_COPY(OP, MOVE, taR, 1, taW, 1)                                                   \
+    ITM_COPY(OP, MOVE, taW, 1, n, 0)                                                     \
+    ITM_COPY(OP, MOVE, taW, 1, t, 1)                                                     \
+    ITM_COPY(OP, MOVE, taW, 1, taR, 1)                                                   \
+    ITM_COPY(OP, MOVE, taW, 1, taW, 1)
+ITM_COPIES(memcpy, 0)
+ITM_COPIES(memmove, 1)
+
+#define ITM_SET(NAME)                                                   \
+    ITM_API void _ITM_##NAME(void *dst, int c, size_t n) { tx_memset(dst, c, n); }
+ITM_SET(memsetW)
+ITM_SET(memsetWaR)
+ITM_SET(memsetWaW)
