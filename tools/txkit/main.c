@@ -1,4 +1,6 @@
-/* txkit - command-line front end. So far: `txkit info`. */
+/* txkit - command-line front end: `txkit info`, `txkit run`. */
+#include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,9 @@ static void usage(FILE *f) {
             "usage: txkit COMMAND\n"
             "commands:\n"
             "  info       version, RTM support and why, default method, thread count\n"
+            "  run [--method M] [--stats[=FILE]] -- CMD [ARGS...]\n"
+            "             run CMD on txkit: gcc -fgnu-tm code binds to txkit's libitm\n"
+            "             drop-in instead of GCC's libitm\n"
             "  version    print the version\n"
             "  help       this text\n");
 }
@@ -72,6 +77,93 @@ static int cmd_info(void) {
     return 0;
 }
 
+/* Where the libitm drop-in is: next to us once installed (BIN/../LIB/txkit),
+ * else in the build tree we were built in. */
+static int dropin_dir(char *buf, size_t len) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            int w = snprintf(buf, len, "%s/../%s/txkit", exe, TXKIT_REL_LIBDIR);
+            if (w > 0 && (size_t)w < len && access(buf, F_OK) == 0) {
+                char real[PATH_MAX];
+                if (realpath(buf, real))
+                    snprintf(buf, len, "%s", real);
+                return 0;
+            }
+        }
+    }
+    snprintf(buf, len, "%s", TXKIT_BUILD_DROPIN_DIR);
+    return access(buf, F_OK) == 0 ? 0 : -1;
+}
+
+static int cmd_run(int argc, char **argv) {
+    const char *method = NULL, *stats = NULL;
+    int i = 2;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(argv[i], "--method") == 0 && i + 1 < argc) {
+            method = argv[++i];
+        } else if (strncmp(argv[i], "--method=", 9) == 0) {
+            method = argv[i] + 9;
+        } else if (strcmp(argv[i], "--stats") == 0) {
+            stats = "1";
+        } else if (strncmp(argv[i], "--stats=", 8) == 0) {
+            stats = argv[i] + 8;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "txkit run: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else {
+            break; /* the command, without a "--" */
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "txkit run: no command given\n");
+        usage(stderr);
+        return 2;
+    }
+    txkit_method_t m;
+    if (method && txkit_method_parse(method, &m) != 0) {
+        fprintf(stderr, "txkit run: --method %s: unknown method (auto, htm, stm, serial)\n", method);
+        return 2;
+    }
+    if (method && m == TXKIT_HTM && !txkit_htm_usable()) {
+        struct txkit_rtm_info r;
+        txkit_rtm_info(&r);
+        fprintf(stderr, "txkit run: --method htm: RTM is not usable here (%s)\n", r.reason);
+        return 2;
+    }
+    char dir[PATH_MAX];
+    if (dropin_dir(dir, sizeof dir) != 0) {
+        fprintf(stderr, "txkit run: the libitm drop-in (lib/txkit/libitm.so.1) is not installed next to %s\n",
+                argv[0]);
+        return 2;
+    }
+    const char *old = getenv("LD_LIBRARY_PATH");
+    size_t need = strlen(dir) + (old ? strlen(old) + 1 : 0) + 1;
+    char *path = malloc(need);
+    if (!path) {
+        perror("txkit run");
+        return 2;
+    }
+    snprintf(path, need, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("LD_LIBRARY_PATH", path, 1);
+    free(path);
+    if (method)
+        setenv("TXKIT_METHOD", method, 1);
+    if (stats)
+        setenv("TXKIT_STATS", stats, 1);
+    execvp(argv[i], argv + i);
+    fprintf(stderr, "txkit run: %s: %s\n", argv[i], strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -80,6 +172,8 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (strcmp(cmd, "info") == 0)
         return cmd_info();
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc, argv);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("txkit %s\n", txkit_version());
         return 0;
