@@ -198,6 +198,7 @@ ITM_API void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
         t->ctl.m->explicit_abort(t, outer ? -TK_XCODE_CANCEL_OUTER : -TK_XCODE_CANCEL_NESTED);
     if (outer) {
         tk_abort_attempt(t, TXKIT_CAUSE_EXPLICIT);
+        tk_irr_release(t);
         drop_checkpoints(t, 0);
         tk_longjmp(&t->ctl.jb, TK_A_ABORT | TK_A_RESTORE_LIVE);
     }

@@ -46,7 +46,9 @@ static int classify(tk_thread *t, unsigned status) {
 __attribute__((target("rtm"))) static int htm_begin(tk_thread *t) {
     unsigned status = _xbegin();
     if (status == _XBEGIN_STARTED) {
-        if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) & 1)
+        /* Subscribe to both: a serial or committing writer, an irrevocable one. */
+        if ((__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) & 1) |
+            (__atomic_load_n(&tk_g.irr_owner, __ATOMIC_RELAXED) != 0))
             _xabort(TK_XCODE_LOCKED);
         return TK_OK;
     }

@@ -8,22 +8,30 @@
 
 static bool try_take_clock(tk_thread *t) {
     uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED);
-    if ((c & 1) || !__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_ACQ_REL,
+    if ((c & 1) || !__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_SEQ_CST,
                                                 __ATOMIC_RELAXED))
         return false;
+    /* An irrevocable transaction's reads must stay valid: give the clock back
+     * (the locked CAS above orders this load after it; see stm_norec.c). */
+    if (TXKIT_UNLIKELY(tk_irr_other(t))) {
+        __atomic_store_n(&tk_g.clock, c + 2, __ATOMIC_RELEASE);
+        tk_wait_no_irrevocable(t);
+        return false;
+    }
     t->serial_clock = c + 1;
     return true;
 }
 
 static int serial_begin(tk_thread *t) {
     t->ctl.irrevocable = 0;
-    if (try_take_clock(t)) /* uncontended: one atomic */
-        return TK_OK;
-    /* Contended: announce ourselves so new software transactions hold back. */
-    __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
-    while (!try_take_clock(t))
-        tk_wait_clock_even();
-    __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
+    if (!try_take_clock(t)) { /* uncontended: one atomic */
+        /* Contended: announce ourselves so new software transactions hold back. */
+        __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
+        while (!try_take_clock(t))
+            tk_wait_clock_even();
+        __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
+    }
+    tk_irr_release(t); /* if we held it: serial excludes everyone anyway */
     return TK_OK;
 }
 
@@ -54,6 +62,20 @@ static void serial_load(tk_thread *t, void *dst, const void *addr, size_t size) 
 
 static int serial_make_irrevocable(tk_thread *t) {
     t->ctl.irrevocable = 1;
+    /* Nothing written yet (typically: I/O first, then the update)? Then hand
+     * the clock back and go on as an irrevocable software transaction under
+     * the token, so that other threads' readers are not stopped meanwhile.
+     * Only a try: waiting for the token while holding the clock could deadlock
+     * with the token's owner, which needs the clock to commit. */
+    uintptr_t none = 0;
+    if (t->ulog.len == 0 && tk_configured_method(t) != TXKIT_SERIAL &&
+        __atomic_compare_exchange_n(&tk_g.irr_owner, &none, (uintptr_t)t, false,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+        t->ctl.irr_token = 1;
+        tk_stm_adopt_irrevocable(t, t->serial_clock + 1);
+        release(t);
+        return TK_OK;
+    }
     _txkit_tls.access = 0; /* no more undo logging */
     return TK_OK;
 }

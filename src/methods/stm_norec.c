@@ -230,6 +230,19 @@ static void unregister(tk_thread *t) {
     }
 }
 
+/* A serial transaction that wrote nothing becomes an irrevocable software one
+ * (see serial_make_irrevocable): clock is the even value it will release. */
+void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
+    if (tk_g.hybrid) {
+        __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
+        t->sw_registered = 1;
+    }
+    t->snap = clock;
+    t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    t->ctl.m = &tk_method_stm;
+    _txkit_tls.access = tk_method_stm.access;
+}
+
 static int stm_begin(tk_thread *t) {
     if (tk_g.hybrid) {
         /* Full barrier: hardware transactions that commit after this see us and
@@ -245,14 +258,29 @@ static int stm_begin(tk_thread *t) {
             sched_yield();
     t->snap = tk_wait_clock_even();
     t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    /* Holding the token (taken before this attempt, see stm_make_irrevocable),
+     * nothing we read can change any more: irrevocable from the start. */
+    t->ctl.irrevocable = t->ctl.irr_token;
     return TK_OK;
 }
 
-/* Take the clock (odd) with the read set still valid. */
+/* Take the clock (odd) with the read set still valid.
+ *
+ * An irrevocable transaction (tk_g.irr_owner) must never see its reads
+ * invalidated, so a writer that got the clock while one runs gives it back
+ * unused and waits. The two sides order their accesses with locked
+ * instructions (CAS clock, then load irr_owner; CAS irr_owner, then wait for
+ * an even clock), so at least one of them sees the other. */
 static bool acquire_clock(tk_thread *t) {
     uint64_t c = t->snap;
-    while (!__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_ACQ_REL,
+    for (;;) {
+        if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {
+            if (TXKIT_LIKELY(!tk_irr_other(t)))
+                break;
+            __atomic_store_n(&tk_g.clock, c + 2, __ATOMIC_RELEASE); /* nothing written */
+            tk_wait_no_irrevocable(t);
+        }
         if (!try_extend(t))
             return false;
         c = t->snap;
@@ -267,7 +295,7 @@ static bool acquire_clock(tk_thread *t) {
 }
 
 static int stm_commit(tk_thread *t) {
-    if (t->ctl.inject)
+    if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
     if (t->wset.len == 0) { /* read-only: consistent at its last validation */
         unregister(t);
@@ -306,8 +334,10 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
         return; /* read-after-write of bytes all written by us */
     uint64_t v = read_mem(addr, (uint32_t)size);
     while (TXKIT_UNLIKELY(!snapshot_current(t))) {
-        if (!try_extend(t))
+        if (!try_extend(t)) {
+            TK_ASSERT(!t->ctl.irrevocable); /* nobody may write while it runs */
             tk_abort(t, TXKIT_CAUSE_CONFLICT);
+        }
         v = read_mem(addr, (uint32_t)size);
     }
     tk_rentry *r;
@@ -339,18 +369,17 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
     }
 }
 
-/* Become irrevocable in place: take the clock as a serial transaction would,
- * publish the writes so far, and continue with plain accesses. */
+/* Become irrevocable without stopping the world: take the token, so that no
+ * other transaction can commit a write from now on (readers go on), let a
+ * writer already past its check finish, and check what we read so far. If
+ * that still holds, nothing can invalidate us any more and we simply go on
+ * as a software transaction that cannot abort; if not, we restart keeping
+ * the token, irrevocable from the start. */
 static int stm_make_irrevocable(tk_thread *t) {
-    if (!acquire_clock(t))
-        return TXKIT_CAUSE_CONFLICT;
-    write_back(t);
-    ws_clear(t);
-    unregister(t);
-    t->serial_clock = t->snap + 1;
-    t->ctl.m = &tk_method_serial;
+    tk_irr_take(t);
+    if (!try_extend(t)) /* waits for an even clock first */
+        return TXKIT_CAUSE_IRREVOCABLE;
     t->ctl.irrevocable = 1;
-    _txkit_tls.access = 0;
     return TK_OK;
 }
 

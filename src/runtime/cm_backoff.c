@@ -51,6 +51,34 @@ uint64_t tk_wait_clock_even(void) {
     }
 }
 
+void tk_wait_no_irrevocable(const tk_thread *t) {
+    for (unsigned spins = 0; tk_irr_other(t);)
+        if (++spins < SPINS_BEFORE_YIELD)
+            tk_cpu_relax();
+        else
+            sched_yield();
+}
+
+void tk_irr_take(tk_thread *t) {
+    if (t->ctl.irr_token)
+        return;
+    for (;;) {
+        uintptr_t none = 0;
+        if (__atomic_compare_exchange_n(&tk_g.irr_owner, &none, (uintptr_t)t, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            break;
+        tk_wait_no_irrevocable(t);
+    }
+    t->ctl.irr_token = 1;
+}
+
+void tk_irr_release(tk_thread *t) {
+    if (!t->ctl.irr_token)
+        return;
+    __atomic_store_n(&tk_g.irr_owner, 0, __ATOMIC_RELEASE);
+    t->ctl.irr_token = 0;
+}
+
 static void backoff_begin(tk_thread *t) { (void)t; }
 
 static void backoff_abort(tk_thread *t, int cause) {

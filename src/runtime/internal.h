@@ -109,6 +109,7 @@ struct tk_thread {
         uint64_t attempt_tsc;         /* start of the current attempt, 0 if not timed */
         unsigned attempt_weight;      /* attempts this timing stands for */
         int cancelled;                /* ITM: a hardware attempt was cancelled (outer) */
+        int irr_token;                /* holds tk_g.irr_owner: irrevocable from the start */
     } ctl;
     tk_vec itm_cps;               /* tk_itm_cp: nested ITM transactions that may cancel */
     uint64_t itm_txid;            /* _ITM_getTransactionId of the current transaction */
@@ -195,12 +196,27 @@ struct tk_global {
      * instrumentation cost), 0 for nobody yet, TK_SOLO_SHARED once others
      * came. Only performance depends on it, never correctness. */
     _Alignas(TK_CACHELINE) uintptr_t solo;
+    /* The thread whose software transaction is irrevocable, 0 if none. While
+     * it is set, no other transaction commits a write (software writers wait
+     * before taking the clock, hardware ones abort), so the owner can never be
+     * invalidated; readers carry on. That is all irrevocability needs, where a
+     * serial transaction would stop everyone. */
+    _Alignas(TK_CACHELINE) uintptr_t irr_owner;
     _Alignas(TK_CACHELINE) int hybrid; /* RTM usable: software must watch hw_commits */
 };
 extern struct tk_global tk_g TK_HIDDEN;
 
 /* Wait (spin, then yield) until the clock is even; returns that value. */
 TK_HIDDEN uint64_t tk_wait_clock_even(void);
+/* Wait until no other thread's transaction is irrevocable. */
+TK_HIDDEN void tk_wait_no_irrevocable(const tk_thread *t);
+/* Take / give back the irrevocability token (tk_g.irr_owner). */
+TK_HIDDEN void tk_irr_take(tk_thread *t);
+TK_HIDDEN void tk_irr_release(tk_thread *t);
+static inline bool tk_irr_other(const tk_thread *t) {
+    uintptr_t o = __atomic_load_n(&tk_g.irr_owner, __ATOMIC_ACQUIRE);
+    return o && o != (uintptr_t)t;
+}
 
 /* ------------------------------------------------------------- configuration */
 
@@ -231,6 +247,9 @@ TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *fu
 TK_HIDDEN uint32_t tk_itm_action(tk_thread *t, int restarted);
 /* Software TM: rebuild the write set from saved entries (nested cancel). */
 TK_HIDDEN void tk_stm_ws_restore(tk_thread *t, const tk_wentry *e, size_t n);
+TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
+/* The method the user asked for (thread override, else process). */
+TK_HIDDEN int tk_configured_method(const tk_thread *t);
 /* Record the current bytes at addr, put back if the attempt aborts. */
 TK_HIDDEN void tk_undo_log(tk_thread *t, const void *addr, size_t size);
 TK_HIDDEN void tk_run_handlers(tk_thread *t, int on_commit);

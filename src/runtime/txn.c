@@ -34,6 +34,8 @@ static bool auto_solo(tk_thread *t) {
     uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
     if (s == me)
         return true;
+    if (tk_irr_other(t)) /* another thread is irrevocable: readers must not serialize */
+        return false;
     if (s == 0)
         return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
                                            __ATOMIC_RELAXED) ||
@@ -68,7 +70,7 @@ static bool site_skips_htm(txkit_site_t *site) {
     return true;
 }
 
-static int configured_method(const tk_thread *t) {
+int tk_configured_method(const tk_thread *t) {
     return t->thread_method >= 0 ? t->thread_method
                                  : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
 }
@@ -76,7 +78,9 @@ static int configured_method(const tk_thread *t) {
 static const struct tk_method *choose_method(tk_thread *t) {
     if (t->ctl.force_serial)
         return &tk_method_serial;
-    int cfg = configured_method(t);
+    if (t->ctl.irr_token) /* irrevocable from the start, in software */
+        return &tk_method_stm;
+    int cfg = tk_configured_method(t);
     if (t->ctl.kind == TK_KIND_ITM) {
         uint32_t p = t->ctl.props;
         if (p & TK_PR_DOES_GO_IRREVOCABLE) /* would abort in hardware, upgrade in software */
@@ -107,11 +111,17 @@ static const struct tk_method *choose_method(tk_thread *t) {
     }
 }
 
+/* Can this transaction run as software TM (it has barriers)? */
+static bool software_possible(const tk_thread *t) {
+    return t->ctl.kind != TK_KIND_ITM || (t->ctl.props & TK_PR_INSTRUMENTED);
+}
+
 /* After a hardware abort: decide how the next attempt differs. */
 static void htm_policy(tk_thread *t, int cause) {
     switch (cause) {
     case TXKIT_CAUSE_LOCKED:
-        /* A serial transaction held the clock: wait for it outside, retry. */
+        /* A serial or irrevocable transaction ran: wait for it outside, retry. */
+        tk_wait_no_irrevocable(t);
         tk_wait_clock_even();
         if (++t->ctl.htm_locked_waits % 8 == 0)
             t->ctl.htm_tries++;
@@ -125,7 +135,12 @@ static void htm_policy(tk_thread *t, int cause) {
             __atomic_store_n(&t->ctl.site->htm_fail, SITE_HTM_SKIP, __ATOMIC_RELAXED);
         return;
     case TXKIT_CAUSE_IRREVOCABLE:
-        t->ctl.force_serial = 1;
+        /* Run again irrevocable from the start: in software holding the
+         * token where there are barriers to run, else serially. */
+        if (software_possible(t))
+            tk_irr_take(t);
+        else
+            t->ctl.force_serial = 1;
         return;
     default:
         t->ctl.htm_tries++;
@@ -215,6 +230,7 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site) {
 }
 
 void tk_finish_commit(tk_thread *t) {
+    tk_irr_release(t);
     TK_COUNT(t->st.commits[t->ctl.m->id], 1);
     TK_COUNT(t->st.retries_hist[retry_bucket(t->ctl.attempts)], 1);
     _txkit_tls.depth = 0;
@@ -238,7 +254,7 @@ void tk_abort_attempt(tk_thread *t, int cause) {
         tk_discard_effects(t, 0);
         t->ctl = saved;
     }
-    if (cause == TXKIT_CAUSE_IRREVOCABLE)
+    if (cause == TXKIT_CAUSE_IRREVOCABLE && !t->ctl.irr_token)
         t->ctl.force_serial = 1;
     if (m == &tk_method_stm)
         t->ctl.stm_aborts++;
@@ -448,7 +464,8 @@ void tx_irrevocable(void) {
         return;
     int r = t->ctl.m->make_irrevocable(t);
     if (r != TK_OK) {
-        t->ctl.force_serial = 1;
+        if (!t->ctl.irr_token)
+            t->ctl.force_serial = 1;
         tk_abort(t, r);
     }
     TK_COUNT(t->st.irrevocable, 1);
