@@ -40,7 +40,8 @@ uint32_t tk_itm_action(tk_thread *t, int restarted) {
          * from the start (gcc promises no cancel: pr_hasNoAbort). */
         t->ctl.irrevocable = 1;
         _txkit_tls.access = 0;
-        TK_COUNT(t->st.irrevocable, 1);
+        if (p & TK_PR_DOES_GO_IRREVOCABLE) /* asked for, not just our choice */
+            TK_COUNT(t->st.irrevocable, 1);
         a = TK_A_RUN_UNINSTRUMENTED;
     } else {
         a = TK_A_RUN_INSTRUMENTED; /* serial with an undo log */

@@ -1,0 +1,279 @@
+/* test_util.h - what every txkit test shares: loud checks, the CTest skip
+ * protocol, attempt counting and a small PRNG. Usable from C and C++.
+ *
+ * The checks are plain code (not assert()), so no build type compiles them
+ * away: a failure prints file:line, the function and the expression, then
+ * calls abort().
+ */
+#ifndef TXKIT_TEST_UTIL_H
+#define TXKIT_TEST_UTIL_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <txkit.h>
+
+/* Exit code that CTest maps to "skipped" (SKIP_RETURN_CODE in CMakeLists). */
+#define TK_SKIP_CODE 77
+
+__attribute__((noreturn, unused)) static void tk_fail(const char *file, int line, const char *func,
+                                                      const char *what) {
+    fflush(stdout);
+    fprintf(stderr, "%s:%d: in %s(): CHECK FAILED: %s\n", file, line, func, what);
+    fflush(stderr);
+    abort();
+}
+
+__attribute__((noreturn, unused)) static void tk_fail_eq(const char *file, int line,
+                                                         const char *func, const char *a,
+                                                         const char *b, long long va,
+                                                         long long vb) {
+    fflush(stdout);
+    fprintf(stderr, "%s:%d: in %s(): CHECK FAILED: %s == %s\n    left:  %lld (0x%llx)\n"
+                    "    right: %lld (0x%llx)\n",
+            file, line, func, a, b, va, (unsigned long long)va, vb, (unsigned long long)vb);
+    fflush(stderr);
+    abort();
+}
+
+/* CHECK(expr): expr must be true. */
+#define CHECK(expr)                                                  \
+    do {                                                             \
+        if (!(expr))                                                 \
+            tk_fail(__FILE__, __LINE__, __func__, #expr);            \
+    } while (0)
+
+/* CHECK_EQ(a, b): integers (or pointers) compared as 64-bit values; both
+ * values are printed on failure. */
+#define CHECK_EQ(a, b)                                                           \
+    do {                                                                         \
+        long long tk_va_ = (long long)(a);                                       \
+        long long tk_vb_ = (long long)(b);                                       \
+        if (tk_va_ != tk_vb_)                                                    \
+            tk_fail_eq(__FILE__, __LINE__, __func__, #a, #b, tk_va_, tk_vb_);    \
+    } while (0)
+
+/* CHECK_MSG(expr, fmt, ...): like CHECK with a formatted explanation. */
+#define CHECK_MSG(expr, ...)                                         \
+    do {                                                             \
+        if (!(expr)) {                                               \
+            fflush(stdout);                                          \
+            fprintf(stderr, __VA_ARGS__);                            \
+            fputc('\n', stderr);                                     \
+            tk_fail(__FILE__, __LINE__, __func__, #expr);            \
+        }                                                            \
+    } while (0)
+
+/* ----------------------------------------------------------- the method */
+
+/* The method TXKIT_METHOD asks for (auto when unset). A value the runtime
+ * cannot parse is a broken test set-up: fail rather than test something else. */
+__attribute__((unused)) static txkit_method_t tk_env_method(void) {
+    const char *s = getenv("TXKIT_METHOD");
+    txkit_method_t m = TXKIT_AUTO;
+    if (s && *s && txkit_method_parse(s, &m) != 0) {
+        fprintf(stderr, "TXKIT_METHOD=%s is not a method name\n", s);
+        exit(2);
+    }
+    return m;
+}
+
+/* CTest runs every method-dependent test once with TXKIT_METHOD=htm; on a
+ * machine without usable RTM that run must be reported as skipped. */
+__attribute__((unused)) static void tk_skip_unless_method_usable(const char *prog) {
+    if (tk_env_method() == TXKIT_HTM && !txkit_htm_usable()) {
+        struct txkit_rtm_info info;
+        memset(&info, 0, sizeof info);
+        txkit_rtm_info(&info);
+        printf("SKIPPED %s: TXKIT_METHOD=htm but RTM is not usable on this machine "
+               "(vendor '%s': %s)\n",
+               prog, info.vendor, info.reason);
+        fflush(stdout);
+        exit(TK_SKIP_CODE);
+    }
+}
+
+/* Whether the calling thread's next transaction may run in hardware. Hardware
+ * attempts undo plain writes too and do not run abort handlers, so some exact
+ * counts only hold when this is 0. */
+__attribute__((unused)) static int tk_hw_possible(void) {
+    txkit_method_t m = txkit_get_method();
+    return txkit_htm_usable() && (m == TXKIT_AUTO || m == TXKIT_HTM);
+}
+
+/* ------------------------------------------------------------ statistics */
+
+__attribute__((unused)) static tx_stats_t tk_stats(void) {
+    tx_stats_t s;
+    memset(&s, 0xff, sizeof s);
+    if (tx_stats_get(&s) != 0)
+        tk_fail(__FILE__, __LINE__, __func__, "tx_stats_get(&s) == 0");
+    return s;
+}
+
+__attribute__((unused)) static uint64_t tk_explicit_aborts(void) {
+    return tk_stats().aborts_by_cause[TXKIT_CAUSE_EXPLICIT];
+}
+
+/* --------------------------------------------------------- attempt counting
+ *
+ * Which attempt of a transaction is running? Declare a struct tk_attempts
+ * before the block, tk_attempts_init() it, and call tk_attempt_no() first
+ * thing in the block. Two independent witnesses:
+ *  - an abort handler registered by every attempt (software aborts run it);
+ *  - the process count of explicit aborts (tx_restart), which also covers
+ *    hardware attempts whose abort handlers never run.
+ * The larger one is the number of earlier attempts this transaction aborted.
+ */
+struct tk_attempts {
+    volatile int handler_runs;
+    uint64_t explicit_base;
+};
+
+__attribute__((unused)) static void tk_attempt_abort_handler(void *arg) {
+    struct tk_attempts *a = (struct tk_attempts *)arg;
+    if (tx_in_transaction() != 0)
+        tk_fail(__FILE__, __LINE__, __func__, "abort handler runs outside transactions");
+    a->handler_runs = a->handler_runs + 1;
+}
+
+__attribute__((unused)) static void tk_attempts_init(struct tk_attempts *a) {
+    a->handler_runs = 0;
+    a->explicit_base = tk_explicit_aborts();
+}
+
+__attribute__((unused)) static int tk_attempt_no(struct tk_attempts *a) {
+    if (tx_on_abort(tk_attempt_abort_handler, a) != 0)
+        tk_fail(__FILE__, __LINE__, __func__, "tx_on_abort() == 0");
+    int h = a->handler_runs;
+    int s = (int)(tk_explicit_aborts() - a->explicit_base);
+    return h > s ? h : s;
+}
+
+/* ------------------------------------------------------------- utilities */
+
+__attribute__((unused)) static double tk_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* xorshift64*: fast and good enough to pick keys and operations. */
+__attribute__((unused)) static uint64_t tk_rand(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+__attribute__((unused)) static uint64_t tk_seed(uint64_t n) {
+    uint64_t z = n * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
+
+/* ------------------------------------------------------------ test runner
+ *
+ *   prog [--no-fork] [SUBSTRING]
+ *
+ * Runs the tests whose name contains SUBSTRING (all by default), each in a
+ * child process of its own, so that a crash or a hang (30 s alarm) in one is
+ * reported by name and the others still run. --no-fork runs them in this
+ * process, one after the other (for gdb). Returns the exit status for main.
+ */
+struct tk_test {
+    const char *name;
+    void (*fn)(void);
+};
+
+#define TK_TEST_ALARM 30
+
+__attribute__((unused)) static int tk_run_one(const struct tk_test *t) {
+    double t0 = tk_now();
+    t->fn();
+    if (tx_in_transaction() != 0)
+        tk_fail(__FILE__, __LINE__, t->name, "tx_in_transaction() == 0 after the test");
+    printf("[  OK  ] %s (%.0f ms)\n", t->name, (tk_now() - t0) * 1e3);
+    fflush(stdout);
+    return 0;
+}
+
+__attribute__((unused)) static int tk_run_tests(const struct tk_test *tests, size_t n, int argc,
+                                                char **argv) {
+    int use_fork = 1;
+    const char *filter = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--no-fork") == 0)
+            use_fork = 0;
+        else
+            filter = argv[i];
+    }
+    int ran = 0, failed = 0;
+    char failed_names[1024] = "";
+    for (size_t i = 0; i < n; i++) {
+        const struct tk_test *t = &tests[i];
+        if (filter && !strstr(t->name, filter))
+            continue;
+        ran++;
+        printf("[ RUN  ] %s\n", t->name);
+        fflush(stdout);
+        fflush(stderr);
+        if (!use_fork) {
+            tk_run_one(t);
+            continue;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("fork");
+            exit(1);
+        }
+        if (pid == 0) {
+            alarm(TK_TEST_ALARM);
+            tk_run_one(t);
+            fflush(stdout);
+            fflush(stderr);
+            _exit(0);
+        }
+        int st = 0;
+        if (waitpid(pid, &st, 0) != pid) {
+            perror("waitpid");
+            exit(1);
+        }
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            continue;
+        failed++;
+        if (WIFSIGNALED(st))
+            printf("[FAILED] %s: killed by signal %d (%s)%s\n", t->name, WTERMSIG(st),
+                   strsignal(WTERMSIG(st)),
+                   WTERMSIG(st) == SIGALRM ? ": did not finish in time" : "");
+        else
+            printf("[FAILED] %s: exit status %d\n", t->name, WEXITSTATUS(st));
+        if (strlen(failed_names) + strlen(t->name) + 2 < sizeof failed_names) {
+            strcat(failed_names, " ");
+            strcat(failed_names, t->name);
+        }
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no test matches '%s'\n", filter ? filter : "");
+        return 1;
+    }
+    if (failed) {
+        printf("%d of %d tests FAILED:%s\n", failed, ran, failed_names);
+        fflush(stdout);
+        return 1;
+    }
+    printf("all %d tests passed\n", ran);
+    return 0;
+}
+
+#endif /* TXKIT_TEST_UTIL_H */
