@@ -96,6 +96,7 @@ static bool try_extend(tk_thread *t) {
             (!tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == h)) {
             t->snap = c;
             t->hsnap = h;
+            tk_epoch_publish(t, c); /* what we can still reach is valid at c */
             return true;
         }
     }
@@ -224,6 +225,7 @@ static void ws_clear(tk_thread *t) {
 /* ---------------------------------------------------------------- method */
 
 static void unregister(tk_thread *t) {
+    __atomic_store_n(&t->epoch, 0, __ATOMIC_RELEASE);
     if (t->sw_registered) {
         __atomic_sub_fetch(&tk_g.sw_active, 1, __ATOMIC_RELEASE);
         t->sw_registered = 0;
@@ -238,6 +240,8 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
         t->sw_registered = 1;
     }
     t->snap = clock;
+    __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_RELAXED);
+    tk_epoch_publish(t, clock); /* we hold the clock: no free is pending at it */
     t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     t->ctl.m = &tk_method_stm;
     _txkit_tls.access = tk_method_stm.access;
@@ -256,7 +260,18 @@ static int stm_begin(tk_thread *t) {
             tk_cpu_relax();
         else
             sched_yield();
+    /* Say we run before reading anything shared (reclaim.c): the store must
+     * be visible before our loads; membarrier on the reclaiming side orders
+     * it, or a fence here without it. */
+    if (TXKIT_UNLIKELY(!tk_g.stm_started))
+        __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&t->epoch, 1, __ATOMIC_RELAXED);
+    if (tk_membarrier_ok)
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    else
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
     t->snap = tk_wait_clock_even();
+    tk_epoch_publish(t, t->snap);
     t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
      * nothing we read can change any more: irrevocable from the start. */

@@ -75,9 +75,15 @@ static void give_back(tk_vec *v, tk_vec *mine) {
 }
 
 void tk_discard_effects(tk_thread *t, int committed) {
-    tk_vec *release = committed ? &t->frees : &t->allocs;
-    for (size_t i = 0; i < release->len; i++)
-        free(TK_VEC_AT(release, void *, i));
+    if (committed) {
+        for (size_t i = 0; i < t->frees.len; i++) {
+            tk_free *f = &TK_VEC_AT(&t->frees, tk_free, i);
+            tk_free_later(t, f->p, f->fn);
+        }
+    } else {
+        for (size_t i = 0; i < t->allocs.len; i++) /* never published: free now */
+            free(TK_VEC_AT(&t->allocs, void *, i));
+    }
     t->frees.len = 0;
     t->allocs.len = 0;
     if (t->handlers.len == 0)
@@ -174,22 +180,26 @@ void *tx_malloc(size_t size) {
     return p;
 }
 
-void tx_free(void *ptr) {
+void tk_tx_free_with(void *ptr, void (*fn)(void *)) {
     if (!ptr)
         return;
     if (_txkit_tls.depth == 0) {
-        free(ptr);
+        fn(ptr);
         return;
     }
     tk_thread *t = live_tx();
     if (!t)
         return;
-    void **slot = tk_vec_push(&t->frees, sizeof *slot);
-    if (slot) {
-        *slot = ptr;
+    tk_free *f = tk_vec_push(&t->frees, sizeof *f);
+    if (f) {
+        f->p = ptr;
+        f->fn = fn;
         return;
     }
-    /* No memory to defer the free: make the rest irrevocable, then it is safe now. */
+    /* No memory to defer the free: make the rest irrevocable, then wait for
+     * the readers and free. */
     tx_irrevocable();
-    free(ptr);
+    tk_free_later(t, ptr, fn);
 }
+
+void tx_free(void *ptr) { tk_tx_free_with(ptr, free); }

@@ -42,6 +42,12 @@ TK_HIDDEN void *tk_vec_push(tk_vec *v, size_t elem_size); /* NULL on ENOMEM */
 TK_HIDDEN void tk_vec_free(tk_vec *v);
 #define TK_VEC_AT(v, type, i) (((type *)(v)->data)[i])
 
+/* A block to free at commit, and how. */
+typedef struct tk_free {
+    void *p;
+    void (*fn)(void *);
+} tk_free;
+
 /* Software read log entry: the exact bytes read, revalidated by value. */
 typedef struct tk_rentry {
     const void *addr;
@@ -135,7 +141,9 @@ struct tk_thread {
 
     /* -- effects of the attempt that wait for commit or abort */
     tk_vec allocs;                /* void*: tx_malloc'ed, freed on abort */
-    tk_vec frees;                 /* void*: tx_free'd, freed at commit */
+    tk_vec frees;                 /* tk_free: tx_free'd, freed at commit */
+    tk_vec limbo;                 /* freed at commit, waiting for readers (reclaim.c) */
+    uint64_t epoch;               /* snapshot+1 of the running software attempt, or 0 */
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
 
@@ -176,6 +184,20 @@ static inline tk_thread *tk_self(void) {
 TK_HIDDEN unsigned tk_thread_count(void);           /* threads with a descriptor */
 /* Add up the counters of every thread, live and exited (tsc still in ticks). */
 TK_HIDDEN void tk_threads_sum(tx_stats_t *out);
+/* The smallest snapshot of any running software attempt, UINT64_MAX if none. */
+TK_HIDDEN uint64_t tk_threads_min_epoch(const tk_thread *self);
+/* Free p with fn once no running software attempt can still read it. */
+TK_HIDDEN void tk_free_later(tk_thread *t, void *p, void (*fn)(void *));
+TK_HIDDEN size_t tk_reclaim(tk_thread *t);
+TK_HIDDEN void tk_reclaim_all(tk_thread *t);
+/* Defer fn(p) to the commit of the current transaction (tx_free with fn). */
+TK_HIDDEN void tk_tx_free_with(void *p, void (*fn)(void *));
+extern int tk_membarrier_ok TK_HIDDEN;
+/* Publish the snapshot of a software attempt (before its first shared read). */
+static inline void tk_epoch_publish(tk_thread *t, uint64_t snap) {
+    __atomic_store_n(&t->epoch, snap + 1, __ATOMIC_RELAXED);
+}
+
 /* Transactions begun so far by every other live thread. */
 TK_HIDDEN uint64_t tk_others_transactions(const tk_thread *self);
 #define TK_SOLO_SHARED ((uintptr_t)1)
@@ -202,6 +224,7 @@ struct tk_global {
      * invalidated; readers carry on. That is all irrevocability needs, where a
      * serial transaction would stop everyone. */
     _Alignas(TK_CACHELINE) uintptr_t irr_owner;
+    int stm_started; /* a software attempt ran once: frees must wait (reclaim.c) */
     _Alignas(TK_CACHELINE) int hybrid; /* RTM usable: software must watch hw_commits */
 };
 extern struct tk_global tk_g TK_HIDDEN;

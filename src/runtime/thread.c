@@ -28,6 +28,7 @@ static void add_stats(tx_stats_t *dst, const tx_stats_t *src) {
 
 static void thread_exit(void *p) {
     tk_thread *t = p;
+    tk_reclaim_all(t);
     pthread_mutex_lock(&reg_lock);
     add_stats(&retired, &t->st);
     if (t->prev)
@@ -149,6 +150,18 @@ void tk_threads_sum(tx_stats_t *out) {
     for (tk_thread *t = reg_head; t; t = t->next)
         add_stats(out, &t->st);
     pthread_mutex_unlock(&reg_lock);
+}
+
+uint64_t tk_threads_min_epoch(const tk_thread *self) {
+    uint64_t min = UINT64_MAX;
+    pthread_mutex_lock(&reg_lock);
+    for (tk_thread *t = reg_head; t; t = t->next) {
+        uint64_t e = t == self ? 0 : __atomic_load_n(&t->epoch, __ATOMIC_RELAXED);
+        if (e && e - 1 < min)
+            min = e - 1; /* e == 1: begun, snapshot not known yet: 0 */
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return min;
 }
 
 uint64_t tk_others_transactions(const tk_thread *self) {
