@@ -1,0 +1,269 @@
+#!/usr/bin/env bash
+# bench/run-core.sh BUILD_DIR - the core benchmark (what `make demo` runs).
+#
+# Runs, at a small scale (about 65-80 s on 2 cores with the defaults):
+#   - hash set, 1024 buckets, 65536 keys, 10% updates, threads 1,2,4: the
+#     workload of the project's reference figures (uninstrumented 3.6M ops/s
+#     at 1 thread; at 2 threads pthread_mutex 0.8M, glibc elision 0.95M,
+#     libitm htm 2.0M, on a machine with RTM), with seq, mutex, rwlock, the
+#     txkit methods (auto, htm, stm, serial) and gcc transactions on GCC's
+#     libitm (itm:default, itm:ml_wt, itm:gl_wt); then mutex again with glibc
+#     lock elision requested (GLIBC_TUNABLES), labelled mutex+elision
+#   - hash set, 1024 buckets, 4096 keys, 10% updates, threads 1,2
+#   - red-black tree, 4096 keys, 10% updates, threads 1,2 (+ itm:ml_wt)
+#   - bank, 1024 accounts, 1% read-only sums, threads 1,2,4 (+ itm:ml_wt)
+# then prints a summary of the targets as ratios, all from this run:
+#   - auto@1 vs seq@1 on the 65536-key hash set:             >= 0.91
+#   - auto@2 vs mutex@2, hash set and tree (read-mostly):    >= 2
+#   - stm vs itm:ml_wt at 1 and 2 threads, hash set and tree: >= 2.5
+#   - auto@2 vs itm:default@2 (libitm's own choice), no target
+# CSV files (and a PNG plot of the 65536-key hash set if gnuplot is installed)
+# go to BUILD_DIR/bench-results/.
+#
+# Environment:
+#   TXKIT_BENCH_SECONDS  seconds per measurement (default 0.3)
+#   TXKIT_BENCH_RUNS     runs per measurement, median reported (default 3)
+# Exit status: 0, or 1 if a benchmark failed its correctness check or crashed.
+# A missed performance target is reported, not an error.
+set -u
+
+BUILD=${1:-build}
+SECS=${TXKIT_BENCH_SECONDS:-0.3}
+RUNS=${TXKIT_BENCH_RUNS:-3}
+
+find_bin() {
+    local name=$1 d
+    for d in "$BUILD/bench" "$BUILD" "$BUILD/bin"; do
+        if [ -x "$d/$name" ]; then
+            echo "$d/$name"
+            return 0
+        fi
+    done
+    return 1
+}
+
+INTSET=$(find_bin txkit-bench-intset) || {
+    echo "run-core.sh: txkit-bench-intset not found under $BUILD (build first: make build BUILD=$BUILD)" >&2
+    exit 2
+}
+BANK=$(find_bin txkit-bench-bank) || {
+    echo "run-core.sh: txkit-bench-bank not found under $BUILD (build first: make build BUILD=$BUILD)" >&2
+    exit 2
+}
+
+OUT=$BUILD/bench-results
+mkdir -p "$OUT" || exit 2
+rm -f "$OUT"/*.csv "$OUT"/*.dat "$OUT"/*.png "$OUT"/*.gp
+
+# The libitm rows must run on GCC's libitm: the binaries check where their
+# _ITM_* symbols bind, and txkit's libitm drop-in on LD_LIBRARY_PATH would
+# take its place (the rows would then be n/a). ITM_DEFAULT_METHOD is set per
+# row by the benchmark itself.
+unset ITM_DEFAULT_METHOD
+
+METHODS=seq,mutex,rwlock,auto,htm,stm,serial
+ITM_HASH=itm:default,itm:ml_wt,itm:gl_wt
+# A measurement that hangs is killed after this long and reported as TIMEOUT.
+TIMEOUT=$(awk -v s="$SECS" 'BEGIN { t = 4 * s + 8; if (t < 10) t = 10; print t }')
+START=$(date +%s)
+FAILED=()
+
+run() {
+    local label=$1
+    shift
+    echo
+    "$@" --quiet
+    local rc=$?
+    if [ $rc -ne 0 ]; then
+        if [ $rc -gt 128 ]; then
+            echo "run-core.sh: $label: killed by signal $((rc - 128))" >&2
+        else
+            echo "run-core.sh: $label: exit status $rc" >&2
+        fi
+        FAILED+=("$label (exit $rc)")
+    fi
+}
+
+COMMON=(--seconds "$SECS" --runs "$RUNS" --timeout "$TIMEOUT")
+
+echo "txkit core benchmark: $SECS s x $RUNS runs per measurement (TXKIT_BENCH_SECONDS, TXKIT_BENCH_RUNS)"
+echo "each measurement runs in a child process; a crash or a hang (> $TIMEOUT s) fails only its row"
+
+HASH=$OUT/intset-hash-65536.csv
+HASH4K=$OUT/intset-hash-4096.csv
+TREE=$OUT/intset-tree-4096.csv
+BANKCSV=$OUT/bank-1024.csv
+
+run "hash 65536" "$INTSET" --struct hash --buckets 1024 --size 65536 --update 10 \
+    --threads 1,2,4 --method "$METHODS,$ITM_HASH" "${COMMON[@]}" --verify --csv "$HASH"
+
+# glibc reads its tunables at start-up, so elision is a separate process; the
+# mutex rows are labelled mutex+elision (the benchmark says whether glibc
+# really elides: only where RTM is usable). Appended to the same CSV.
+GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.elision.enable=1 \
+    run "hash 65536 elision" "$INTSET" --struct hash --buckets 1024 --size 65536 --update 10 \
+    --threads 1,2,4 --method mutex+elision "${COMMON[@]}" --verify --csv "$HASH"
+
+run "hash 4096" "$INTSET" --struct hash --buckets 1024 --size 4096 --update 10 \
+    --threads 1,2 --method "$METHODS" "${COMMON[@]}" --verify --csv "$HASH4K"
+
+run "tree 4096" "$INTSET" --struct tree --size 4096 --update 10 \
+    --threads 1,2 --method "$METHODS,itm:ml_wt" "${COMMON[@]}" --verify --csv "$TREE"
+
+run "bank 1024" "$BANK" --accounts 1024 --sum 1 \
+    --threads 1,2,4 --method "$METHODS,itm:ml_wt" "${COMMON[@]}" --csv "$BANKCSV"
+
+# ------------------------------------------------------------------ summary
+
+# row FILE METHOD THREADS: "MOPS STATUS" of that row (status ok, fail, na,
+# crash or timeout), or nothing when there is no such row.
+row() {
+    [ -f "$1" ] || return 0
+    awk -F, -v m="$2" -v t="$3" '
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        $col["method"] == m && $col["threads"] == t { v = $col["mops"]; s = $col["status"] }
+        END { if (s != "") print (v == "" ? "-" : v), s }' "$1"
+}
+
+# target LABEL FILE NUM_METHOD NUM_THREADS DEN_METHOD DEN_THREADS GOAL
+target() {
+    local label=$1 file=$2 nm=$3 nt=$4 dm=$5 dt=$6 goal=$7 a b
+    a=$(row "$file" "$nm" "$nt")
+    b=$(row "$file" "$dm" "$dt")
+    awk -v l="$label" -v what="$nm@$nt / $dm@$dt" -v a="$a" -v b="$b" -v g="$goal" 'BEGIN {
+        split(a, A, " "); split(b, B, " ")
+        if (A[2] == "" || B[2] == "") { printf "  %-11s %-32s no data\n", l, what; exit }
+        if (A[1] == "-" || B[1] == "-") {
+            printf "  %-11s %-32s no ratio: %s is %s, %s is %s\n", l, what,
+                   substr(what, 1, index(what, " ") - 1), A[2], substr(what, index(what, "/ ") + 2), B[2]
+            exit
+        }
+        r = (B[1] > 0) ? A[1] / B[1] : 0
+        bad = (A[2] != "ok" || B[2] != "ok") ? "  [CHECK FAILED: not a valid result]" : ""
+        if (g == "-")
+            printf "  %-11s %-32s %7.3f / %7.3f Mops/s = %5.2fx%s\n", l, what, A[1], B[1], r, bad
+        else
+            printf "  %-11s %-32s %7.3f / %7.3f Mops/s = %5.2fx  (target >= %s) %s%s\n",
+                   l, what, A[1], B[1], r, g, (r >= g + 0 && bad == "") ? "MET" : "MISSED", bad
+    }'
+}
+
+# ref LABEL FILE METHOD THREADS QUOTED: this run's figure next to the quoted one.
+ref() {
+    local label=$1 file=$2 m=$3 t=$4 quoted=$5 a
+    a=$(row "$file" "$m" "$t")
+    awk -v l="$label" -v what="$m@$t" -v a="$a" -v q="$quoted" 'BEGIN {
+        split(a, A, " ")
+        if (A[2] == "" || A[1] == "-") { printf "  %-30s %-17s %8s  (quoted %s)\n", l, what, (A[2] == "" ? "no data" : A[2]), q; exit }
+        printf "  %-30s %-17s %7.3fM  (quoted %sM)%s\n", l, what, A[1], q, (A[2] == "ok" ? "" : "  [CHECK FAILED]")
+    }'
+}
+
+echo
+echo "=== core benchmark summary (all ratios from this run) ==="
+echo "auto at 1 thread vs seq, 65536-key hash set (target: within 1.1x, i.e. ratio >= 0.91):"
+target "hash 65536" "$HASH" auto 1 seq 1 0.91
+echo "auto at 2 threads vs mutex at 2 threads, read-mostly (10% updates) (target >= 2x):"
+target "hash 65536" "$HASH" auto 2 mutex 2 2
+target "tree 4096" "$TREE" auto 2 mutex 2 2
+echo "stm vs GCC libitm ml_wt at the same thread count (target >= 2.5x):"
+target "hash 65536" "$HASH" stm 1 itm:ml_wt 1 2.5
+target "hash 65536" "$HASH" stm 2 itm:ml_wt 2 2.5
+target "tree 4096" "$TREE" stm 1 itm:ml_wt 1 2.5
+target "tree 4096" "$TREE" stm 2 itm:ml_wt 2 2.5
+echo "auto vs GCC libitm's default choice (ml_wt without RTM, serialirr at 1 thread), no target:"
+target "hash 65536" "$HASH" auto 2 itm:default 2 -
+target "hash 65536" "$HASH" auto 1 itm:default 1 -
+echo "for reference (no target):"
+target "hash 65536" "$HASH" mutex+elision 2 mutex 2 -
+target "hash 65536" "$HASH" itm:gl_wt 2 itm:ml_wt 2 -
+target "hash 65536" "$HASH" stm 2 mutex 2 -
+target "hash 4096" "$HASH4K" auto 1 seq 1 -
+target "hash 4096" "$HASH4K" auto 2 mutex 2 -
+target "tree 4096" "$TREE" auto 1 seq 1 -
+target "bank 1024" "$BANKCSV" auto 1 seq 1 -
+target "bank 1024" "$BANKCSV" auto 2 mutex 2 -
+target "bank 1024" "$BANKCSV" stm 2 itm:ml_wt 2 -
+echo "this machine next to the reference figures (hash 65536; quoted from a machine with RTM):"
+ref "uninstrumented, 1 thread" "$HASH" seq 1 3.6
+ref "pthread_mutex, 2 threads" "$HASH" mutex 2 0.8
+ref "glibc elision, 2 threads" "$HASH" mutex+elision 2 0.95
+ref "libitm (htm there), 2 threads" "$HASH" itm:default 2 2.0
+if [ -f "$HASH" ] && grep -q "elision inactive" "$HASH"; then
+    echo "  (glibc elision has no effect here: no usable RTM, so mutex+elision is a plain mutex;"
+    echo "   libitm's default is ml_wt here, not htm)"
+fi
+
+# ------------------------------------------------------------------- plot
+
+if command -v gnuplot >/dev/null 2>&1 && [ -f "$HASH" ]; then
+    plots=()
+    for m in seq mutex mutex+elision rwlock auto htm stm serial itm:default itm:ml_wt itm:gl_wt; do
+        f="$OUT/hash-65536-$(echo "$m" | tr ':+' '__').dat"
+        awk -F, -v m="$m" '
+            NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+            $col["method"] == m && $col["status"] == "ok" { print $col["threads"], $col["mops"] }' \
+            "$HASH" | sort -n >"$f"
+        if [ -s "$f" ]; then
+            # one colour and point per method; dashed: the baselines from
+            # outside txkit's locks (libitm, glibc elision)
+            case $m in
+                seq) style="lc rgb '#000000' pt 7" ;;
+                mutex) style="lc rgb '#d62728' pt 5" ;;
+                mutex+elision) style="lc rgb '#ff7f0e' pt 4 dt 3" ;;
+                rwlock) style="lc rgb '#8c564b' pt 9" ;;
+                auto) style="lc rgb '#1f77b4' pt 7 lw 3" ;;
+                htm) style="lc rgb '#17becf' pt 11" ;;
+                stm) style="lc rgb '#2ca02c' pt 13" ;;
+                serial) style="lc rgb '#7f7f7f' pt 15" ;;
+                itm:default) style="lc rgb '#9467bd' pt 6 dt 2" ;;
+                itm:ml_wt) style="lc rgb '#e377c2' pt 8 dt 2" ;;
+                *) style="lc rgb '#bcbd22' pt 12 dt 2" ;;
+            esac
+            case $m in auto) ;; *) style="$style lw 2" ;; esac
+            plots+=("'$f' using 1:2 with linespoints $style title '$m'")
+        else
+            rm -f "$f"
+        fi
+    done
+    if [ ${#plots[@]} -gt 0 ]; then
+        # pngcairo draws dashes; the libgd png terminal is the fallback
+        term="png size 960,600"
+        gnuplot -e "set terminal pngcairo" >/dev/null 2>&1 && term="pngcairo size 960,600"
+        {
+            echo "set terminal $term noenhanced"
+            echo "set output '$OUT/hash-65536.png'"
+            echo "set title 'txkit: hash set, 1024 buckets, 65536 keys, 10% updates ($(hostname)); itm = GCC libitm'"
+            echo "set xlabel 'threads'"
+            echo "set ylabel 'Mops/s (median)'"
+            echo "set xtics 1"
+            echo "set xrange [0.5:*]"
+            echo "set yrange [0:*]"
+            echo "set key outside right"
+            echo "set grid"
+            printf 'plot '
+            sep=""
+            for p in "${plots[@]}"; do
+                printf '%s%s' "$sep" "$p"
+                sep=", "
+            done
+            echo
+        } >"$OUT/hash-65536.gp"
+        if gnuplot "$OUT/hash-65536.gp" 2>"$OUT/gnuplot.log"; then
+            echo "plot: $OUT/hash-65536.png"
+            rm -f "$OUT/gnuplot.log"
+        else
+            echo "plot: gnuplot failed (see $OUT/gnuplot.log)"
+        fi
+    fi
+else
+    echo "plot: skipped (gnuplot not installed)"
+fi
+
+echo "results: $OUT/*.csv"
+echo "elapsed: $(($(date +%s) - START)) s"
+if [ ${#FAILED[@]} -gt 0 ]; then
+    echo "FAILED: ${FAILED[*]}"
+    exit 1
+fi
+exit 0

@@ -1,0 +1,307 @@
+/* bank.c - txkit-bench-bank: transfers between random accounts, plus an
+ * optional share of read-only transactions that sum all accounts.
+ *
+ * The oracles: money is only moved, so every consistent sum, and the total at
+ * the end of every run, equals accounts * initial balance. The total alone
+ * cannot see a transfer that was lost whole (both writes dropped), so each
+ * thread also records, privately and after the operation returned, the net
+ * amount its transfers moved per account; since transfers commute, every
+ * final balance must equal initial + the recorded net of all threads. Any
+ * difference prints FAIL and makes the exit status non-zero.
+ */
+#include "bank.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------- the operations, written once (bank.h) */
+
+BANK_DEFINE(plain, PLAIN_LD, PLAIN_ST)
+BANK_DEFINE(tx, TX_LOAD, TX_STORE)
+
+static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t g_rwlock = PTHREAD_RWLOCK_INITIALIZER;
+
+static __attribute__((noinline)) void transfer_txop(long *from, long *to, long amount)
+{
+    TX_ATOMIC
+    {
+        transfer_tx(from, to, amount);
+    }
+}
+
+static __attribute__((noinline)) long total_txop(const struct bank *bk)
+{
+    volatile long s = 0; /* assigned inside the block: -Wclobbered */
+    TX_ATOMIC
+    {
+        s = total_tx(bk);
+    }
+    return s;
+}
+
+#define TRANSFER_SEQ(f, t, a) transfer_plain(f, t, a)
+#define TOTAL_SEQ(bk) total_plain(bk)
+#define TRANSFER_MUTEX(f, t, a)          \
+    do {                                 \
+        pthread_mutex_lock(&g_mutex);    \
+        transfer_plain(f, t, a);         \
+        pthread_mutex_unlock(&g_mutex);  \
+    } while (0)
+#define TOTAL_MUTEX(bk)                  \
+    __extension__({                      \
+        pthread_mutex_lock(&g_mutex);    \
+        long _s = total_plain(bk);       \
+        pthread_mutex_unlock(&g_mutex);  \
+        _s;                              \
+    })
+#define TRANSFER_RWLOCK(f, t, a)           \
+    do {                                   \
+        pthread_rwlock_wrlock(&g_rwlock);  \
+        transfer_plain(f, t, a);           \
+        pthread_rwlock_unlock(&g_rwlock);  \
+    } while (0)
+#define TOTAL_RWLOCK(bk)                   \
+    __extension__({                        \
+        pthread_rwlock_rdlock(&g_rwlock);  \
+        long _s = total_plain(bk);         \
+        pthread_rwlock_unlock(&g_rwlock);  \
+        _s;                                \
+    })
+#define TRANSFER_TX(f, t, a) transfer_txop(f, t, a)
+#define TOTAL_TX(bk) total_txop(bk)
+#define TRANSFER_ITM(f, t, a) transfer_itmop(f, t, a)
+#define TOTAL_ITM(bk) total_itmop(bk)
+
+/* Operations between looks at the stop flag: few, so that slow operations (a
+ * long list under STM) do not run far past the end of the measurement. */
+#define BATCH 4
+
+struct bank_ctx {
+    struct bank *bk;
+    long *net;      /* threads x accounts: net amount each thread's transfers moved */
+};
+
+#define DEFINE_WORKER(FAM, TRANSFER, TOTAL)                                    \
+    static void worker_##FAM(struct bench_thread *t)                           \
+    {                                                                          \
+        struct bank_ctx *c = t->ctx;                                           \
+        struct bank *bk = c->bk;                                               \
+        long *net = c->net + (size_t)t->id * (size_t)bk->n;                    \
+        uint64_t rng = t->rng, ops = 0, bad = 0;                               \
+        uint64_t n = (uint64_t)bk->n, sum_bp = bk->sum_bp;                     \
+        long stride = bk->stride, expect = bk->expect;                         \
+        while (!bench_stopped()) {                                             \
+            for (int b = 0; b < BATCH; b++) {                                  \
+                if (sum_bp && rng_below(&rng, 10000) < sum_bp) {               \
+                    if (TOTAL(bk) != expect)                                   \
+                        bad++;                                                 \
+                    continue;                                                  \
+                }                                                              \
+                uint64_t i = rng_below(&rng, n);                               \
+                uint64_t j = rng_below(&rng, n - 1);                           \
+                j += j >= i;                                                   \
+                long amount = 1 + (long)rng_below(&rng, bk->max_amount);       \
+                TRANSFER(&bk->acc[(long)i * stride], &bk->acc[(long)j * stride], amount); \
+                net[i] -= amount;                                              \
+                net[j] += amount;                                              \
+            }                                                                  \
+            ops += BATCH;                                                      \
+        }                                                                      \
+        t->ops = ops;                                                          \
+        t->bad = bad;                                                          \
+        t->rng = rng;                                                          \
+    }
+DEFINE_WORKER(seq, TRANSFER_SEQ, TOTAL_SEQ)
+DEFINE_WORKER(mutex, TRANSFER_MUTEX, TOTAL_MUTEX)
+DEFINE_WORKER(rwlock, TRANSFER_RWLOCK, TOTAL_RWLOCK)
+DEFINE_WORKER(tx, TRANSFER_TX, TOTAL_TX)
+DEFINE_WORKER(itm, TRANSFER_ITM, TOTAL_ITM)
+
+static void (*pick_worker(int method))(struct bench_thread *)
+{
+    switch (method) {
+    case BM_SEQ: return worker_seq;
+    case BM_MUTEX: return worker_mutex;
+    case BM_RWLOCK: return worker_rwlock;
+    default: return bm_is_itm(method) ? worker_itm : worker_tx;
+    }
+}
+
+/* ------------------------------------------------------------- measurement */
+
+struct bank_run {
+    const struct bench_opts *o;
+    struct bank *bk;
+};
+
+/* One run of one row. 0, or 1 if the total or a read-only sum was wrong. */
+static int bank_measure(void *arg, const struct bench_row *r, int run, struct bench_sample *out)
+{
+    const struct bank_run *br = arg;
+    struct bank *bk = br->bk;
+    const struct bench_opts *o = br->o;
+    for (long i = 0; i < bk->n; i++)
+        bk->acc[i * bk->stride] = bk->initial;
+    struct bench_thread *th = aligned_alloc(BENCH_CACHELINE, sizeof *th * (size_t)r->threads);
+    if (!th)
+        bench_die("out of memory");
+    memset(th, 0, sizeof *th * (size_t)r->threads);
+    struct bank_ctx ctx = {.bk = bk, .net = calloc((size_t)r->threads * (size_t)bk->n, sizeof(long))};
+    if (!ctx.net)
+        bench_die("out of memory");
+    for (int i = 0; i < r->threads; i++)
+        th[i].ctx = &ctx;
+    uint64_t seed = o->seed + (uint64_t)run * 1000003u + ((uint64_t)(r->method * 64 + r->threads) << 32);
+
+    tx_stats_t before, after;
+    tx_stats_get(&before);
+    double secs = bench_run_threads(th, r->threads, pick_worker(r->method), o->seconds, seed);
+    tx_stats_get(&after);
+    bench_sample_threads(out, th, r->threads, secs);
+    bench_stats_delta(&before, &after, &out->tx);
+    for (int i = 0; i < r->threads; i++)
+        out->anomalies += th[i].bad;
+    free(th);
+
+    long total = total_plain(bk), wrong = 0, first = -1;
+    for (long a = 0; a < bk->n; a++) {
+        long want = bk->initial;
+        for (int i = 0; i < r->threads; i++)
+            want += ctx.net[(size_t)i * (size_t)bk->n + (size_t)a];
+        if (bk->acc[a * bk->stride] != want && wrong++ == 0)
+            first = a;
+    }
+    if (total == bk->expect && out->anomalies == 0 && wrong == 0) {
+        free(ctx.net);
+        return 0;
+    }
+    bench_progress_done(o);
+    if (wrong) {
+        long want = bk->initial;
+        for (int i = 0; i < r->threads; i++)
+            want += ctx.net[(size_t)i * (size_t)bk->n + (size_t)first];
+        fprintf(stderr,
+                "FAIL: %s, %d threads, run %d: %ld accounts differ from the transfers that "
+                "returned (lost or phantom updates); e.g. account %ld is %ld, expected %ld\n",
+                bm_name(r->method), r->threads, run + 1, wrong, first,
+                bk->acc[first * bk->stride], want);
+    }
+    free(ctx.net);
+    if (total != bk->expect)
+        fprintf(stderr, "FAIL: %s, %d threads, run %d: total %ld, expected %ld\n",
+                bm_name(r->method), r->threads, run + 1, total, bk->expect);
+    if (out->anomalies)
+        fprintf(stderr, "FAIL: %s, %d threads, run %d: %llu read-only sums saw a wrong total\n",
+                bm_name(r->method), r->threads, run + 1, (unsigned long long)out->anomalies);
+    return 1;
+}
+
+/* -------------------------------------------------------------------- main */
+
+static void usage(FILE *f)
+{
+    fputs("usage: txkit-bench-bank [options]\n"
+          "Bank: transfers between random pairs of accounts, and read-only transactions\n"
+          "that sum all accounts; the total must never change.\n"
+          "  -a, --accounts N       number of accounts (default 1024)\n"
+          "      --sum PCT          % of operations that sum all accounts (default 0)\n"
+          "      --amount N         transfer 1..N (default 100)\n"
+          "      --initial N        initial balance of each account (default 1000)\n"
+          "      --pad              one account per cache line (default: packed longs)\n",
+          f);
+    bench_usage_common(f);
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_opts o;
+    long accounts = 1024, initial = 1000, amount = 100;
+    double sum_pct = 0;
+    int pad = 0;
+
+    bench_opts_init(&o);
+    o.methods[0] = BM_SEQ;
+    o.methods[1] = BM_MUTEX;
+    o.methods[2] = BM_AUTO;
+    o.nmethods = 3;
+    o.threads[0] = 1;
+    o.nthreads = 1;
+
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        if (bench_parse_common(&o, argc, argv, &i))
+            continue;
+        if (bench_opt(argc, argv, &i, "--accounts", &v) || bench_opt(argc, argv, &i, "-a", &v)) {
+            accounts = bench_parse_long("--accounts", v, 2, 1L << 28);
+        } else if (bench_opt(argc, argv, &i, "--sum", &v)) {
+            sum_pct = bench_parse_double("--sum", v, 0, 100);
+        } else if (bench_opt(argc, argv, &i, "--amount", &v)) {
+            amount = bench_parse_long("--amount", v, 1, 1L << 30);
+        } else if (bench_opt(argc, argv, &i, "--initial", &v)) {
+            initial = bench_parse_long("--initial", v, 0, 1L << 32);
+        } else if (bench_opt(argc, argv, &i, "--pad", NULL)) {
+            pad = 1;
+        } else if (bench_opt(argc, argv, &i, "--help", NULL) || bench_opt(argc, argv, &i, "-h", NULL)) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "error: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    struct bank bk = {
+        .n = accounts,
+        .stride = pad ? (long)(BENCH_CACHELINE / sizeof(long)) : 1,
+        .initial = initial,
+        .expect = accounts * initial,
+        .sum_bp = (uint64_t)(sum_pct * 100.0 + 0.5),
+        .max_amount = (uint64_t)amount,
+    };
+    size_t bytes = (size_t)(bk.n * bk.stride) * sizeof(long);
+    bytes = (bytes + BENCH_CACHELINE - 1) / BENCH_CACHELINE * BENCH_CACHELINE;
+    bk.acc = aligned_alloc(BENCH_CACHELINE, bytes);
+    if (!bk.acc)
+        bench_die("out of memory");
+
+    char params[512];
+    snprintf(params, sizeof params,
+             "accounts  %ld (%s), initial balance %ld, total %ld\n"
+             "ops       %.4g%% transfers of 1..%ld between random pairs, %.4g%% read-only sums of all accounts\n",
+             accounts, pad ? "one per cache line" : "packed longs", initial, bk.expect,
+             100.0 - sum_pct, amount, sum_pct);
+    struct bench_desc desc = {
+        .bench = "bank",
+        .structure = "bank",
+        .size = accounts,
+        .update_pct = 100.0 - sum_pct,
+        .params = params,
+    };
+    bench_print_header(stdout, &desc, &o);
+
+    int nrows;
+    struct bench_row *rows = bench_rows_make(&o, &nrows);
+    struct bank_run br = {.o = &o, .bk = &bk};
+    int failed = bench_run_rows(&o, rows, nrows, bank_measure, &br, bytes);
+
+    int rc = bench_report(&desc, &o, rows, nrows);
+    int crashed = 0, check_failed = 0, runs = 0;
+    for (int k = 0; k < nrows; k++) {
+        crashed |= rows[k].state == ROW_CRASH || rows[k].state == ROW_TIMEOUT;
+        check_failed |= rows[k].check_failed;
+        runs += rows[k].nsamples;
+    }
+    if (crashed)
+        printf("FAIL: a measurement crashed or timed out (see the table)\n");
+    if (check_failed)
+        printf("check: FAIL (a balance, the total or a read-only sum was wrong; details on stderr)\n");
+    else
+        printf("check: ok (after each of %d runs: total %ld unchanged, every balance equal to "
+               "initial + the transfers that returned%s)\n", runs, bk.expect,
+               bk.sum_bp ? ", every read-only sum equal to the total" : "");
+    free(rows);
+    free(bk.acc);
+    return failed ? 1 : rc ? 2 : 0;
+}

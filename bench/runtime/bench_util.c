@@ -1,0 +1,1151 @@
+/* bench_util.c - shared machinery of the txkit benchmarks (see bench_util.h). */
+#include "bench_util.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+atomic_int bench_stop_flag;
+atomic_ulong bench_itm_attempts;
+atomic_ulong bench_itm_commits[3];
+
+/* ------------------------------------------------------------------ methods */
+
+static const char *const bm_names[BM_COUNT] = {
+    [BM_SEQ] = "seq",
+    [BM_MUTEX] = "mutex",
+    [BM_RWLOCK] = "rwlock",
+    [BM_AUTO] = "auto",
+    [BM_HTM] = "htm",
+    [BM_STM] = "stm",
+    [BM_SERIAL] = "serial",
+    [BM_ITM_DEFAULT] = "itm:default",
+    [BM_ITM_SERIAL] = "itm:serial",
+    [BM_ITM_SERIALIRR] = "itm:serialirr",
+    [BM_ITM_SERIALIRR_ONWRITE] = "itm:serialirr_onwrite",
+    [BM_ITM_ML_WT] = "itm:ml_wt",
+    [BM_ITM_GL_WT] = "itm:gl_wt",
+    [BM_ITM_HTM] = "itm:htm",
+};
+
+const char *bm_name(int m)
+{
+    if (bench_elision_requested()) {
+        if (m == BM_MUTEX)
+            return "mutex+elision";
+        if (m == BM_RWLOCK)
+            return "rwlock+elision";
+    }
+    return (m >= 0 && m < BM_COUNT) ? bm_names[m] : "?";
+}
+
+int bm_parse(const char *name)
+{
+    for (int m = 0; m < BM_COUNT; m++)
+        if (strcmp(name, bm_names[m]) == 0)
+            return m;
+    return -1;
+}
+
+const char *bm_itm_env(int m)
+{
+    if (!bm_is_itm(m) || m == BM_ITM_DEFAULT)
+        return NULL;
+    return bm_names[m] + 4; /* after "itm:" */
+}
+
+/* ----------------------------------------------------- glibc lock elision */
+
+int bench_elision_requested(void)
+{
+    static int requested = -1;
+    if (requested >= 0)
+        return requested;
+    requested = 0;
+    const char *t = getenv("GLIBC_TUNABLES");
+    /* colon-separated name=value pairs; the last setting wins, as in glibc */
+    for (const char *p = t; p && *p;) {
+        size_t n = strcspn(p, ":");
+        static const char key[] = "glibc.elision.enable=";
+        if (n >= sizeof key - 1 && strncmp(p, key, sizeof key - 1) == 0)
+            requested = n == sizeof key && p[sizeof key - 1] == '1';
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+    return requested;
+}
+
+int bench_elision_active(void)
+{
+#ifdef __GLIBC__
+    /* glibc marks a default mutex for elision at its first lock when elision is
+     * on (FORCE_ELISION: PTHREAD_MUTEX_ELISION_NP, 256, in __kind). */
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&m);
+    int kind = m.__data.__kind;
+    pthread_mutex_unlock(&m);
+    return (kind & 256) != 0;
+#else
+    return 0;
+#endif
+}
+
+static txkit_method_t bm_to_txkit(int m)
+{
+    switch (m) {
+    case BM_HTM: return TXKIT_HTM;
+    case BM_STM: return TXKIT_STM;
+    case BM_SERIAL: return TXKIT_SERIAL;
+    default: return TXKIT_AUTO;
+    }
+}
+
+int bench_itm_library(char *buf, size_t len)
+{
+    static char where[PATH_MAX + 64];
+    static int ok = -1;
+#ifdef BENCH_NO_ITM
+    if (ok < 0) {
+        ok = 0;
+        snprintf(where, sizeof where, "built without gcc -fgnu-tm and libitm");
+    }
+#endif
+    if (ok < 0) {
+        /* The first definition in the global scope is what the binary's own
+         * references bind to. */
+        void *sym = dlvsym(RTLD_DEFAULT, "_ITM_beginTransaction", "LIBITM_1.0");
+        Dl_info di, tk;
+        ok = 0;
+        if (!sym) {
+            snprintf(where, sizeof where, "_ITM_beginTransaction not found");
+        } else if (!dladdr(sym, &di) || !di.dli_fname) {
+            snprintf(where, sizeof where, "_ITM_beginTransaction in an unknown object");
+        } else {
+            /* The object's real name: txkit's drop-in is a link named
+             * libitm.so.1 to libtxkit.so.0. */
+            char real[PATH_MAX];
+            const char *name = realpath(di.dli_fname, real) ? real : di.dli_fname;
+            const char *base = strrchr(name, '/');
+            base = base ? base + 1 : name;
+            int is_txkit = dladdr((void *)txkit_version, &tk) && tk.dli_fbase == di.dli_fbase;
+            ok = !is_txkit && strncmp(base, "libitm.so", 9) == 0;
+            snprintf(where, sizeof where, "%s%s", name, is_txkit ? " (txkit's libitm ABI)" : "");
+        }
+    }
+    if (buf && len)
+        snprintf(buf, len, "%s", where);
+    return ok;
+}
+
+void bench_itm_prepare(int m)
+{
+    const char *v = bm_itm_env(m);
+    if (!bm_is_itm(m))
+        return;
+    if (v)
+        setenv("ITM_DEFAULT_METHOD", v, 1);
+    else
+        unsetenv("ITM_DEFAULT_METHOD");
+}
+
+int bench_select_method(int m, char *why, size_t whylen)
+{
+    if (bm_is_itm(m)) {
+        char where[256];
+        if (!bench_itm_library(where, sizeof where)) {
+#ifdef BENCH_NO_ITM
+            snprintf(why, whylen, "n/a (%s)", where);
+#else
+            const char *base = strrchr(where, '/');
+            snprintf(why, whylen, "n/a (_ITM_* bind to %s, not GCC's libitm)", base ? base + 1 : where);
+#endif
+            return -1;
+        }
+        return 0;
+    }
+    if (!bm_is_tx(m))
+        return 0;
+    if (m == BM_HTM && !txkit_htm_usable()) {
+        snprintf(why, whylen, "n/a (no RTM)");
+        return -1;
+    }
+    int rc = txkit_set_method(bm_to_txkit(m));
+    if (rc == -ENOTSUP) {
+        snprintf(why, whylen, "n/a (%s not supported here)", bm_name(m));
+        return -1;
+    }
+    if (rc != 0) {
+        snprintf(why, whylen, "n/a (txkit_set_method: %s)", strerror(-rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ options */
+
+void bench_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+void bench_opts_init(struct bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->seconds = 1.0;
+    o->runs = 1;
+    o->seed = 0x7478b17ULL;
+}
+
+int bench_opt(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '\0') {
+        if (!val)
+            return 1;
+        if (*i + 1 >= argc)
+            bench_die("%s needs a value", name);
+        *val = argv[++*i];
+        return 1;
+    }
+    if (a[n] == '=' && val) {
+        *val = a + n + 1;
+        return 1;
+    }
+    return 0;
+}
+
+long bench_parse_long(const char *opt, const char *s, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 0);
+    if (errno || end == s || *end || v < lo || v > hi)
+        bench_die("%s: '%s' is not an integer in [%ld, %ld]", opt, s, lo, hi);
+    return v;
+}
+
+double bench_parse_double(const char *opt, const char *s, double lo, double hi)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        bench_die("%s: '%s' is not a number in [%g, %g]", opt, s, lo, hi);
+    return v;
+}
+
+static void add_method(struct bench_opts *o, int m)
+{
+    for (int k = 0; k < o->nmethods; k++)
+        if (o->methods[k] == m)
+            return;
+    o->methods[o->nmethods++] = m;
+}
+
+/* "itm" alone: the libitm method of the environment (ITM_DEFAULT_METHOD as
+ * inherited, with libitm's syntax: blanks around the name), or itm:default. */
+static int itm_from_env(void)
+{
+    const char *e = getenv("ITM_DEFAULT_METHOD");
+    if (!e)
+        return BM_ITM_DEFAULT;
+    while (*e == ' ' || *e == '\t' || *e == '\n')
+        e++;
+    size_t n = strlen(e);
+    while (n && (e[n - 1] == ' ' || e[n - 1] == '\t' || e[n - 1] == '\n'))
+        n--;
+    for (int m = BM_ITM_SERIAL; m < BM_COUNT; m++)
+        if (strlen(bm_names[m] + 4) == n && strncmp(e, bm_names[m] + 4, n) == 0)
+            return m;
+    bench_die("--method itm: ITM_DEFAULT_METHOD='%s' is not a libitm method "
+              "(serial, serialirr, serialirr_onwrite, ml_wt, gl_wt, htm)", e);
+}
+
+static void parse_methods(struct bench_opts *o, const char *arg)
+{
+    char buf[512];
+    if (strlen(arg) >= sizeof buf)
+        bench_die("--method: list too long");
+    snprintf(buf, sizeof buf, "%s", arg);
+    o->nmethods = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int m;
+        if (strcmp(tok, "all") == 0) {
+            for (m = 0; m <= BM_ITM_DEFAULT; m++)
+                add_method(o, m);
+            continue;
+        }
+        if (strcmp(tok, "itm:all") == 0) {
+            for (m = BM_ITM_DEFAULT; m < BM_COUNT; m++)
+                add_method(o, m);
+            continue;
+        }
+        if (strcmp(tok, "itm") == 0) {
+            add_method(o, itm_from_env());
+            continue;
+        }
+        if (strcmp(tok, "mutex+elision") == 0 || strcmp(tok, "rwlock+elision") == 0) {
+            /* glibc reads its tunables at start-up: nothing to switch here */
+            if (!bench_elision_requested())
+                bench_die("--method %s: start the program with GLIBC_TUNABLES=glibc.elision.enable=1 "
+                          "(glibc reads it at start-up); mutex and rwlock are then labelled +elision",
+                          tok);
+            add_method(o, tok[0] == 'm' ? BM_MUTEX : BM_RWLOCK);
+            continue;
+        }
+        m = bm_parse(tok);
+        if (m < 0)
+            bench_die("--method: unknown method '%s' (seq, mutex, rwlock, auto, htm, stm, serial, "
+                      "itm[:default|serial|serialirr|serialirr_onwrite|ml_wt|gl_wt|htm|all], all)",
+                      tok);
+        add_method(o, m);
+    }
+    if (o->nmethods == 0)
+        bench_die("--method: empty list");
+}
+
+static void parse_threads(struct bench_opts *o, const char *arg)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    o->nthreads = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (o->nthreads == BENCH_MAX_TCOUNTS)
+            bench_die("--threads: at most %d thread counts", BENCH_MAX_TCOUNTS);
+        int t = (int)bench_parse_long("--threads", tok, 1, BENCH_MAX_THREADS);
+        int dup = 0;
+        for (int k = 0; k < o->nthreads; k++)
+            dup |= o->threads[k] == t;
+        if (!dup)
+            o->threads[o->nthreads++] = t;
+    }
+    if (o->nthreads == 0)
+        bench_die("--threads: empty list");
+}
+
+int bench_parse_common(struct bench_opts *o, int argc, char **argv, int *i)
+{
+    const char *v;
+    if (bench_opt(argc, argv, i, "--method", &v) || bench_opt(argc, argv, i, "-m", &v)) {
+        parse_methods(o, v);
+    } else if (bench_opt(argc, argv, i, "--threads", &v) || bench_opt(argc, argv, i, "-t", &v)) {
+        parse_threads(o, v);
+    } else if (bench_opt(argc, argv, i, "--seconds", &v) || bench_opt(argc, argv, i, "-s", &v)) {
+        o->seconds = bench_parse_double("--seconds", v, 0.001, 86400.0);
+    } else if (bench_opt(argc, argv, i, "--runs", &v) || bench_opt(argc, argv, i, "-r", &v)) {
+        o->runs = (int)bench_parse_long("--runs", v, 1, BENCH_MAX_RUNS);
+    } else if (bench_opt(argc, argv, i, "--csv", &v)) {
+        o->csv = v;
+    } else if (bench_opt(argc, argv, i, "--seed", &v)) {
+        o->seed = (uint64_t)bench_parse_long("--seed", v, 0, INT64_MAX);
+    } else if (bench_opt(argc, argv, i, "--quiet", NULL) || bench_opt(argc, argv, i, "-q", NULL)) {
+        o->quiet = 1;
+    } else if (bench_opt(argc, argv, i, "--no-fork", NULL)) {
+        o->nofork = 1;
+    } else if (bench_opt(argc, argv, i, "--timeout", &v)) {
+        o->timeout = bench_parse_double("--timeout", v, 0, 864000.0);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+void bench_usage_common(FILE *f)
+{
+    fputs("  -m, --method M[,M...]  seq, mutex, rwlock, auto, htm, stm, serial, itm:X, or all\n"
+          "                         (seq: plain sequential code, measured at 1 thread only;\n"
+          "                         auto..serial: txkit; all: seq..serial and itm:default)\n"
+          "                         itm:X: gcc __transaction_atomic run by libitm with\n"
+          "                         ITM_DEFAULT_METHOD=X, X one of serial, serialirr,\n"
+          "                         serialirr_onwrite, ml_wt, gl_wt, htm; itm:default leaves it\n"
+          "                         unset; itm: as in the environment; itm:all: all of them.\n"
+          "                         Each measurement's child sets it before its first\n"
+          "                         transaction, so one run can compare libitm methods.\n"
+          "                         With GLIBC_TUNABLES=glibc.elision.enable=1, mutex and rwlock\n"
+          "                         are labelled mutex+elision, rwlock+elision\n"
+          "  -t, --threads N[,N...] thread counts (default 1)\n"
+          "  -s, --seconds S        duration of one measurement (default 1; fractions allowed)\n"
+          "  -r, --runs R           repeat each measurement R times, report the median\n"
+          "                         (runs are interleaved across methods)\n"
+          "      --csv FILE         append the rows to FILE (header line if FILE is new)\n"
+          "      --seed N           PRNG seed (default fixed)\n"
+          "  -q, --quiet            no progress line on stderr\n"
+          "      --timeout S        kill a measurement after S seconds (default: 2x the\n"
+          "                         duration + 30 s); it is reported as TIMEOUT\n"
+          "      --no-fork          measure in this process (default: each measurement in\n"
+          "                         a child process, so a crash or hang fails one row)\n"
+          "  -h, --help             this text\n",
+          f);
+}
+
+/* -------------------------------------------------------------------- PRNG */
+
+uint64_t rng_seed(uint64_t seed, uint64_t stream)
+{
+    /* splitmix64 finalizer over seed and stream */
+    uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (stream + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return z ? z : 0x1234567ULL;
+}
+
+/* ----------------------------------------------------------------- threads */
+
+static int g_cpus[CPU_SETSIZE];
+static int g_ncpus = -1;
+
+static void load_cpus(void)
+{
+    if (g_ncpus >= 0)
+        return;
+    cpu_set_t set;
+    g_ncpus = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                g_cpus[g_ncpus++] = c;
+    }
+    if (g_ncpus == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+            g_cpus[g_ncpus++] = (int)c;
+    }
+}
+
+int bench_ncpus(void)
+{
+    load_cpus();
+    return g_ncpus;
+}
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static pthread_barrier_t g_start;
+
+static void *thread_main(void *arg)
+{
+    struct bench_thread *t = arg;
+    if (t->cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(t->cpu, &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0)
+            t->cpu = -1;
+    }
+    pthread_barrier_wait(&g_start);
+    t->fn(t);
+    return NULL;
+}
+
+double bench_run_threads(struct bench_thread *th, int nthreads, void (*fn)(struct bench_thread *),
+                         double seconds, uint64_t seed)
+{
+    load_cpus();
+    int pin = nthreads <= g_ncpus;
+    atomic_store(&bench_stop_flag, 0);
+    atomic_store(&bench_itm_attempts, 0);
+    for (int k = 0; k < 3; k++)
+        atomic_store(&bench_itm_commits[k], 0);
+    if (pthread_barrier_init(&g_start, NULL, (unsigned)nthreads + 1) != 0)
+        bench_die("pthread_barrier_init failed");
+    for (int i = 0; i < nthreads; i++) {
+        th[i].id = i;
+        th[i].cpu = pin ? g_cpus[i % g_ncpus] : -1;
+        th[i].rng = rng_seed(seed, (uint64_t)i);
+        th[i].ops = 0;
+        th[i].delta = 0;
+        th[i].bad = 0;
+        th[i].fn = fn;
+        int rc = pthread_create(&th[i].handle, NULL, thread_main, &th[i]);
+        if (rc != 0)
+            bench_die("pthread_create: %s", strerror(rc));
+    }
+    pthread_barrier_wait(&g_start);
+    double t0 = bench_now();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double end = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + seconds;
+    ts.tv_sec = (time_t)end;
+    ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+    atomic_store(&bench_stop_flag, 1);
+    double t1 = bench_now();
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i].handle, NULL);
+    pthread_barrier_destroy(&g_start);
+    return t1 - t0;
+}
+
+/* ------------------------------------------------------------------- stats */
+
+void bench_stats_delta(const tx_stats_t *b, const tx_stats_t *a, tx_stats_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->threads = a->threads - b->threads;
+    d->transactions = a->transactions - b->transactions;
+    for (int m = 0; m < TXKIT_NMETHODS; m++) {
+        d->commits[m] = a->commits[m] - b->commits[m];
+        d->aborts[m] = a->aborts[m] - b->aborts[m];
+    }
+    for (int c = 0; c < TXKIT_NCAUSES; c++)
+        d->aborts_by_cause[c] = a->aborts_by_cause[c] - b->aborts_by_cause[c];
+    d->htm_to_stm = a->htm_to_stm - b->htm_to_stm;
+    d->to_serial = a->to_serial - b->to_serial;
+    d->irrevocable = a->irrevocable - b->irrevocable;
+    for (int k = 0; k < TXKIT_RETRY_BUCKETS; k++)
+        d->retries_hist[k] = a->retries_hist[k] - b->retries_hist[k];
+    d->ns_aborted = a->ns_aborted - b->ns_aborted;
+    d->explicit_code = a->explicit_code;
+}
+
+void bench_sample_threads(struct bench_sample *s, const struct bench_thread *th, int n, double secs)
+{
+    s->secs = secs;
+    s->ops = 0;
+    s->ops_min = UINT64_MAX;
+    s->ops_max = 0;
+    for (int i = 0; i < n; i++) {
+        s->ops += th[i].ops;
+        if (th[i].ops < s->ops_min)
+            s->ops_min = th[i].ops;
+        if (th[i].ops > s->ops_max)
+            s->ops_max = th[i].ops;
+    }
+    if (n == 0)
+        s->ops_min = 0;
+    s->mops = secs > 0 ? (double)s->ops / secs / 1e6 : 0;
+    s->itm_attempts = atomic_load(&bench_itm_attempts);
+    for (int k = 0; k < 3; k++)
+        s->itm_commits[k] = atomic_load(&bench_itm_commits[k]);
+}
+
+/* ------------------------------------------------------------ measurements */
+
+struct bench_row *bench_rows_make(const struct bench_opts *o, int *nrows)
+{
+    struct bench_row *rows = calloc((size_t)(o->nmethods * o->nthreads), sizeof *rows);
+    int n = 0;
+    if (!rows)
+        bench_die("out of memory");
+    for (int m = 0; m < o->nmethods; m++) {
+        int meth = o->methods[m];
+        for (int t = 0; t < o->nthreads; t++) {
+            struct bench_row *r = &rows[n++];
+            r->method = meth;
+            r->threads = meth == BM_SEQ ? 1 : o->threads[t];
+            if ((bm_is_tx(meth) || bm_is_itm(meth)) &&
+                bench_select_method(meth, r->note, sizeof r->note) != 0)
+                r->state = ROW_NA;
+            if (meth == BM_SEQ)
+                break;
+        }
+    }
+    *nrows = n;
+    return rows;
+}
+
+struct child_msg {
+    int rc;
+    struct bench_sample s;
+};
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int bench_measure(const struct bench_opts *o, struct bench_row *row, int run,
+                  int (*fn)(void *arg, struct bench_sample *out), void *arg, size_t mem_hint)
+{
+    struct bench_sample *out = &row->s[row->nsamples];
+    memset(out, 0, sizeof *out);
+    if (o->nofork) {
+        int rc = fn(arg, out);
+        row->nsamples++;
+        return rc;
+    }
+
+    int fds[2];
+    if (pipe(fds) != 0)
+        bench_die("pipe: %s", strerror(errno));
+    fflush(NULL); /* nothing buffered may be written twice */
+    pid_t pid = fork();
+    if (pid < 0)
+        bench_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(fds[0]);
+        /* A runaway allocation (e.g. a read log growing in an endless loop)
+         * should fail here, not take the machine's memory. */
+#ifndef __SANITIZE_ADDRESS__ /* ASan reserves terabytes of address space */
+        struct rlimit rl;
+        rlim_t lim = (rlim_t)(2048ull << 20) + (rlim_t)mem_hint;
+        if (getrlimit(RLIMIT_AS, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > lim)) {
+            rl.rlim_cur = lim;
+            setrlimit(RLIMIT_AS, &rl);
+        }
+#else
+        (void)mem_hint;
+#endif
+        struct child_msg msg;
+        memset(&msg, 0, sizeof msg);
+        msg.rc = fn(arg, &msg.s);
+        fflush(NULL);
+        _exit(write_all(fds[1], &msg, sizeof msg) == 0 ? 0 : 3);
+    }
+    close(fds[1]);
+
+    double limit = o->timeout > 0 ? o->timeout : 2 * o->seconds + 30;
+    double deadline = bench_now() + limit;
+    struct child_msg msg;
+    size_t got = 0;
+    int timed_out = 0;
+    while (got < sizeof msg) {
+        double left = deadline - bench_now();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0)
+            continue;
+        ssize_t n = read(fds[0], (char *)&msg + got, sizeof msg - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* the child is gone */
+        got += (size_t)n;
+    }
+    close(fds[0]);
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (got == sizeof msg && !timed_out) {
+        *out = msg.s;
+        row->nsamples++;
+        return msg.rc;
+    }
+    bench_progress_done(o);
+    if (timed_out) {
+        row->state = ROW_TIMEOUT;
+        snprintf(row->note, sizeof row->note, "TIMEOUT: no result after %.0f s in run %d (killed)",
+                 limit, run + 1);
+    } else if (WIFSIGNALED(status)) {
+        row->state = ROW_CRASH;
+        snprintf(row->note, sizeof row->note, "CRASHED: signal %d (%s) in run %d",
+                 WTERMSIG(status), strsignal(WTERMSIG(status)), run + 1);
+    } else {
+        row->state = ROW_CRASH;
+        snprintf(row->note, sizeof row->note, "CRASHED: exit status %d in run %d (see stderr)",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1, run + 1);
+    }
+    fprintf(stderr, "%s x%d: %s\n", bm_name(row->method), row->threads, row->note);
+    return -1;
+}
+
+struct run_shim {
+    int (*fn)(void *ctx, const struct bench_row *row, int run, struct bench_sample *out);
+    void *ctx;
+    const struct bench_row *row;
+    int run;
+};
+
+/* Runs in the measurement's child (in this process with --no-fork). */
+static int shim(void *arg, struct bench_sample *out)
+{
+    struct run_shim *s = arg;
+    if (bm_is_itm(s->row->method))
+        bench_itm_prepare(s->row->method);
+    return s->fn(s->ctx, s->row, s->run, out);
+}
+
+int bench_run_rows(const struct bench_opts *o, struct bench_row *rows, int nrows,
+                   int (*fn)(void *ctx, const struct bench_row *row, int run, struct bench_sample *out),
+                   void *ctx, size_t mem_hint)
+{
+    int bad = 0;
+    int itm_here = -1; /* --no-fork: the itm method libitm was started with here */
+    for (int run = 0; run < o->runs; run++) {
+        for (int k = 0; k < nrows; k++) {
+            struct bench_row *r = &rows[k];
+            if (r->state != ROW_OK)
+                continue;
+            bench_progress(o, run, r);
+            if ((bm_is_tx(r->method) || bm_is_itm(r->method)) &&
+                bench_select_method(r->method, r->note, sizeof r->note) != 0) {
+                r->state = ROW_NA;
+                continue;
+            }
+            if (bm_is_itm(r->method) && o->nofork) {
+                if (itm_here >= 0 && itm_here != r->method) {
+                    snprintf(r->note, sizeof r->note,
+                             "n/a (--no-fork: libitm already started with %s in this process)",
+                             bm_name(itm_here));
+                    r->state = ROW_NA;
+                    continue;
+                }
+                itm_here = r->method;
+            }
+            struct run_shim sh = {fn, ctx, r, run};
+            int rc = bench_measure(o, r, run, shim, &sh, mem_hint);
+            if (rc != 0) {
+                bad = 1;
+                if (rc > 0)
+                    r->check_failed = 1;
+            }
+        }
+    }
+    bench_progress_done(o);
+    return bad;
+}
+
+/* ------------------------------------------------------------------ header */
+
+static char g_host[256];
+static char g_stamp[32];
+
+static void cpu_model(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *p = strchr(line, ':');
+            if (p) {
+                p++;
+                while (*p == ' ' || *p == '\t')
+                    p++;
+                p[strcspn(p, "\n")] = '\0';
+                snprintf(buf, len, "%s", p);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* Return: the 1-minute load average, or -1. */
+static double load_average(char *buf, size_t len)
+{
+    double a = -1, b, c;
+    snprintf(buf, len, "?");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f)
+        return -1;
+    if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+        snprintf(buf, len, "%.2f %.2f %.2f", a, b, c);
+    else
+        a = -1;
+    fclose(f);
+    return a;
+}
+
+static void join_methods(const struct bench_opts *o, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < o->nmethods && n < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? "," : "", bm_name(o->methods[k]));
+}
+
+static void join_threads(const struct bench_opts *o, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < o->nthreads && n < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%d", k ? "," : "", o->threads[k]);
+}
+
+void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_opts *o)
+{
+    char cpu[256], load[64], meth[256], thr[256];
+    struct utsname un;
+    struct txkit_rtm_info ri;
+    time_t now = time(NULL);
+    struct tm tm;
+
+    if (gethostname(g_host, sizeof g_host) != 0)
+        snprintf(g_host, sizeof g_host, "unknown");
+    g_host[sizeof g_host - 1] = '\0';
+    for (char *p = g_host; *p; p++)
+        if (*p == ',')
+            *p = '_';
+    gmtime_r(&now, &tm);
+    strftime(g_stamp, sizeof g_stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cpu_model(cpu, sizeof cpu);
+    double load1 = load_average(load, sizeof load);
+    join_methods(o, meth, sizeof meth);
+    join_threads(o, thr, sizeof thr);
+    if (uname(&un) != 0)
+        memset(&un, 0, sizeof un);
+    memset(&ri, 0, sizeof ri);
+    txkit_rtm_info(&ri);
+    const char *envm = getenv("TXKIT_METHOD");
+
+    fprintf(f, "=== txkit-bench-%s: %s ===\n", d->bench, d->structure);
+    fprintf(f, "host      %s, %s %s, %ld CPUs online, %d usable\n", g_host, un.sysname, un.release,
+            sysconf(_SC_NPROCESSORS_ONLN), bench_ncpus());
+    fprintf(f, "cpu       %s\n", cpu);
+    fprintf(f, "rtm       %s: %s (vendor %s, cpuid rtm=%d hle=%d, probe %d/%d)\n",
+            ri.usable ? "usable" : "NOT usable", ri.reason[0] ? ri.reason : "no reason given",
+            ri.vendor[0] ? ri.vendor : "?", ri.cpuid_rtm, ri.cpuid_hle, ri.probe_commits,
+            ri.probe_tries);
+    fprintf(f, "txkit     %s%s%s\n", txkit_version(), envm ? ", TXKIT_METHOD=" : "", envm ? envm : "");
+    fprintf(f, "when      %s, load average %s\n", g_stamp, load);
+    fprintf(f, "methods   %s\n", meth);
+    fprintf(f, "threads   %s (pinned round-robin when threads <= %d CPUs)\n", thr, bench_ncpus());
+    fprintf(f, "duration  %.3g s per measurement, %d run%s%s\n", o->seconds, o->runs,
+            o->runs > 1 ? "s" : "", o->runs > 1 ? " (median; runs interleaved across rows)" : "");
+    if (d->params)
+        fputs(d->params, f);
+    int any_itm = 0, itm_default = 0, itm_htm = 0;
+    for (int k = 0; k < o->nmethods; k++) {
+        any_itm |= bm_is_itm(o->methods[k]);
+        itm_default |= o->methods[k] == BM_ITM_DEFAULT;
+        itm_htm |= o->methods[k] == BM_ITM_HTM;
+    }
+    if (any_itm) {
+        char where[256];
+        int ok = bench_itm_library(where, sizeof where);
+        const char *inh = getenv("ITM_DEFAULT_METHOD");
+#ifdef BENCH_NO_ITM
+        fprintf(f, "itm       n/a: %s\n", where);
+        (void)ok;
+#else
+        fprintf(f, "itm       gcc -fgnu-tm __transaction_atomic; %s%s\n",
+                ok ? "_ITM_* from GCC's libitm, " : "NOT GCC's libitm (rows n/a): _ITM_* from ", where);
+#endif
+        fprintf(f, "          ITM_DEFAULT_METHOD set per row in each measurement's child, before its "
+                "first transaction%s%s%s\n", inh ? " (the inherited '" : "", inh ? inh : "",
+                inh ? "' only chose what a bare --method itm means)" : "");
+        if (itm_default)
+            fprintf(f, "          itm:default: libitm's choice, serialirr while one thread is "
+                    "registered, then %s\n", ri.cpuid_rtm ? "htm (CPUID has RTM)" : "ml_wt (no RTM)");
+        if (itm_htm && !ri.cpuid_rtm)
+            fprintf(f, "          itm:htm: no RTM, so libitm runs it as serialirr\n");
+        fprintf(f, "          itm rows: htm%% stm%% serial%% = libitm mode the committing attempt ended "
+                "in (RTM fast path, instrumented, irrevocable), aborts/c = restarts; sampled, 1 "
+                "transaction in %d\n", BENCH_ITM_SAMPLE);
+    }
+    if (bench_elision_requested())
+        fprintf(f, "elision   GLIBC_TUNABLES asks for glibc lock elision: %s\n",
+                bench_elision_active() ? "active (mutex and rwlock rows are elided locks)"
+                                       : "NOT active (glibc elides only where RTM is usable): "
+                                         "+elision rows are plain locks here");
+    if (load1 > 0.5 * bench_ncpus())
+        fprintf(f, "WARNING   the machine is busy (load %.2f on %d CPUs): expect noisy numbers\n",
+                load1, bench_ncpus());
+    fflush(f);
+}
+
+void bench_progress(const struct bench_opts *o, int run, const struct bench_row *r)
+{
+    if (o->quiet || !isatty(STDERR_FILENO))
+        return;
+    fprintf(stderr, "\r  run %d/%d: %-6s x%-3d ...   ", run + 1, o->runs, bm_name(r->method), r->threads);
+    fflush(stderr);
+}
+
+void bench_progress_done(const struct bench_opts *o)
+{
+    if (o->quiet || !isatty(STDERR_FILENO))
+        return;
+    fprintf(stderr, "\r%40s\r", "");
+    fflush(stderr);
+}
+
+/* ------------------------------------------------------------------ report */
+
+struct row_summary {
+    double mops, mops_min, mops_max;
+    const struct bench_sample *med;  /* the run whose throughput is the (lower) median */
+};
+
+static int cmp_sample(const void *a, const void *b)
+{
+    const struct bench_sample *x = *(const struct bench_sample *const *)a;
+    const struct bench_sample *y = *(const struct bench_sample *const *)b;
+    return (x->mops > y->mops) - (x->mops < y->mops);
+}
+
+static void summarize(const struct bench_row *r, struct row_summary *out)
+{
+    const struct bench_sample *v[BENCH_MAX_RUNS];
+    memset(out, 0, sizeof *out);
+    if (r->state != ROW_OK || r->nsamples == 0)
+        return;
+    for (int k = 0; k < r->nsamples; k++)
+        v[k] = &r->s[k];
+    qsort(v, (size_t)r->nsamples, sizeof v[0], cmp_sample);
+    int n = r->nsamples;
+    out->med = v[(n - 1) / 2];
+    out->mops = (n % 2) ? v[n / 2]->mops : 0.5 * (v[n / 2 - 1]->mops + v[n / 2]->mops);
+    out->mops_min = v[0]->mops;
+    out->mops_max = v[n - 1]->mops;
+}
+
+static int find_row(const struct bench_row *rows, int nrows, int method, int threads)
+{
+    for (int k = 0; k < nrows; k++)
+        if (rows[k].method == method && rows[k].threads == threads &&
+            rows[k].state == ROW_OK && rows[k].nsamples > 0)
+            return k;
+    return -1;
+}
+
+/* The two largest abort causes, as "conflict 93%, locked 7%". */
+static void abort_causes(const tx_stats_t *s, char *buf, size_t len)
+{
+    uint64_t total = 0;
+    int first = -1, second = -1;
+    buf[0] = '\0';
+    for (int c = 0; c < TXKIT_NCAUSES; c++) {
+        uint64_t v = s->aborts_by_cause[c];
+        total += v;
+        if (!v)
+            continue;
+        if (first < 0 || v > s->aborts_by_cause[first]) {
+            second = first;
+            first = c;
+        } else if (second < 0 || v > s->aborts_by_cause[second]) {
+            second = c;
+        }
+    }
+    if (!total)
+        return;
+    size_t n = (size_t)snprintf(buf, len, "%s %.0f%%", txkit_cause_name(first),
+                                100.0 * (double)s->aborts_by_cause[first] / (double)total);
+    if (second >= 0 && n < len)
+        snprintf(buf + n, len - n, ", %s %.0f%%", txkit_cause_name(second),
+                 100.0 * (double)s->aborts_by_cause[second] / (double)total);
+}
+
+static void fmt_ratio(char *buf, size_t len, double num, double den)
+{
+    if (den > 0 && num >= 0)
+        snprintf(buf, len, "%.2fx", num / den);
+    else
+        snprintf(buf, len, "-");
+}
+
+static void csv_ratio(char *buf, size_t len, double num, double den)
+{
+    if (den > 0 && num >= 0)
+        snprintf(buf, len, "%.4f", num / den);
+    else
+        buf[0] = '\0';
+}
+
+static const char csv_header[] =
+    "bench,struct,size,update_pct,method,threads,seconds,runs,mops,mops_min,mops_max,"
+    "vs_mutex,vs_seq1,commits,aborts_per_commit,pct_htm,pct_stm,pct_serial,status,note,"
+    "host,timestamp\n";
+
+int bench_report(const struct bench_desc *d, const struct bench_opts *o,
+                 const struct bench_row *rows, int nrows)
+{
+    struct row_summary sum[nrows > 0 ? nrows : 1];
+    for (int k = 0; k < nrows; k++)
+        summarize(&rows[k], &sum[k]);
+    int seq1 = find_row(rows, nrows, BM_SEQ, 1);
+
+    FILE *csv = NULL;
+    int rc = 0;
+    if (o->csv) {
+        csv = fopen(o->csv, "a");
+        if (!csv) {
+            fprintf(stderr, "error: cannot open %s: %s\n", o->csv, strerror(errno));
+            rc = -1;
+        } else {
+            struct stat st;
+            if (fstat(fileno(csv), &st) == 0 && st.st_size == 0)
+                fputs(csv_header, csv);
+        }
+    }
+
+    int w = 7;
+    for (int k = 0; k < nrows; k++)
+        if ((int)strlen(bm_name(rows[k].method)) > w)
+            w = (int)strlen(bm_name(rows[k].method));
+    printf("\n%-*s %3s %9s %7s %8s %8s %11s %9s %6s %6s %7s  %s\n", w, "method", "thr", "Mops/s",
+           "spread", "vs mutex", "vs seq@1", "commits", "aborts/c", "htm%", "stm%", "serial%",
+           "notes");
+    for (int k = 0; k < nrows; k++) {
+        const struct bench_row *r = &rows[k];
+        const struct row_summary *s = &sum[k];
+        if (r->state != ROW_OK) {
+            static const char *const st[] = {"ok", "na", "crash", "timeout"};
+            printf("%-*s %3d %s\n", w, bm_name(r->method), r->threads, r->note);
+            if (csv) {
+                char note[sizeof r->note];
+                snprintf(note, sizeof note, "%s", r->note);
+                for (char *p = note; *p; p++)
+                    if (*p == ',')
+                        *p = ';';
+                fprintf(csv, "%s,%s,%ld,%g,%s,%d,%g,%d,,,,,,,,,,,%s,%s,%s,%s\n", d->bench,
+                        d->structure, d->size, d->update_pct, bm_name(r->method), r->threads,
+                        o->seconds, o->runs, st[r->state], note, g_host, g_stamp);
+            }
+            continue;
+        }
+        int mu = find_row(rows, nrows, BM_MUTEX, r->threads);
+        double mu_mops = mu >= 0 ? sum[mu].mops : -1;
+        double seq_mops = seq1 >= 0 ? sum[seq1].mops : -1;
+        char vs_mu[16], vs_seq[16], spread[16], commits[24], apc[16], ph[8], ps[8], pz[8];
+        char notes[256], causes[96];
+        char c_mu[16], c_seq[16], c_commits[24], c_apc[24], c_ph[16], c_ps[16], c_pz[16];
+        fmt_ratio(vs_mu, sizeof vs_mu, s->mops, mu_mops);
+        fmt_ratio(vs_seq, sizeof vs_seq, s->mops, seq_mops);
+        csv_ratio(c_mu, sizeof c_mu, s->mops, mu_mops);
+        csv_ratio(c_seq, sizeof c_seq, s->mops, seq_mops);
+        if (r->nsamples > 1 && s->mops > 0)
+            snprintf(spread, sizeof spread, "%.0f%%", 100.0 * (s->mops_max - s->mops_min) / s->mops);
+        else
+            snprintf(spread, sizeof spread, "-");
+        notes[0] = '\0';
+        if (r->check_failed)
+            snprintf(notes, sizeof notes, "CHECK FAILED");
+        snprintf(commits, sizeof commits, "-");
+        snprintf(apc, sizeof apc, "-");
+        snprintf(ph, sizeof ph, "-");
+        snprintf(ps, sizeof ps, "-");
+        snprintf(pz, sizeof pz, "-");
+        c_commits[0] = c_apc[0] = c_ph[0] = c_ps[0] = c_pz[0] = '\0';
+        if (bm_is_tx(r->method) && s->med) {
+            const tx_stats_t *t = &s->med->tx;
+            uint64_t cm = tx_stats_commits(t), ab = tx_stats_aborts(t);
+            snprintf(commits, sizeof commits, "%llu", (unsigned long long)cm);
+            snprintf(c_commits, sizeof c_commits, "%llu", (unsigned long long)cm);
+            if (cm) {
+                double r = (double)ab / (double)cm;
+                snprintf(apc, sizeof apc, r > 0 && r < 0.001 ? "%.1e" : "%.4f", r);
+                snprintf(c_apc, sizeof c_apc, "%.6f", (double)ab / (double)cm);
+                double h = 100.0 * (double)t->commits[TXKIT_HTM] / (double)cm;
+                double st = 100.0 * (double)t->commits[TXKIT_STM] / (double)cm;
+                double se = 100.0 * (double)t->commits[TXKIT_SERIAL] / (double)cm;
+                snprintf(ph, sizeof ph, "%.1f", h);
+                snprintf(ps, sizeof ps, "%.1f", st);
+                snprintf(pz, sizeof pz, "%.1f", se);
+                snprintf(c_ph, sizeof c_ph, "%.2f", h);
+                snprintf(c_ps, sizeof c_ps, "%.2f", st);
+                snprintf(c_pz, sizeof c_pz, "%.2f", se);
+            }
+            abort_causes(t, causes, sizeof causes);
+            if (causes[0]) {
+                size_t n = strlen(notes);
+                snprintf(notes + n, sizeof notes - n, "%saborts: %s", n ? "; " : "", causes);
+            }
+            if (cm != s->med->ops) {
+                size_t n = strlen(notes);
+                snprintf(notes + n, sizeof notes - n, "%sSTATS: %llu commits for %llu ops",
+                         n ? "; " : "", (unsigned long long)cm, (unsigned long long)s->med->ops);
+            }
+        }
+        if (bm_is_itm(r->method) && s->med) {
+            /* sampled: no commit count (every operation is one transaction) */
+            const struct bench_sample *m = s->med;
+            uint64_t cm = m->itm_commits[0] + m->itm_commits[1] + m->itm_commits[2];
+            if (cm) {
+                double ab = m->itm_attempts > cm ? (double)(m->itm_attempts - cm) : 0;
+                double r = ab / (double)cm;
+                snprintf(apc, sizeof apc, r > 0 && r < 0.001 ? "%.1e" : "%.4f", r);
+                snprintf(c_apc, sizeof c_apc, "%.6f", r);
+                double h = 100.0 * (double)m->itm_commits[0] / (double)cm;
+                double st = 100.0 * (double)m->itm_commits[1] / (double)cm;
+                double se = 100.0 * (double)m->itm_commits[2] / (double)cm;
+                snprintf(ph, sizeof ph, "%.1f", h);
+                snprintf(ps, sizeof ps, "%.1f", st);
+                snprintf(pz, sizeof pz, "%.1f", se);
+                snprintf(c_ph, sizeof c_ph, "%.2f", h);
+                snprintf(c_ps, sizeof c_ps, "%.2f", st);
+                snprintf(c_pz, sizeof c_pz, "%.2f", se);
+            }
+        }
+        if ((r->method == BM_MUTEX || r->method == BM_RWLOCK) && bench_elision_requested() &&
+            !bench_elision_active()) {
+            size_t n = strlen(notes);
+            snprintf(notes + n, sizeof notes - n, "%selision inactive (no RTM): a plain lock",
+                     n ? "; " : "");
+        }
+        if (s->med && s->med->anomalies) {
+            size_t n = strlen(notes);
+            snprintf(notes + n, sizeof notes - n, "%s%llu anomalies", n ? "; " : "",
+                     (unsigned long long)s->med->anomalies);
+        }
+        if (s->med && r->threads > 1 && s->med->ops_max > 0 &&
+            (double)s->med->ops_min < 0.5 * (double)s->med->ops_max) {
+            size_t n = strlen(notes);
+            snprintf(notes + n, sizeof notes - n, "%sunfair: slowest thread %.0f%% of fastest",
+                     n ? "; " : "", 100.0 * (double)s->med->ops_min / (double)s->med->ops_max);
+        }
+        printf("%-*s %3d %9.3f %7s %8s %8s %11s %9s %6s %6s %7s%s%s\n", w, bm_name(r->method),
+               r->threads, s->mops, spread, vs_mu, vs_seq, commits, apc, ph, ps, pz,
+               notes[0] ? "  " : "", notes);
+        if (csv) {
+            for (char *p = notes; *p; p++)
+                if (*p == ',')
+                    *p = ';';
+            fprintf(csv, "%s,%s,%ld,%g,%s,%d,%g,%d,%.6f,%.6f,%.6f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+                    d->bench, d->structure, d->size, d->update_pct, bm_name(r->method),
+                    r->threads, o->seconds, o->runs, s->mops, s->mops_min, s->mops_max, c_mu,
+                    c_seq, c_commits, c_apc, c_ph, c_ps, c_pz, r->check_failed ? "fail" : "ok",
+                    notes, g_host, g_stamp);
+        }
+    }
+    fflush(stdout);
+    if (csv && fclose(csv) != 0) {
+        fprintf(stderr, "error: writing %s: %s\n", o->csv, strerror(errno));
+        rc = -1;
+    }
+    return rc;
+}

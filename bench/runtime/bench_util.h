@@ -1,0 +1,300 @@
+/* bench_util.h - shared machinery of the txkit benchmarks.
+ *
+ * Method table (seq, mutex, rwlock, the txkit methods and gcc's libitm
+ * methods), command-line helpers,
+ * a per-thread xorshift PRNG, the time-bounded thread runner (pinning, start
+ * barrier, stop flag), txkit statistics deltas, and the report: header, table
+ * and CSV. Each benchmark (intset.c, bank.c) fills an array of bench_row and
+ * hands it to bench_report().
+ */
+#ifndef TXKIT_BENCH_UTIL_H
+#define TXKIT_BENCH_UTIL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <txkit.h>
+
+#define BENCH_MAX_THREADS 256
+#define BENCH_MAX_TCOUNTS 16  /* distinct thread counts on one command line */
+#define BENCH_MAX_RUNS 64
+#define BENCH_CACHELINE 64
+
+/* ------------------------------------------------------------------ methods */
+
+enum bench_method {
+    BM_SEQ = 0,    /* uninstrumented sequential code, 1 thread, no synchronization */
+    BM_MUTEX,      /* one pthread_mutex around each operation */
+    BM_RWLOCK,     /* one pthread_rwlock: read lock for read-only operations */
+    BM_AUTO,       /* txkit methods (TX_ATOMIC, TX_LOAD / TX_STORE) */
+    BM_HTM,
+    BM_STM,
+    BM_SERIAL,
+    /* gcc transactions (-fgnu-tm: __transaction_atomic around the plain code),
+     * run by libitm with ITM_DEFAULT_METHOD set to the name after "itm:";
+     * itm:default leaves it unset (libitm's own choice). */
+    BM_ITM_DEFAULT,
+    BM_ITM_SERIAL,
+    BM_ITM_SERIALIRR,
+    BM_ITM_SERIALIRR_ONWRITE,
+    BM_ITM_ML_WT,
+    BM_ITM_GL_WT,
+    BM_ITM_HTM,
+    BM_COUNT
+};
+
+/* The label of a method in the table and the CSV: "stm", "itm:ml_wt", and
+ * "mutex+elision" / "rwlock+elision" when GLIBC_TUNABLES asks for elision. */
+const char *bm_name(int m);
+/* Return: the method, or -1 for an unknown name. Exits with a message for a
+ * name that cannot be honored (see parse_methods() in bench_util.c). */
+int bm_parse(const char *name);
+static inline int bm_is_tx(int m) { return m >= BM_AUTO && m <= BM_SERIAL; }
+static inline int bm_is_itm(int m) { return m >= BM_ITM_DEFAULT && m < BM_COUNT; }
+/* The value of ITM_DEFAULT_METHOD for an itm method; NULL for itm:default. */
+const char *bm_itm_env(int m);
+
+/**
+ * bench_select_method() - make a txkit method the process-wide method.
+ * @m:   a BM_* method; non-txkit methods need nothing here and return 0 (an
+ *       itm method is set up in the measurement's child, bench_itm_prepare()).
+ * @why: set to a short reason when the method cannot run here.
+ * Return: 0, or -1 (the row is then reported as n/a with @why).
+ */
+int bench_select_method(int m, char *why, size_t whylen);
+
+/**
+ * bench_itm_prepare() - set ITM_DEFAULT_METHOD for an itm method.
+ *
+ * libitm reads ITM_DEFAULT_METHOD once per process, when the first thread
+ * registers, i.e. at the process's first transaction (not at start-up). The
+ * runner calls this in each measurement's child process, before any thread
+ * runs a transaction; the parent never runs one, so every child starts libitm
+ * afresh with the method its row names. Only --no-fork cannot honor more than
+ * one itm method per process (bench_run_rows() reports the others as n/a).
+ */
+void bench_itm_prepare(int m);
+
+/**
+ * bench_itm_library() - where the binary's _ITM_* references bind.
+ * @buf: the path of the object that defines _ITM_beginTransaction@LIBITM_1.0
+ *       first in the global scope (or why there is none); may be NULL.
+ *
+ * libtxkit exports the libitm ABI too; the itm methods measure GCC's libitm
+ * only if libitm.so.1 comes first (bench/CMakeLists.txt sees to it).
+ * Return: 1 if that object is GCC's libitm (libitm.so*), else 0.
+ */
+int bench_itm_library(char *buf, size_t len);
+
+/* Which libitm mode ran the transactions, sampled by the itm wrappers
+ * (itm_probe.h) in one transaction in BENCH_ITM_SAMPLE of each thread; reset
+ * by bench_run_threads(), read into the sample by bench_sample_threads().
+ * attempts: every attempt of a sampled transaction (restarts included);
+ * commits[how]: sampled transactions by what _ITM_inTransaction() said in
+ * their committing attempt: 0 the RTM fast path (libitm keeps no software
+ * state there), 1 instrumented and retryable (ml_wt, gl_wt, serial with undo
+ * log), 2 irrevocable (serialirr). */
+#define BENCH_ITM_SAMPLE 64
+extern atomic_ulong bench_itm_attempts;
+extern atomic_ulong bench_itm_commits[3];
+
+/* Lock elision (glibc): requested when GLIBC_TUNABLES contains
+ * glibc.elision.enable=1, active when glibc actually elides (it enables it
+ * only where RTM is usable). */
+int bench_elision_requested(void);
+int bench_elision_active(void);
+
+/* ------------------------------------------------------------------ options */
+
+struct bench_opts {
+    int methods[BM_COUNT];
+    int nmethods;
+    int threads[BENCH_MAX_TCOUNTS];
+    int nthreads;
+    double seconds;
+    int runs;
+    const char *csv;
+    uint64_t seed;
+    int quiet;          /* no progress lines on stderr */
+    int nofork;         /* measure in this process (for debuggers) */
+    double timeout;     /* seconds before a measurement is killed; 0 = automatic */
+};
+
+void bench_opts_init(struct bench_opts *o);
+
+/**
+ * bench_parse_common() - handle an option that every benchmark shares.
+ * @argc, @argv, @i: the command line and the index of the option; on success
+ *                   *i is advanced past its argument.
+ * Return: 1 if the option was consumed, 0 if it is not a common option; exits
+ * with a message on a malformed value.
+ */
+int bench_parse_common(struct bench_opts *o, int argc, char **argv, int *i);
+
+/**
+ * bench_opt() - match argv[*i] against an option name.
+ * @name: "--size"; also matches "--size=VALUE".
+ * @val:  where the value goes (the next word, or what follows '='); NULL for
+ *        an option without a value.
+ * Return: 1 if it matched (*i then points at the last word consumed), else 0.
+ * Exits with a message when the value is missing.
+ */
+int bench_opt(int argc, char **argv, int *i, const char *name, const char **val);
+long bench_parse_long(const char *opt, const char *s, long lo, long hi);
+double bench_parse_double(const char *opt, const char *s, double lo, double hi);
+
+/* Help text for the common options. */
+void bench_usage_common(FILE *f);
+
+__attribute__((noreturn, format(printf, 1, 2))) void bench_die(const char *fmt, ...);
+
+/* -------------------------------------------------------------------- PRNG */
+
+/* xorshift64* (Vigna): one 64-bit word of state per thread. */
+static inline uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* A value in [0, n): high half of a 64x64 product, no division. */
+static inline uint64_t rng_below(uint64_t *s, uint64_t n)
+{
+    return (uint64_t)(((unsigned __int128)rng_next(s) * n) >> 64);
+}
+
+/* A non-zero state derived from a seed and a stream number. */
+uint64_t rng_seed(uint64_t seed, uint64_t stream);
+
+/* ----------------------------------------------------------------- threads */
+
+/* One worker's slot; each on its own cache lines. */
+struct bench_thread {
+    pthread_t handle;
+    int id;
+    int cpu;            /* pinned CPU, or -1 */
+    uint64_t rng;
+    void *ctx;          /* the benchmark's shared state */
+    uint64_t ops;       /* operations completed (set by the worker) */
+    long delta;         /* benchmark-defined (intset: net inserts) */
+    uint64_t bad;       /* benchmark-defined failure count */
+    void (*fn)(struct bench_thread *);
+} __attribute__((aligned(BENCH_CACHELINE)));
+
+extern atomic_int bench_stop_flag;
+
+/* Checked by the workers between batches of operations. */
+static inline int bench_stopped(void)
+{
+    return atomic_load_explicit(&bench_stop_flag, memory_order_relaxed);
+}
+
+/**
+ * bench_run_threads() - run fn in nthreads threads for a fixed time.
+ * @th:      nthreads slots; id, rng, cpu and fn are filled here, ctx must be set.
+ * @seconds: how long the main thread lets them run before raising the stop flag.
+ *
+ * Threads are pinned round-robin to the CPUs of the process's affinity mask
+ * when there are no more threads than CPUs. They start together at a barrier.
+ * Return: the elapsed wall time between the start and the stop flag (seconds).
+ */
+double bench_run_threads(struct bench_thread *th, int nthreads, void (*fn)(struct bench_thread *),
+                         double seconds, uint64_t seed);
+
+/* CPUs the process may run on (affinity mask). */
+int bench_ncpus(void);
+double bench_now(void);
+
+/* ------------------------------------------------------------------ results */
+
+struct bench_sample {
+    double mops;
+    double secs;
+    uint64_t ops;
+    uint64_t ops_min;   /* fewest / most operations done by one thread */
+    uint64_t ops_max;
+    uint64_t anomalies; /* benchmark-defined (intset: inconsistent views; bank: wrong sums) */
+    tx_stats_t tx;      /* txkit statistics delta over the run */
+    uint64_t itm_attempts;    /* itm methods: see bench_itm_attempts */
+    uint64_t itm_commits[3];  /* itm methods: see bench_itm_commits */
+};
+
+/* Fill ops, ops_min, ops_max, secs and mops from the threads of one run. */
+void bench_sample_threads(struct bench_sample *s, const struct bench_thread *th, int n, double secs);
+
+enum bench_row_state {
+    ROW_OK = 0,
+    ROW_NA,             /* cannot run here (e.g. htm without RTM) */
+    ROW_CRASH,          /* a measurement died (signal or exit status) */
+    ROW_TIMEOUT,        /* a measurement did not finish in time and was killed */
+};
+
+struct bench_row {
+    int method;
+    int threads;
+    int state;          /* enum bench_row_state; note says why */
+    int check_failed;   /* a run failed its correctness check (numbers still shown) */
+    char note[112];
+    int nsamples;
+    struct bench_sample s[BENCH_MAX_RUNS];
+};
+
+/* Allocate the rows for o: seq once at 1 thread, every other method at every
+ * thread count; methods that cannot run here are marked ROW_NA. */
+struct bench_row *bench_rows_make(const struct bench_opts *o, int *nrows);
+
+/**
+ * bench_measure() - run one measurement, isolated in a child process.
+ * @fn:  does the measurement and fills the sample; returns 0, or 1 when a
+ *       correctness check failed (the sample is still valid).
+ *
+ * Unless o->nofork, fn runs in a forked child with a memory limit and a time
+ * limit, so that a crash, a hang or a runaway allocation inside the runtime
+ * becomes one failed row instead of the end of the benchmark.
+ * Return: 0 ok, 1 check failed, or -1: the row is marked ROW_CRASH or
+ * ROW_TIMEOUT with a note.
+ */
+int bench_measure(const struct bench_opts *o, struct bench_row *row, int run,
+                  int (*fn)(void *arg, struct bench_sample *out), void *arg, size_t mem_hint);
+
+/* Difference after - before, counter by counter. */
+void bench_stats_delta(const tx_stats_t *before, const tx_stats_t *after, tx_stats_t *out);
+
+/* What the report needs to describe the run. */
+struct bench_desc {
+    const char *bench;      /* "intset", "bank" */
+    const char *structure;  /* "hash", "list", "tree", "bank" */
+    long size;              /* keys / accounts */
+    double update_pct;      /* intset: updates; bank: transfers */
+    const char *params;     /* extra header lines, each ending in '\n' */
+};
+
+/* Header: host, CPU, RTM, txkit version, what runs. */
+void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_opts *o);
+
+/* The progress line on stderr (only when stderr is a terminal and !quiet). */
+void bench_progress(const struct bench_opts *o, int run, const struct bench_row *r);
+void bench_progress_done(const struct bench_opts *o);
+
+/**
+ * bench_run_rows() - every run of every row, runs interleaved across rows.
+ * @fn: as for bench_measure(); called with (ctx, row, run) through a shim.
+ * Return: 1 if any row crashed, timed out or failed its check, else 0.
+ */
+int bench_run_rows(const struct bench_opts *o, struct bench_row *rows, int nrows,
+                   int (*fn)(void *ctx, const struct bench_row *row, int run, struct bench_sample *out),
+                   void *ctx, size_t mem_hint);
+
+/**
+ * bench_report() - print the table to stdout and append to the CSV file.
+ * Return: 0, or -1 if the CSV file could not be written.
+ */
+int bench_report(const struct bench_desc *d, const struct bench_opts *o,
+                 const struct bench_row *rows, int nrows);
+
+#endif /* TXKIT_BENCH_UTIL_H */
