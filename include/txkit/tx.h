@@ -207,13 +207,27 @@ typedef struct txkit_site {
     void *priv;
 } txkit_site_t;
 
-/* Per-thread barrier state, read by the inline fast paths. */
+/* A software transaction's read-log entry (runtime-private layout). */
+struct _txkit_rentry {
+    const void *addr;
+    uint64_t val;
+    unsigned int size;
+};
+
+/* Per-thread barrier state, read by the inline fast paths. Everything after
+ * depth is runtime-private and may change between versions. */
 struct txkit_tls {
     unsigned int access;         /* TXKIT_ACC_* bits: which accesses need the runtime */
     unsigned int depth;          /* nesting depth, 0 outside transactions */
+    /* software TM read fast path (TXKIT_ACC_FASTREAD) */
+    const volatile uint64_t *clock; /* the global sequence clock */
+    uint64_t snap;               /* the snapshot the reads so far are valid at */
+    uint64_t wbloom;             /* written words (bit (addr >> 3) & 63): no fast path */
+    struct _txkit_rentry *rcur, *rend; /* read log: next free entry, end */
 };
 #define TXKIT_ACC_LOAD 1u
 #define TXKIT_ACC_STORE 2u
+#define TXKIT_ACC_FASTREAD 4u        /* loads may take the inline software path */
 
 extern TXKIT_API __thread struct txkit_tls _txkit_tls;
 
@@ -230,6 +244,31 @@ TXKIT_API int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line,
                                void (*restart_thrower)(void));
 TXKIT_API int _txkit_commit_cxx(void);
 TXKIT_API void _txkit_leave_nested_cxx(void);
+
+/* The software TM read barrier, inline for aligned 4- and 8-byte loads: one
+ * load, a check that the global clock did not move, one log entry. Anything
+ * else (a moved clock, a word this transaction wrote, a full log) goes to the
+ * runtime. Returns the bytes read in the low end of the result. */
+static inline __attribute__((always_inline)) uint64_t
+_txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
+    struct txkit_tls *tls = &_txkit_tls;
+    uintptr_t a = (uintptr_t)addr;
+    if ((acc & TXKIT_ACC_FASTREAD) && (size == 8 || size == 4) && !(a & (size - 1)) &&
+        !(tls->wbloom & (1ull << ((a >> 3) & 63))) && tls->rcur != tls->rend) {
+        uint64_t v = size == 8 ? *(const volatile uint64_t *)addr
+                               : *(const volatile uint32_t *)addr;
+        if (TXKIT_LIKELY(*tls->clock == tls->snap)) {
+            struct _txkit_rentry *r = tls->rcur++;
+            r->addr = addr;
+            r->val = v;
+            r->size = size;
+            return v;
+        }
+    }
+    uint64_t tmp = 0;
+    _txkit_load_bytes(&tmp, addr, size);
+    return tmp;
+}
 
 #define _TXKIT_CAT2(a, b) a##b
 #define _TXKIT_CAT(a, b) _TXKIT_CAT2(a, b)
@@ -262,10 +301,15 @@ TXKIT_API void _txkit_leave_nested_cxx(void);
         __typeof__(p) _txkit_lp = (p);                                              \
         _TXKIT_UNQUAL(_txkit_lp) _txkit_lv;                                         \
         _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_lv), "TX_LOAD: 1, 2, 4 or 8 bytes"); \
-        if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_LOAD)))                    \
+        unsigned int _txkit_acc = _txkit_tls.access;                                \
+        if (TXKIT_LIKELY(!(_txkit_acc & TXKIT_ACC_LOAD)))                           \
             _txkit_lv = *_txkit_lp;                                                 \
-        else                                                                        \
-            _txkit_load_bytes(&_txkit_lv, (const void *)_txkit_lp, sizeof _txkit_lv); \
+        else {                                                                      \
+            /* by value, so that _txkit_lv can live in a register */                \
+            uint64_t _txkit_w =                                                     \
+                _txkit_load_sw((const void *)_txkit_lp, sizeof _txkit_lv, _txkit_acc); \
+            __builtin_memcpy(&_txkit_lv, &_txkit_w, sizeof _txkit_lv);              \
+        }                                                                           \
         _txkit_lv;                                                                  \
     })
 

@@ -80,7 +80,6 @@ static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
     if (!(props & TK_PR_HAS_NO_ABORT)) {
         tk_itm_cp *cp = top_checkpoint(t);
         cp->depth = depth + 1;
-        cp->rlog_len = t->rlog.len;
         cp->ulog_len = t->ulog.len;
         cp->allocs_len = t->allocs.len;
         cp->frees_len = t->frees.len;
@@ -159,7 +158,7 @@ ITM_API void _ITM_commitTransactionEH(void *exc_ptr) {
 static void rollback_to(tk_thread *t, tk_itm_cp *cp) {
     /* write set: back to its copy, index rebuilt */
     t->wset.len = 0;
-    t->wbloom = 0;
+    _txkit_tls.wbloom = 0;
     if (++t->wgen == 0) {
         memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
         t->wgen = 1;

@@ -26,14 +26,19 @@
 
 /* ------------------------------------------------------------ memory access */
 
+/* Possibly unaligned (tx_memcpy of an unaligned source): say so to the compiler. */
+typedef uint64_t u64_any __attribute__((aligned(1), may_alias));
+typedef uint32_t u32_any __attribute__((aligned(1), may_alias));
+typedef uint16_t u16_any __attribute__((aligned(1), may_alias));
+
 static inline uint64_t read_mem(const void *addr, uint32_t size) {
     switch (size) {
     case 8:
-        return *(const volatile uint64_t *)addr;
+        return *(const volatile u64_any *)addr;
     case 4:
-        return *(const volatile uint32_t *)addr;
+        return *(const volatile u32_any *)addr;
     case 2:
-        return *(const volatile uint16_t *)addr;
+        return *(const volatile u16_any *)addr;
     case 1:
         return *(const volatile uint8_t *)addr;
     default: {
@@ -71,17 +76,29 @@ static inline void put_bytes(void *dst, uint64_t v, size_t size) {
 
 static inline bool snapshot_current(const tk_thread *t) {
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* data loads before the clock load */
-    if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) != t->snap)
+    if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) != _txkit_tls.snap)
         return false;
     return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == t->hsnap;
 }
 
 static bool rlog_valid(const tk_thread *t) {
-    const tk_rentry *r = (const tk_rentry *)t->rlog.data;
-    for (size_t i = 0; i < t->rlog.len; i++)
-        if (read_mem(r[i].addr, r[i].size) != r[i].val)
+    for (const tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
+        if (read_mem(r->addr, r->size) != r->val)
             return false;
     return true;
+}
+
+/* Grow the read log (the inline barrier appends until rcur reaches rend). */
+static void rlog_grow(tk_thread *t) {
+    size_t used = (size_t)(_txkit_tls.rcur - t->rlog);
+    size_t cap = (size_t)(_txkit_tls.rend - t->rlog);
+    cap = cap ? cap * 2 : 1024;
+    tk_rentry *n = realloc(t->rlog, cap * sizeof *n);
+    if (!n)
+        TK_FATAL("out of memory growing the read log (%zu entries)", cap);
+    t->rlog = n;
+    _txkit_tls.rcur = n + used;
+    _txkit_tls.rend = n + cap;
 }
 
 /* Move the snapshot to now if everything read so far still holds. */
@@ -94,7 +111,7 @@ static bool try_extend(tk_thread *t) {
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == c &&
             (!tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == h)) {
-            t->snap = c;
+            _txkit_tls.snap = c;
             t->hsnap = h;
             tk_epoch_publish(t, c); /* what we can still reach is valid at c */
             return true;
@@ -111,7 +128,7 @@ static inline uint32_t word_hash(uintptr_t word) {
 }
 
 static tk_wentry *ws_find(const tk_thread *t, uintptr_t word) {
-    if (!(t->wbloom & bloom_bit(word)))
+    if (!(_txkit_tls.wbloom & bloom_bit(word)))
         return NULL;
     for (uint32_t h = word_hash(word) & t->windex_mask;; h = (h + 1) & t->windex_mask) {
         const tk_wslot *s = &t->windex[h];
@@ -155,7 +172,7 @@ static tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
     e->data = 0;
     e->mask = 0;
     windex_put(t, word, (uint32_t)(t->wset.len - 1));
-    t->wbloom |= bloom_bit(word);
+    _txkit_tls.wbloom |= bloom_bit(word);
     return e;
 }
 
@@ -215,7 +232,7 @@ static void write_back(const tk_thread *t) {
 
 static void ws_clear(tk_thread *t) {
     t->wset.len = 0;
-    t->wbloom = 0;
+    _txkit_tls.wbloom = 0;
     if (++t->wgen == 0) {
         memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
         t->wgen = 1;
@@ -239,12 +256,12 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
         __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
         t->sw_registered = 1;
     }
-    t->snap = clock;
+    _txkit_tls.snap = clock;
     __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_RELAXED);
     tk_epoch_publish(t, clock); /* we hold the clock: no free is pending at it */
     t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     t->ctl.m = &tk_method_stm;
-    _txkit_tls.access = tk_method_stm.access;
+    _txkit_tls.access = tk_method_stm.access & (tk_g.hybrid ? ~TXKIT_ACC_FASTREAD : ~0u);
 }
 
 static int stm_begin(tk_thread *t) {
@@ -270,8 +287,8 @@ static int stm_begin(tk_thread *t) {
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
     else
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    t->snap = tk_wait_clock_even();
-    tk_epoch_publish(t, t->snap);
+    _txkit_tls.snap = tk_wait_clock_even();
+    tk_epoch_publish(t, _txkit_tls.snap);
     t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
      * nothing we read can change any more: irrevocable from the start. */
@@ -287,7 +304,7 @@ static int stm_begin(tk_thread *t) {
  * instructions (CAS clock, then load irr_owner; CAS irr_owner, then wait for
  * an even clock), so at least one of them sees the other. */
 static bool acquire_clock(tk_thread *t) {
-    uint64_t c = t->snap;
+    uint64_t c = _txkit_tls.snap;
     for (;;) {
         if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {
@@ -298,7 +315,7 @@ static bool acquire_clock(tk_thread *t) {
         }
         if (!try_extend(t))
             return false;
-        c = t->snap;
+        c = _txkit_tls.snap;
     }
     /* Hardware commits stop once the clock is odd; check those that came before. */
     if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != t->hsnap &&
@@ -319,7 +336,7 @@ static int stm_commit(tk_thread *t) {
     if (!acquire_clock(t))
         return TXKIT_CAUSE_CONFLICT;
     write_back(t);
-    __atomic_store_n(&tk_g.clock, t->snap + 2, __ATOMIC_RELEASE);
+    __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
     unregister(t);
     return TK_OK;
 }
@@ -355,11 +372,9 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
         }
         v = read_mem(addr, (uint32_t)size);
     }
-    tk_rentry *r;
-    if (TXKIT_LIKELY(t->rlog.len < t->rlog.cap))
-        r = &((tk_rentry *)t->rlog.data)[t->rlog.len++];
-    else if (!(r = tk_vec_push(&t->rlog, sizeof *r)))
-        TK_FATAL("out of memory growing the read log");
+    if (TXKIT_UNLIKELY(_txkit_tls.rcur == _txkit_tls.rend))
+        rlog_grow(t);
+    tk_rentry *r = _txkit_tls.rcur++;
     r->addr = addr;
     r->val = v;
     r->size = (uint32_t)size;
@@ -403,7 +418,7 @@ static void stm_explicit_abort(tk_thread *t, int cause) { tk_abort(t, cause); }
 const struct tk_method tk_method_stm = {
     .name = "stm",
     .id = TXKIT_STM,
-    .access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE,
+    .access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE | TXKIT_ACC_FASTREAD,
     .begin = stm_begin,
     .commit = stm_commit,
     .rollback = stm_rollback,

@@ -43,14 +43,14 @@ void tk_vec_free(tk_vec *v) {
 }
 
 void tk_attempt_reset(tk_thread *t) {
-    t->rlog.len = 0;
+    _txkit_tls.rcur = t->rlog;
     t->wset.len = 0;
     t->ulog.len = 0;
     t->allocs.len = 0;
     t->frees.len = 0;
     t->handlers.len = 0;
     t->arena.len = 0;
-    t->wbloom = 0;
+    _txkit_tls.wbloom = 0;
     if (++t->wgen == 0) { /* generation wrapped: really clear the index */
         memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
         t->wgen = 1;

@@ -48,12 +48,9 @@ typedef struct tk_free {
     void (*fn)(void *);
 } tk_free;
 
-/* Software read log entry: the exact bytes read, revalidated by value. */
-typedef struct tk_rentry {
-    const void *addr;
-    uint64_t val;
-    uint32_t size;
-} tk_rentry;
+/* Software read log entry: the exact bytes read, revalidated by value. Its
+ * layout is public (the inline read barrier in txkit/tx.h appends to it). */
+typedef struct _txkit_rentry tk_rentry;
 
 /* Software write set: one entry per 8-byte word, with a byte mask. */
 typedef struct tk_wentry {
@@ -126,14 +123,14 @@ struct tk_thread {
     unsigned time_sample_ctr;
 
     /* -- software TM (NOrec) state */
-    uint64_t snap;                /* global clock seen consistent */
     uint64_t hsnap;               /* hardware-commit counter seen consistent */
     int sw_registered;            /* counted in tk_g.sw_active */
-    tk_vec rlog;                  /* tk_rentry */
+    tk_rentry *rlog;              /* read log; its fill pointer and end are in
+                                   * _txkit_tls (rcur, rend) for the inline barrier;
+                                   * the snapshot and write bloom too (snap, wbloom) */
     tk_vec wset;                  /* tk_wentry, in first-write order */
     tk_wslot *windex;             /* capacity windex_mask + 1 */
     uint32_t windex_mask, wgen;
-    uint64_t wbloom;              /* quick 'not written' answer for loads */
 
     /* -- serial method */
     uint64_t serial_clock;        /* odd value we installed in tk_g.clock */

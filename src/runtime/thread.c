@@ -41,7 +41,8 @@ static void thread_exit(void *p) {
     pthread_mutex_unlock(&reg_lock);
     uintptr_t me = (uintptr_t)t;
     __atomic_compare_exchange_n(&tk_g.solo, &me, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    tk_vec_free(&t->rlog);
+    free(t->rlog);
+    _txkit_tls.rcur = _txkit_tls.rend = NULL;
     tk_vec_free(&t->wset);
     tk_vec_free(&t->ulog);
     tk_vec_free(&t->allocs);
@@ -125,6 +126,7 @@ tk_thread *tk_thread_get(void) {
     t->windex_mask = WINDEX_INITIAL - 1;
     t->wgen = 1;
     t->thread_method = -1;
+    _txkit_tls.clock = &tk_g.clock;
     t->rng = tk_rdtsc() ^ ((uint64_t)(uintptr_t)t << 17) ^ (uint64_t)gettid();
     if (!t->rng)
         t->rng = 0x9e3779b97f4a7c15ull;

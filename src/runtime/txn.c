@@ -204,7 +204,8 @@ void tk_run_attempts(tk_thread *t) {
         t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
         int r = m->begin(t);
         if (r == TK_OK) {
-            _txkit_tls.access = m->access;
+            /* The inline software read cannot see hardware commits: off in hybrid. */
+            _txkit_tls.access = m->access & (tk_g.hybrid ? ~TXKIT_ACC_FASTREAD : ~0u);
             _txkit_tls.depth = 1;
             return;
         }
