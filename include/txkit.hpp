@@ -69,10 +69,14 @@ auto atomic(F &&f, const char *file = __builtin_FILE(), int line = __builtin_LIN
                 f();
                 if (_txkit_commit_cxx())
                     return;
-            } else {
+            } else if constexpr (std::is_reference_v<R>) {
                 R v = f();
                 if (_txkit_commit_cxx())
                     return static_cast<R>(v);
+            } else {
+                R v = f();
+                if (_txkit_commit_cxx())
+                    return v; /* moved: move-only results work */
             }
         } catch (const detail::restart_signal &) {
             // already rolled back by the runtime: run again

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -582,8 +583,25 @@ void test_two_thread_counter() {
                 static_cast<unsigned long long>(tx_stats_aborts(&s1) - tx_stats_aborts(&s0)));
 }
 
+/* A move-only result (std::unique_ptr) comes out of txkit::atomic, also after
+ * a restart: the value is moved, never copied. */
+static int g_mo_value = 41;
+static void test_move_only_result() {
+    int attempts = 0;
+    std::unique_ptr<int> p = txkit::atomic([&] {
+        auto q = std::make_unique<int>(txkit::load(&g_mo_value) + 1);
+        if (++attempts == 1)
+            txkit::restart();
+        return q;
+    });
+    CHECK(p != nullptr);
+    CHECK_EQ(*p, 42);
+    CHECK_EQ(attempts, 2);
+}
+
 const tk_test tests[] = {
     {"return_values", test_return_values},
+    {"move_only_result", test_move_only_result},
     {"load_store_types", test_load_store_types},
     {"nesting", test_nesting},
     {"destructors_on_restart", test_destructors_on_restart},

@@ -53,7 +53,7 @@ static void detect(void) {
     r->rtm_always_abort = (d >> 11) & 1;
     r->tsx_force_abort = (d >> 13) & 1;
     if (!r->cpuid_rtm) {
-        snprintf(r->reason, sizeof r->reason, "CPUID: no RTM (leaf 7 EBX bit 11 clear, %s CPU)",
+        snprintf(r->reason, sizeof r->reason, "CPUID: no RTM (leaf 7 EBX bit 11 clear, %.12s CPU)",
                  r->vendor);
         return;
     }

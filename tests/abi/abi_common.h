@@ -1,0 +1,126 @@
+/* abi_common.h - what the libitm-ABI test programs share (C and C++, built
+ * with -fgnu-tm).
+ *
+ * Each program is a standalone gcc -fgnu-tm program that runs unchanged on
+ * the system libitm and on txkit (drop-in libitm.so.1 or linked directly). It
+ * prints one "SUMMARY <prog>: ..." line made only of results that every
+ * correct runtime must reproduce exactly (abi_compare.cmake compares them),
+ * plus "INFO" lines that may differ (runtime, method, abort counts).
+ *
+ * Environment read here (set by tests/abi/CMakeLists.txt):
+ *   ABI_EXPECT_RUNTIME=libitm|txkit-dropin|txkit-linked
+ *                         fail unless the program really runs on that runtime
+ *   ABI_EXPECT_INJECTED=1 fail unless txkit counted injected aborts (TXKIT_FAULT)
+ *   ABI_XFAIL=a,b         named checks that are known to fail on this runtime:
+ *                         each must fail (a pass is reported as XPASS, an error)
+ *   ABI_MAYFAIL=a,b       named checks whose outcome is printed but ignored
+ *                         (used only when comparing against a known-bad runtime)
+ *   TXKIT_METHOD=htm      skip (exit 77) when RTM is not usable here
+ */
+#ifndef TXKIT_TESTS_ABI_COMMON_H
+#define TXKIT_TESTS_ABI_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ABI_SKIP_CODE 77
+
+/* Callable from inside transactions, not instrumented, never undone. */
+#define ABI_PURE __attribute__((transaction_pure))
+
+/* ------------------------------------------------ the libitm ABI, by hand
+ * No libitm.h is installed with gcc; these are the ABI's prototypes (the same
+ * for libitm and txkit). transaction_pure lets transactions call them. */
+typedef void (*abi_action_fn)(void *);
+void _ITM_addUserCommitAction(abi_action_fn fn, uint64_t resuming_id, void *arg) ABI_PURE;
+void _ITM_addUserUndoAction(abi_action_fn fn, void *arg) ABI_PURE;
+uint64_t _ITM_getTransactionId(void) ABI_PURE;
+int _ITM_inTransaction(void) ABI_PURE; /* enum _ITM_howExecuting */
+const char *_ITM_libraryVersion(void) ABI_PURE;
+
+#define ABI_NO_TRANSACTION_ID 1u /* _ITM_noTransactionId */
+#define ABI_OUTSIDE 0            /* outsideTransaction */
+#define ABI_RETRYABLE 1          /* inRetryableTransaction */
+#define ABI_IRREVOCABLE 2        /* inIrrevocableTransaction */
+
+/* ---------------------------------------------------------------- checks */
+
+/* Fatal checks: print file:line and the expression, then abort(). Usable
+ * inside transactions (every runtime under test is opaque, so a transaction
+ * never sees an inconsistent state, not even in an attempt that aborts). */
+ABI_PURE __attribute__((noreturn, cold)) void abi_fail(const char *file, int line,
+                                                      const char *what);
+ABI_PURE __attribute__((noreturn, cold)) void abi_fail_eq(const char *file, int line,
+                                                         const char *a, const char *b,
+                                                         long long va, long long vb);
+
+#define ABI_CHECK(expr)                                   \
+    do {                                                  \
+        if (!(expr))                                      \
+            abi_fail(__FILE__, __LINE__, #expr);          \
+    } while (0)
+
+#define ABI_CHECK_EQ(a, b)                                                   \
+    do {                                                                     \
+        long long abi_va_ = (long long)(a);                                  \
+        long long abi_vb_ = (long long)(b);                                  \
+        if (abi_va_ != abi_vb_)                                              \
+            abi_fail_eq(__FILE__, __LINE__, #a, #b, abi_va_, abi_vb_);       \
+    } while (0)
+
+/* A named check that does not stop the program: its failure is reported
+ * with file:line and makes abi_finish() return 1, unless ABI_XFAIL or
+ * ABI_MAYFAIL names it. Call it outside transactions. */
+void abi_expect_at(const char *file, int line, const char *name, int ok, const char *detail);
+#define ABI_EXPECT(name, cond, detail) abi_expect_at(__FILE__, __LINE__, name, !!(cond), detail)
+
+/* ------------------------------------------------------ program life */
+
+/* Prints the INFO line; checks ABI_EXPECT_RUNTIME and the txkit method; exits
+ * with 77 when TXKIT_METHOD=htm and RTM is not usable. */
+void abi_init(const char *prog);
+
+/* Appends "text" to the SUMMARY line (printf format). */
+void abi_summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Checks ABI_EXPECT_INJECTED, prints the SUMMARY line, returns the exit code. */
+int abi_finish(void);
+
+/* 1 when the runtime is txkit (drop-in or linked), 0 for libitm. */
+int abi_on_txkit(void);
+
+/* Counts an attempt of a transaction (call it first thing in the body: an
+ * attempt that aborts and runs again counts again). */
+ABI_PURE void abi_count_attempt(void);
+uint64_t abi_attempts(void);
+
+/* Bytes the heap has handed out and not taken back (mallinfo2: all arenas,
+ * mmapped blocks included). For leak checks around a loop. */
+size_t abi_heap_in_use(void);
+
+/* The number of injected aborts txkit counted so far (0 on libitm). */
+uint64_t abi_injected_aborts(void);
+
+/* A 64-bit FNV-1a hash of n bytes, folded into h (start with ABI_HASH_INIT). */
+#define ABI_HASH_INIT 0xcbf29ce484222325ull
+uint64_t abi_hash(uint64_t h, const void *p, size_t n);
+
+/* xorshift64*: a small deterministic generator (state must not be 0). */
+static inline uint64_t abi_rand(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TXKIT_TESTS_ABI_COMMON_H */
