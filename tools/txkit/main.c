@@ -155,6 +155,9 @@ static int cmd_run(int argc, char **argv) {
     snprintf(path, need, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
     setenv("LD_LIBRARY_PATH", path, 1);
     free(path);
+    /* A lazy PLT slot resolved inside a hardware transaction aborts it every
+     * time (RTM-FACTS): bind everything at load. */
+    setenv("LD_BIND_NOW", "1", 0);
     if (method)
         setenv("TXKIT_METHOD", method, 1);
     if (stats)
