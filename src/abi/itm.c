@@ -164,11 +164,7 @@ static void rollback_to(tk_thread *t, tk_itm_cp *cp) {
         t->wgen = 1;
     }
     tk_stm_ws_restore(t, (const tk_wentry *)cp->wset.data, cp->wset.len);
-    for (size_t i = t->ulog.len; i-- > cp->ulog_len;) {
-        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
-        memcpy(u->addr, &u->old, u->size);
-    }
-    t->ulog.len = cp->ulog_len;
+    tk_undo_apply(t, cp->ulog_len);
     for (size_t i = cp->allocs_len; i < t->allocs.len; i++)
         free(TK_VEC_AT(&t->allocs, void *, i));
     t->allocs.len = cp->allocs_len;

@@ -14,18 +14,11 @@
 
 #define ITM_API __attribute__((visibility("default")))
 
-/* Split [addr, addr+n) into pieces of at most 8 bytes that do not cross an
- * 8-byte boundary, so each piece touches one write-set word. */
-static inline size_t piece(uintptr_t addr, size_t left) {
-    size_t room = 8 - (addr & 7);
-    return left < room ? left : room;
-}
-
 static void slow_load(void *dst, const void *src, size_t n) {
     char *d = dst;
     const char *s = src;
     while (n) {
-        size_t k = piece((uintptr_t)s, n);
+        size_t k = tk_piece((uintptr_t)s, n);
         _txkit_load_bytes(d, s, k);
         d += k;
         s += k;
@@ -37,7 +30,7 @@ static void slow_store(void *dst, const void *src, size_t n) {
     char *d = dst;
     const char *s = src;
     while (n) {
-        size_t k = piece((uintptr_t)d, n);
+        size_t k = tk_piece((uintptr_t)d, n);
         _txkit_store_bytes(d, s, k);
         d += k;
         s += k;
@@ -113,51 +106,10 @@ ITM_API void _ITM_LB(const void *p, size_t n) { itm_log(p, n); }
 
 /* ------------------------------------------------- memcpy, memmove, memset */
 
-/* Copy n bytes; src_tx / dst_tx: whether each side is shared (transactional).
- * Backward when the ranges overlap with dst above src (memmove). */
-static void itm_copy(void *dst, const void *src, size_t n, int src_tx, int dst_tx, int move) {
-    unsigned acc = _txkit_tls.access;
-    if ((!src_tx || !(acc & TXKIT_ACC_LOAD)) && (!dst_tx || !(acc & TXKIT_ACC_STORE))) {
-        if (move)
-            memmove(dst, src, n);
-        else
-            memcpy(dst, src, n);
-        return;
-    }
-    char *d = dst;
-    const char *s = src;
-    int backward = move && d > s && d < s + n;
-    size_t off = backward ? n : 0;
-    while (n) {
-        size_t k;
-        uint64_t tmp;
-        if (backward) {
-            uintptr_t end = (uintptr_t)(d + off);
-            k = (end & 7) ? (end & 7) : 8;
-            if (k > n)
-                k = n;
-            off -= k;
-        } else {
-            k = piece((uintptr_t)(d + off), n);
-        }
-        if (src_tx)
-            itm_load(&tmp, s + off, k);
-        else
-            memcpy(&tmp, s + off, k);
-        if (dst_tx)
-            itm_store(d + off, &tmp, k);
-        else
-            memcpy(d + off, &tmp, k);
-        if (!backward)
-            off += k;
-        n -= k;
-    }
-}
-
 /* _ITM_mem{cpy,move}R{n,t,taR,taW}W{n,t,taR,taW}: n = not transactional. */
 #define ITM_COPY(OP, MOVE, SRC, SRC_TX, DST, DST_TX)                                   \
     ITM_API void _ITM_##OP##R##SRC##W##DST(void *dst, const void *src, size_t n) {     \
-        itm_copy(dst, src, n, SRC_TX, DST_TX, MOVE);                                    \
+        tk_copy(dst, src, n, SRC_TX, DST_TX, MOVE);                                    \
     }
 #define ITM_COPIES(OP, MOVE)                                                             \
     ITM_COPY(OP, MOVE, n, 0, t, 1)                                                       \

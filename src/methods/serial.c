@@ -47,11 +47,7 @@ static int serial_commit(tk_thread *t) {
 }
 
 static void serial_rollback(tk_thread *t) {
-    for (size_t i = t->ulog.len; i-- > 0;) {
-        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
-        memcpy(u->addr, &u->old, u->size);
-    }
-    t->ulog.len = 0;
+    tk_undo_apply(t, 0);
     release(t);
 }
 
@@ -94,6 +90,14 @@ void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
         a += n;
         size -= n;
     }
+}
+
+void tk_undo_apply(tk_thread *t, size_t keep) {
+    for (size_t i = t->ulog.len; i-- > keep;) {
+        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+        memcpy(u->addr, &u->old, u->size);
+    }
+    t->ulog.len = keep;
 }
 
 static void serial_store(tk_thread *t, void *addr, const void *src, size_t size) {

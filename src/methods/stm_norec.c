@@ -351,12 +351,7 @@ void tk_stm_ws_restore(tk_thread *t, const tk_wentry *saved, size_t n) {
 
 static void stm_rollback(tk_thread *t) {
     ws_clear(t);
-    /* Private memory logged by gcc's _ITM_L* barriers goes back too. */
-    for (size_t i = t->ulog.len; i-- > 0;) {
-        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
-        memcpy(u->addr, &u->old, u->size);
-    }
-    t->ulog.len = 0;
+    tk_undo_apply(t, 0); /* private memory logged by gcc's _ITM_L* barriers */
     unregister(t);
 }
 

@@ -272,6 +272,18 @@ TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
 TK_HIDDEN int tk_configured_method(const tk_thread *t);
 /* Record the current bytes at addr, put back if the attempt aborts. */
 TK_HIDDEN void tk_undo_log(tk_thread *t, const void *addr, size_t size);
+/* Put back, newest first, what the undo log recorded after its first keep entries. */
+TK_HIDDEN void tk_undo_apply(tk_thread *t, size_t keep);
+/* Copy n bytes; src_tx / dst_tx: whether each side is shared (goes through
+ * the barriers); move: the ranges may overlap (memmove). */
+TK_HIDDEN void tk_copy(void *dst, const void *src, size_t n, int src_tx, int dst_tx, int move);
+
+/* The length of the piece of [addr, addr+left) that starts at addr and does
+ * not cross an 8-byte boundary: one write-set word, at most 8 bytes. */
+static inline size_t tk_piece(uintptr_t addr, size_t left) {
+    size_t room = 8 - (addr & 7);
+    return left < room ? left : room;
+}
 TK_HIDDEN void tk_run_handlers(tk_thread *t, int on_commit);
 TK_HIDDEN void tk_discard_effects(tk_thread *t, int committed);
 TK_HIDDEN void tk_attempt_reset(tk_thread *t);

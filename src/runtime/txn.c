@@ -400,31 +400,48 @@ void _txkit_store_bytes(void *addr, const void *src, size_t size) {
     t->ctl.m->store(t, addr, src, size);
 }
 
-/* Split a range into chunks of at most 8 bytes that do not cross an 8-byte
- * boundary of dst, so each chunk touches one write-set word. */
-static size_t chunk_at(uintptr_t dst, size_t left) {
-    size_t room = 8 - (dst & 7);
-    return left < room ? left : room;
-}
-
-void tx_memcpy(void *dst, const void *src, size_t n) {
-    tk_thread *t = tk_cur;
-    if (!t || !_txkit_tls.access) {
-        memcpy(dst, src, n);
+void tk_copy(void *dst, const void *src, size_t n, int src_tx, int dst_tx, int move) {
+    unsigned acc = _txkit_tls.access;
+    if ((!src_tx || !(acc & TXKIT_ACC_LOAD)) && (!dst_tx || !(acc & TXKIT_ACC_STORE))) {
+        if (move)
+            memmove(dst, src, n);
+        else
+            memcpy(dst, src, n);
         return;
     }
+    /* In pieces that each touch one word of dst; backward when dst overlaps
+     * the end of src, so that every byte is read before it is overwritten. */
     char *d = dst;
     const char *s = src;
+    int backward = move && d > s && d < s + n;
+    size_t off = backward ? n : 0;
     while (n) {
-        size_t c = chunk_at((uintptr_t)d, n);
+        size_t k;
         uint64_t tmp;
-        _txkit_load_bytes(&tmp, s, c);
-        _txkit_store_bytes(d, &tmp, c);
-        d += c;
-        s += c;
-        n -= c;
+        if (backward) {
+            uintptr_t end = (uintptr_t)(d + off);
+            k = (end & 7) ? (end & 7) : 8;
+            if (k > n)
+                k = n;
+            off -= k;
+        } else {
+            k = tk_piece((uintptr_t)(d + off), n);
+        }
+        if (src_tx && (acc & TXKIT_ACC_LOAD))
+            _txkit_load_bytes(&tmp, s + off, k);
+        else
+            memcpy(&tmp, s + off, k);
+        if (dst_tx && (acc & TXKIT_ACC_STORE))
+            _txkit_store_bytes(d + off, &tmp, k);
+        else
+            memcpy(d + off, &tmp, k);
+        if (!backward)
+            off += k;
+        n -= k;
     }
 }
+
+void tx_memcpy(void *dst, const void *src, size_t n) { tk_copy(dst, src, n, 1, 1, 0); }
 
 void tx_memset(void *dst, int c, size_t n) {
     tk_thread *t = tk_cur;
@@ -436,7 +453,7 @@ void tx_memset(void *dst, int c, size_t n) {
     memset(&pattern, c, sizeof pattern);
     char *d = dst;
     while (n) {
-        size_t k = chunk_at((uintptr_t)d, n);
+        size_t k = tk_piece((uintptr_t)d, n);
         _txkit_store_bytes(d, &pattern, k);
         d += k;
         n -= k;
