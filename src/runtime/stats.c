@@ -1,5 +1,6 @@
 /* stats.c - process totals of the per-thread counters, and their printing. */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -18,8 +19,9 @@ __attribute__((constructor)) static void stats_clock_init(void) {
     base_tsc = tk_rdtsc();
 }
 
-/* TSC ticks to ns, measured against CLOCK_MONOTONIC since start-up. */
-double tk_ns_per_tick(void) {
+/* TSC ticks to ns, measured against CLOCK_MONOTONIC once and then fixed, so
+ * that converted totals never go backwards between two reads. */
+static double measure_ns_per_tick(void) {
     uint64_t ns = now_ns() - base_ns;
     if (ns < 10000000) { /* too early for a good ratio: measure 10 ms */
         uint64_t t0 = tk_rdtsc(), n0 = now_ns();
@@ -30,6 +32,16 @@ double tk_ns_per_tick(void) {
     }
     uint64_t ticks = tk_rdtsc() - base_tsc;
     return ticks ? (double)ns / (double)ticks : 1.0;
+}
+
+static pthread_once_t calibrate_once = PTHREAD_ONCE_INIT;
+static double ns_per_tick;
+
+static void calibrate(void) { ns_per_tick = measure_ns_per_tick(); }
+
+double tk_ns_per_tick(void) {
+    pthread_once(&calibrate_once, calibrate);
+    return ns_per_tick;
 }
 
 static const char *const cause_names[TXKIT_NCAUSES] = {
