@@ -7,6 +7,7 @@
  * transaction or when serial and irrevocable, instrumented for software TM
  * and for serial-with-undo (needed when the block may be cancelled).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,9 +22,72 @@
 TK_HIDDEN tk_jmpbuf *tk_itm_jb_slot(uint32_t props);
 TK_HIDDEN uint32_t tk_itm_begin(uint32_t props);
 
-/* All gcc transactions share one site until sites get per-call-site
- * statistics (the return address is in the checkpoint already). */
-static txkit_site_t itm_site = {"<gcc -fgnu-tm>", "_ITM_beginTransaction", 0, 0, 0, 0, 0};
+/* One site per call site of _ITM_beginTransaction, found by its return
+ * address (saved in the checkpoint): a lock-free open-addressing table,
+ * filled under a lock, symbolized with dladdr when first seen. */
+#define ITM_SITES 1024 /* power of two; more call sites share the last one */
+static struct {
+    uintptr_t rip;
+    txkit_site_t *site;
+} itm_sites[ITM_SITES];
+static txkit_site_t itm_overflow = {"(other gcc transactions)", "?", 0, TK_SITE_FLAG_ITM, 0, 0, 0};
+static pthread_mutex_t itm_sites_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static txkit_site_t *new_itm_site(uintptr_t rip) {
+    txkit_site_t *s = calloc(1, sizeof *s);
+    char *file = malloc(160), *func = malloc(80);
+    if (!s || !file || !func) {
+        free(s);
+        free(file);
+        free(func);
+        return &itm_overflow;
+    }
+    Dl_info info;
+    memset(&info, 0, sizeof info);
+    if (dladdr((void *)rip, &info) && info.dli_fname) {
+        snprintf(file, 160, "%s", info.dli_fname);
+        if (info.dli_sname)
+            snprintf(func, 80, "%s+%#lx", info.dli_sname,
+                     (unsigned long)(rip - (uintptr_t)info.dli_saddr));
+        else
+            snprintf(func, 80, "%#lx", (unsigned long)(rip - (uintptr_t)info.dli_fbase));
+    } else {
+        snprintf(file, 160, "?");
+        snprintf(func, 80, "%#lx", (unsigned long)rip);
+    }
+    s->file = file;
+    s->func = func;
+    s->flags = TK_SITE_FLAG_ITM;
+    return s;
+}
+
+static txkit_site_t *itm_site_for(uintptr_t rip) {
+    unsigned h = (unsigned)((rip * 0x9e3779b97f4a7c15ull) >> 54) & (ITM_SITES - 1);
+    for (unsigned i = 0; i < ITM_SITES; i++, h = (h + 1) & (ITM_SITES - 1)) {
+        uintptr_t r = __atomic_load_n(&itm_sites[h].rip, __ATOMIC_ACQUIRE);
+        if (r == rip)
+            return __atomic_load_n(&itm_sites[h].site, __ATOMIC_ACQUIRE);
+        if (r == 0)
+            break;
+    }
+    pthread_mutex_lock(&itm_sites_lock);
+    txkit_site_t *site = &itm_overflow;
+    h = (unsigned)((rip * 0x9e3779b97f4a7c15ull) >> 54) & (ITM_SITES - 1);
+    for (unsigned i = 0; i < ITM_SITES - 1; i++, h = (h + 1) & (ITM_SITES - 1)) {
+        if (itm_sites[h].rip == rip) {
+            site = itm_sites[h].site;
+            break;
+        }
+        if (itm_sites[h].rip == 0) {
+            site = new_itm_site(rip);
+            __atomic_store_n(&itm_sites[h].site, site, __ATOMIC_RELEASE);
+            __atomic_store_n(&itm_sites[h].rip, rip, __ATOMIC_RELEASE);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&itm_sites_lock);
+    return site;
+}
 
 static uint64_t next_txid_block;
 
@@ -41,7 +105,7 @@ uint32_t tk_itm_action(tk_thread *t, int restarted) {
         t->ctl.irrevocable = 1;
         _txkit_tls.access = 0;
         if (p & TK_PR_DOES_GO_IRREVOCABLE) /* asked for, not just our choice */
-            TK_COUNT(t->st.irrevocable, 1);
+            TK_COUNT(t->cnt->irrevocable, 1);
         a = TK_A_RUN_UNINSTRUMENTED;
     } else {
         a = TK_A_RUN_INSTRUMENTED; /* serial with an undo log */
@@ -110,11 +174,12 @@ uint32_t tk_itm_begin(uint32_t props) {
     unsigned depth = _txkit_tls.depth;
     if (depth > 0)
         return nested_begin(t, props, depth);
-    if (TXKIT_UNLIKELY(!itm_site.id))
-        tk_site_init(&itm_site, NULL, NULL, 0);
+    txkit_site_t *site = itm_site_for((uintptr_t)t->ctl.jb.rip);
+    if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
+        tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_ITM;
     t->ctl.props = props;
-    tk_start_transaction(t, &itm_site);
+    tk_start_transaction(t, site);
     t->itm_txid = 0;
     tk_run_attempts(t);
     if (t->ctl.cancelled) /* cancelled inside hardware: all undone already */

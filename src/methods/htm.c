@@ -28,7 +28,7 @@ static int classify(tk_thread *t, unsigned status) {
             t->ctl.htm_tries = ~0u / 2; /* only software can undo part of a transaction */
             return TXKIT_CAUSE_EXPLICIT;
         default:
-            __atomic_store_n(&t->st.explicit_code, TK_XA_CODE(status), __ATOMIC_RELAXED);
+            __atomic_store_n(&t->cnt->explicit_code, TK_XA_CODE(status), __ATOMIC_RELAXED);
             return TXKIT_CAUSE_EXPLICIT;
         }
     }

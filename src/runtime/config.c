@@ -213,8 +213,8 @@ static void parse_method(void) {
 
 static void parse_stats(void) {
     const char *v = getenv("TXKIT_STATS");
-    if (!v || !*v || strcmp(v, "0") == 0)
-        return;
+    if (!v || !*v || strcmp(v, "0") == 0 || strcmp(v, "private") == 0)
+        return; /* "private": count, but do not publish (stats/segment.c) */
     tk_cfg.stats_at_exit = 1;
     if (strcmp(v, "1") != 0 && strcmp(v, "stderr") != 0)
         snprintf(tk_cfg.stats_path, sizeof tk_cfg.stats_path, "%s", v);
@@ -235,6 +235,5 @@ void tk_config_init(void) {
 
 __attribute__((constructor)) static void txkit_init(void) {
     tk_config_init();
-    if (tk_cfg.stats_at_exit)
-        atexit(tk_stats_at_exit);
+    atexit(tk_stats_at_exit);
 }

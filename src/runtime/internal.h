@@ -11,6 +11,7 @@
 #include <txkit.h>
 
 #include "arch/x86_64/cpu.h"
+#include "stats/format.h"
 
 #define TK_HIDDEN __attribute__((visibility("hidden")))
 #define TK_NORETURN __attribute__((noreturn))
@@ -155,8 +156,13 @@ struct tk_thread {
     /* -- configuration */
     int thread_method;            /* -1: follow the process */
 
-    /* -- statistics, written only by this thread (tsc ticks in ns_aborted) */
-    tx_stats_t st;
+    /* -- statistics: this thread's row of the published segment (stats/),
+     *    written only by this thread; cnt is the current site's entry */
+    struct tks_thread *slot;
+    unsigned slot_index;
+    struct tks_counters *row, *cnt;
+    uint64_t ntx;                 /* transactions begun (solo detection) */
+    unsigned inside_sample_ctr;
 
     tk_thread *next, *prev;       /* registry */
 };
@@ -169,6 +175,9 @@ enum tk_kind {
     TK_KIND_ITM = 2, /* gcc -fgnu-tm: jump to the checkpoint, return _ITM_actions */
 };
 
+/* txkit_site_t.flags bits (runtime-private). */
+#define TK_SITE_FLAG_ITM 1u /* a gcc -fgnu-tm call site, key = return address */
+
 /* The exported TLS barrier state (include/txkit/tx.h). */
 extern __thread struct txkit_tls _txkit_tls;
 
@@ -179,8 +188,28 @@ static inline tk_thread *tk_self(void) {
     return TXKIT_LIKELY(t != NULL) ? t : tk_thread_get();
 }
 TK_HIDDEN unsigned tk_thread_count(void);           /* threads with a descriptor */
-/* Add up the counters of every thread, live and exited (tsc still in ticks). */
-TK_HIDDEN void tk_threads_sum(tx_stats_t *out);
+/* The statistics segment (stats/segment.c). */
+TK_HIDDEN void tk_seg_thread_attach(tk_thread *t);
+TK_HIDDEN void tk_seg_thread_detach(tk_thread *t);
+TK_HIDDEN unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file,
+                                        const char *func, int line);
+TK_HIDDEN void tk_seg_sum(struct tks_counters *out, unsigned *threads);
+TK_HIDDEN void tk_seg_fork_child(tk_thread *me);
+TK_HIDDEN void tk_seg_unpublish(void);
+TK_HIDDEN int tk_seg_dump(const char *path, char *why, size_t wlen);
+TK_HIDDEN void tk_seg_set_ns_per_tick(double v);
+TK_HIDDEN struct tks_thread *tk_seg_threads(void);
+TK_HIDDEN int tk_seg_dir(char *buf, size_t len);
+
+/* A group of counter updates that a reader must see whole (seqlock). */
+static inline void tk_stats_open(tk_thread *t) {
+    __atomic_store_n(&t->slot->seq, t->slot->seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+static inline void tk_stats_close(tk_thread *t) {
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&t->slot->seq, t->slot->seq + 1, __ATOMIC_RELAXED);
+}
 /* The smallest snapshot of any running software attempt, UINT64_MAX if none. */
 TK_HIDDEN uint64_t tk_threads_min_epoch(const tk_thread *self);
 /* Free p with fn once no running software attempt can still read it. */

@@ -56,11 +56,27 @@ const char *txkit_cause_name(int cause) {
 int tx_stats_get(tx_stats_t *out) {
     if (!out)
         return -EINVAL;
-    tk_threads_sum(out);
-    out->ns_aborted = (uint64_t)((double)out->ns_aborted * tk_ns_per_tick());
-    /* explicit_code is a "last seen" value, not a sum: keep this thread's. */
-    tk_thread *t = tk_cur;
-    out->explicit_code = t ? t->st.explicit_code : 0;
+    struct tks_counters c;
+    unsigned threads;
+    tk_seg_sum(&c, &threads);
+    memset(out, 0, sizeof *out);
+    out->threads = threads;
+    out->transactions = c.transactions;
+    for (int m = 0; m < TXKIT_NMETHODS; m++) {
+        out->commits[m] = c.commits[m];
+        out->aborts[m] = c.aborts[m];
+    }
+    for (int k = 0; k < TXKIT_NCAUSES; k++)
+        out->aborts_by_cause[k] = c.aborts_by_cause[k];
+    out->htm_to_stm = c.htm_to_stm;
+    out->to_serial = c.to_serial;
+    out->irrevocable = c.irrevocable;
+    for (int b = 0; b < TXKIT_RETRY_BUCKETS; b++)
+        out->retries_hist[b] = c.retries_hist[b];
+    double npt = tk_ns_per_tick();
+    tk_seg_set_ns_per_tick(npt);
+    out->ns_aborted = (uint64_t)((double)c.ticks_aborted * npt);
+    out->explicit_code = c.explicit_code;
     return 0;
 }
 
@@ -104,19 +120,19 @@ void tx_stats_print(const tx_stats_t *s, FILE *f) {
             (double)s->ns_aborted / 1e6, aborts ? (double)s->ns_aborted / (double)aborts : 0.0);
 }
 
+/* At exit: TXKIT_STATS=1 prints a summary, TXKIT_STATS=FILE writes a dump
+ * for `txkit report FILE`; the published segment goes away either way. */
 void tk_stats_at_exit(void) {
-    tx_stats_t s;
-    tx_stats_get(&s);
-    FILE *f = stderr;
-    if (tk_cfg.stats_path[0]) {
-        f = fopen(tk_cfg.stats_path, "a");
-        if (!f) {
-            fprintf(stderr, "txkit: TXKIT_STATS=%s: cannot open: %s\n", tk_cfg.stats_path,
-                    strerror(errno));
-            f = stderr;
+    if (tk_cfg.stats_at_exit) {
+        tx_stats_t s;
+        tx_stats_get(&s); /* also calibrates ns_per_tick for the dump */
+        if (tk_cfg.stats_path[0]) {
+            char why[320];
+            if (tk_seg_dump(tk_cfg.stats_path, why, sizeof why) != 0)
+                fprintf(stderr, "txkit: TXKIT_STATS=%s: %s\n", tk_cfg.stats_path, why);
+        } else {
+            tx_stats_print(&s, stderr);
         }
     }
-    tx_stats_print(&s, f);
-    if (f != stderr)
-        fclose(f);
+    tk_seg_unpublish();
 }

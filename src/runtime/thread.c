@@ -11,26 +11,17 @@ __thread tk_thread *tk_cur;
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static tk_thread *reg_head;
-static tx_stats_t retired;          /* counters of threads that exited */
 static unsigned live_threads;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 #define WINDEX_INITIAL 256
 
-static void add_stats(tx_stats_t *dst, const tx_stats_t *src) {
-    /* tx_stats_t is all uint64_t: add field by field, each read atomically. */
-    const uint64_t *s = (const uint64_t *)src;
-    uint64_t *d = (uint64_t *)dst;
-    for (size_t i = 0; i < sizeof(tx_stats_t) / sizeof(uint64_t); i++)
-        d[i] += __atomic_load_n(&s[i], __ATOMIC_RELAXED);
-}
-
 static void thread_exit(void *p) {
     tk_thread *t = p;
     tk_reclaim_all(t);
+    tk_seg_thread_detach(t);
     pthread_mutex_lock(&reg_lock);
-    add_stats(&retired, &t->st);
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -96,12 +87,11 @@ static void fork_child(void) {
     reg_head = me;
     if (me) {
         me->next = me->prev = NULL;
-        memset(&me->st, 0, sizeof me->st);
-        me->st.threads = 1;
+        me->ntx = 0;
     }
-    memset(&retired, 0, sizeof retired);
     live_threads = me ? 1 : 0;
     pthread_mutex_unlock(&reg_lock);
+    tk_seg_fork_child(me); /* statistics of its own */
 }
 
 static void make_key(void) {
@@ -130,7 +120,6 @@ tk_thread *tk_thread_get(void) {
     t->rng = tk_rdtsc() ^ ((uint64_t)(uintptr_t)t << 17) ^ (uint64_t)gettid();
     if (!t->rng)
         t->rng = 0x9e3779b97f4a7c15ull;
-    t->st.threads = 1;
     pthread_mutex_lock(&reg_lock);
     t->next = reg_head;
     if (reg_head)
@@ -139,20 +128,13 @@ tk_thread *tk_thread_get(void) {
     __atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&reg_lock);
     pthread_setspecific(exit_key, t);
+    tk_seg_thread_attach(t);
     tk_cur = t;
     return t;
 }
 
 unsigned tk_thread_count(void) { return __atomic_load_n(&live_threads, __ATOMIC_RELAXED); }
 
-void tk_threads_sum(tx_stats_t *out) {
-    memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&reg_lock);
-    add_stats(out, &retired);
-    for (tk_thread *t = reg_head; t; t = t->next)
-        add_stats(out, &t->st);
-    pthread_mutex_unlock(&reg_lock);
-}
 
 uint64_t tk_threads_min_epoch(const tk_thread *self) {
     uint64_t min = UINT64_MAX;
@@ -171,7 +153,7 @@ uint64_t tk_others_transactions(const tk_thread *self) {
     pthread_mutex_lock(&reg_lock);
     for (tk_thread *t = reg_head; t; t = t->next)
         if (t != self)
-            n += __atomic_load_n(&t->st.transactions, __ATOMIC_RELAXED);
+            n += __atomic_load_n(&t->ntx, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&reg_lock);
     return n;
 }

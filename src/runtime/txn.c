@@ -9,6 +9,7 @@
  * attempt and jump to the checkpoint (C) or throw to txkit::atomic (C++).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,30 @@ TK_HIDDEN tk_jmpbuf *tk_jb_slot(void);
 struct tk_global tk_g;
 
 #define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
+#define INSIDE_SAMPLE 16     /* transactions between counts of threads in the same site */
+
+/* How many threads are inside this site now (this one included)? Reads the
+ * other threads' slots, so only every INSIDE_SAMPLE-th transaction does it. */
+static void sample_inside(tk_thread *t, uint64_t site) {
+    t->inside_sample_ctr = 0;
+    struct tks_thread *th = tk_seg_threads();
+    unsigned n = 0, nthreads = TKS_MAX_THREADS;
+    for (unsigned i = 1; i < nthreads; i++) {
+        if (__atomic_load_n(&th[i].cur_site, __ATOMIC_RELAXED) == site)
+            n++;
+        else if (th[i].state == TKS_FREE && th[i].tid == 0)
+            break; /* never used beyond here */
+    }
+    static const unsigned lim[TKS_HIST - 1] = {1, 2, 3, 4, 8, 16, 64};
+    unsigned b = 0;
+    while (b < TKS_HIST - 1 && n > lim[b])
+        b++;
+    tk_stats_open(t);
+    TK_COUNT(t->cnt->inside_hist[b], 1);
+    if (n > t->cnt->inside_max)
+        __atomic_store_n(&t->cnt->inside_max, n, __ATOMIC_RELAXED);
+    tk_stats_close(t);
+}
 #define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
 
 /* ----------------------------------------------------------------- policy */
@@ -159,10 +184,13 @@ static unsigned retry_bucket(unsigned n) {
 }
 
 static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
-    TK_COUNT(t->st.aborts[m->id], 1);
-    TK_COUNT(t->st.aborts_by_cause[cause], 1);
+    struct tks_counters *c = t->cnt;
+    tk_stats_open(t);
+    TK_COUNT(c->aborts[m->id], 1);
+    TK_COUNT(c->aborts_by_cause[cause], 1);
     if (t->ctl.attempt_tsc) /* ticks, weighted by the sampling rate; converted when read */
-        TK_COUNT(t->st.ns_aborted, (tk_rdtsc() - t->ctl.attempt_tsc) * t->ctl.attempt_weight);
+        TK_COUNT(c->ticks_aborted, (tk_rdtsc() - t->ctl.attempt_tsc) * t->ctl.attempt_weight);
+    tk_stats_close(t);
     t->ctl.attempts++;
 }
 
@@ -192,10 +220,10 @@ void tk_run_attempts(tk_thread *t) {
         if (t->ctl.attempts > 0) {
             if (m == &tk_method_stm && t->ctl.m == &tk_method_htm && !t->ctl.fell_htm) {
                 t->ctl.fell_htm = 1;
-                TK_COUNT(t->st.htm_to_stm, 1);
+                TK_COUNT(t->cnt->htm_to_stm, 1);
             } else if (m == &tk_method_serial && t->ctl.m != &tk_method_serial && !t->ctl.fell_serial) {
                 t->ctl.fell_serial = 1;
-                TK_COUNT(t->st.to_serial, 1);
+                TK_COUNT(t->cnt->to_serial, 1);
             }
         }
         tk_attempt_reset(t);
@@ -226,14 +254,42 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site) {
     t->retry_pending = t->doomed = 0;
     t->ctl.fell_htm = t->ctl.fell_serial = 0;
     t->ctl.cancelled = 0;
-    TK_COUNT(t->st.transactions, 1);
+    unsigned idx = site->id - 1; /* registered: tk_site_init */
+    if (TXKIT_UNLIKELY(!t->slot)) /* a fork's child: a segment of its own */
+        tk_seg_thread_attach(t);
+    t->cnt = t->row + idx;
+    t->ntx++;
+    TK_COUNT(t->cnt->transactions, 1);
+    __atomic_store_n(&t->slot->cur_site, idx + 1, __ATOMIC_RELAXED);
+    if (TXKIT_UNLIKELY(++t->inside_sample_ctr >= INSIDE_SAMPLE))
+        sample_inside(t, idx + 1);
     tk_cm->on_begin(t);
 }
 
+/* Histogram bucket of a read or write set size (stats/format.h). */
+static unsigned set_bucket(size_t n) {
+    static const size_t lim[TKS_HIST - 1] = {0, 1, 3, 7, 15, 63, 255};
+    unsigned b = 0;
+    while (b < TKS_HIST - 1 && n > lim[b])
+        b++;
+    return b;
+}
+
 void tk_finish_commit(tk_thread *t) {
+    struct tks_counters *c = t->cnt;
+    const struct tk_method *m = t->ctl.m;
     tk_irr_release(t);
-    TK_COUNT(t->st.commits[t->ctl.m->id], 1);
-    TK_COUNT(t->st.retries_hist[retry_bucket(t->ctl.attempts)], 1);
+    tk_stats_open(t);
+    TK_COUNT(c->commits[m->id], 1);
+    TK_COUNT(c->retries_hist[retry_bucket(t->ctl.attempts)], 1);
+    if (t->ctl.attempt_tsc)
+        TK_COUNT(c->ticks_committed, (tk_rdtsc() - t->ctl.attempt_tsc) * t->ctl.attempt_weight);
+    if (m == &tk_method_stm) {
+        TK_COUNT(c->rset_hist[set_bucket((size_t)(_txkit_tls.rcur - t->rlog))], 1);
+        TK_COUNT(c->wset_hist[set_bucket(t->wset.len)], 1);
+    }
+    tk_stats_close(t);
+    __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
     t->ctl.irrevocable = 0;
@@ -281,19 +337,27 @@ void tk_abort(tk_thread *t, int cause) {
 
 /* ---------------------------------------------------------- entry points */
 
+/* Give the site its index in the statistics segment (id = index + 1). The
+ * first thread to get here registers it; racing ones wait for the id. */
 void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line) {
-    static unsigned next_id;
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     if (__atomic_load_n(&site->id, __ATOMIC_ACQUIRE))
         return;
-    unsigned id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
-    unsigned zero = 0;
-    /* The first thread to get here names the site; file/line are constant. */
-    if (file && !site->file) {
-        site->file = file;
-        site->func = func;
-        site->line = line;
+    pthread_mutex_lock(&lock);
+    if (!site->id) {
+        if (file && !site->file) {
+            site->file = file;
+            site->func = func;
+            site->line = line;
+        }
+        unsigned kind = file ? TKS_SITE_CXX : TKS_SITE_C;
+        if (site->flags & TK_SITE_FLAG_ITM)
+            kind = TKS_SITE_ITM;
+        unsigned idx = tk_seg_site_register(kind, (uint64_t)(uintptr_t)site, site->file, site->func,
+                                            site->line);
+        __atomic_store_n(&site->id, idx + 1, __ATOMIC_RELEASE);
     }
-    __atomic_compare_exchange_n(&site->id, &zero, id, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&lock);
 }
 
 tk_jmpbuf *tk_jb_slot(void) {
@@ -486,5 +550,5 @@ void tx_irrevocable(void) {
             t->ctl.force_serial = 1;
         tk_abort(t, r);
     }
-    TK_COUNT(t->st.irrevocable, 1);
+    TK_COUNT(t->cnt->irrevocable, 1);
 }

@@ -1,0 +1,122 @@
+/* format.h - the statistics segment a txkit process publishes, and the dump
+ * it writes at exit (TXKIT_STATS=FILE). Shared by the library (the writer)
+ * and the txkit command (the reader). Version 1.
+ *
+ * Where: one file per process, DIR/<pid>.seg, DIR = $TXKIT_STATS_DIR or
+ * /dev/shm/txkit-<uid>. DIR is created mode 0700 and must be owned by the
+ * user; the file is mode 0600, so other users cannot read it.
+ *
+ * Liveness: the owner holds an exclusive flock() on its segment for its whole
+ * life; a reader that can take the lock (non-blocking) knows the owner died,
+ * reports it gone and removes the file.
+ *
+ * Layout (all offsets in the header, all counters 8-byte, little-endian):
+ *
+ *   struct tks_header
+ *   struct tks_thread  threads[max_threads]     at threads_offset
+ *   struct tks_site    sites[max_sites]         at sites_offset
+ *   struct tks_counters matrix[max_threads][max_sites]   at matrix_offset
+ *
+ * Each thread owns one threads[] slot and its matrix row, and is their only
+ * writer: plain stores, no atomics. Around each group of updates it makes its
+ * slot's seq odd, then even again, so a reader that sees the same even seq
+ * before and after copying a row has a consistent snapshot (seqlock). The
+ * matrix is a sparse file: rows and sites never used cost nothing.
+ *
+ * A dump (TXKIT_STATS=FILE) has the same layout with max_threads = 1 (all
+ * threads added up) and max_sites = nsites, so one reader serves both.
+ */
+#ifndef TK_STATS_FORMAT_H
+#define TK_STATS_FORMAT_H
+
+#include <stdint.h>
+
+#define TKS_MAGIC "TXKITSG1"
+#define TKS_VERSION 1u
+#define TKS_MAX_THREADS 128u
+#define TKS_MAX_SITES 256u
+#define TKS_NMETHODS 4   /* txkit_method_t: auto (unused), htm, stm, serial */
+#define TKS_NCAUSES 12   /* room for txkit_cause_t (9 today) */
+#define TKS_HIST 8
+
+/* Site 0 collects transactions of sites beyond max_sites. */
+#define TKS_SITE_OTHER 0u
+
+/* Histogram buckets. Read/write set sizes (software commits, words):
+ * 0, 1, 2-3, 4-7, 8-15, 16-63, 64-255, >= 256.
+ * Threads inside the same site at a (sampled) entry, this one included:
+ * 1, 2, 3, 4, 5-8, 9-16, 17-64, > 64.
+ * Retries before a commit: 0, 1, 2, 3-4, 5-8, 9-16, 17-32, > 32. */
+
+struct tks_counters {
+    uint64_t transactions;                /* outermost transactions begun */
+    uint64_t commits[TKS_NMETHODS];       /* by the method of the committing attempt */
+    uint64_t aborts[TKS_NMETHODS];        /* aborted attempts, by method */
+    uint64_t aborts_by_cause[TKS_NCAUSES];
+    uint64_t htm_to_stm, to_serial;       /* transactions that fell back */
+    uint64_t irrevocable;                 /* entries that needed to run irrevocably (I/O) */
+    uint64_t retries_hist[TKS_HIST];
+    uint64_t ticks_committed;             /* TSC ticks in committed attempts (estimate) */
+    uint64_t ticks_aborted;               /* TSC ticks in aborted attempts (estimate) */
+    uint64_t rset_hist[TKS_HIST];
+    uint64_t wset_hist[TKS_HIST];
+    uint64_t inside_hist[TKS_HIST];
+    uint64_t inside_max;
+    uint64_t explicit_code;               /* last foreign _xabort code */
+    uint64_t reserved[9];
+}; /* 64 x 8 bytes */
+
+enum tks_thread_state { TKS_FREE = 0, TKS_LIVE = 1, TKS_EXITED = 2 };
+
+struct tks_thread {
+    uint32_t state;    /* enum tks_thread_state */
+    uint32_t tid;
+    uint64_t seq;      /* seqlock over this slot's matrix row */
+    uint64_t cur_site; /* site index + 1 of the transaction running now, 0 if none */
+    uint64_t reserved[5];
+}; /* 64 bytes: one cache line (the array starts on a page) */
+
+enum tks_site_kind {
+    TKS_SITE_NONE = 0,
+    TKS_SITE_C = 1,     /* TX_ATOMIC: file, line, function */
+    TKS_SITE_CXX = 2,   /* txkit::atomic */
+    TKS_SITE_ITM = 3,   /* gcc -fgnu-tm: return address of _ITM_beginTransaction */
+    TKS_SITE_LOCK = 4,  /* cx lock or elided mutex: address, first acquisition */
+};
+
+struct tks_site {
+    uint32_t state;    /* 1 once every other field is written */
+    uint32_t kind;     /* enum tks_site_kind */
+    uint64_t key;      /* site object, return address or lock address */
+    uint32_t line;
+    uint32_t reserved0;
+    char file[160];    /* source file, or the object file for -fgnu-tm code */
+    char func[80];     /* function, or symbol+offset */
+}; /* 264 bytes */
+
+struct tks_header {
+    char magic[8];          /* TKS_MAGIC */
+    uint32_t version;       /* TKS_VERSION */
+    uint32_t header_size;   /* sizeof(struct tks_header) */
+    uint32_t counters_size, thread_size, site_size;
+    uint32_t max_threads, max_sites;
+    uint32_t uid;
+    uint64_t pid;
+    uint64_t start_time;    /* /proc/PID/stat starttime: tells a reused pid apart */
+    uint64_t created_ns;    /* CLOCK_REALTIME at creation */
+    uint64_t threads_offset, sites_offset, matrix_offset, file_size;
+    uint32_t nthreads;      /* slots used so far (high-water mark) */
+    uint32_t nsites;        /* sites used so far (high-water mark) */
+    double ns_per_tick;     /* 0 until calibrated */
+    uint32_t is_dump;       /* 1 for a TXKIT_STATS=FILE dump */
+    uint32_t reserved0;
+    char name[16];          /* process name (comm) */
+    char cmdline[128];      /* argv, spaces between, truncated */
+    uint64_t reserved[8];
+};
+
+static inline uint64_t tks_matrix_index(const struct tks_header *h, uint32_t thread, uint32_t site) {
+    return (uint64_t)thread * h->max_sites + site;
+}
+
+#endif /* TK_STATS_FORMAT_H */

@@ -1,0 +1,420 @@
+/* segment.c - publishing this process's statistics (format.h).
+ *
+ * The segment is created at the first transaction of the process (a program
+ * that links txkit but never runs a transaction, like the txkit command,
+ * publishes nothing). When it cannot be created (no /dev/shm, a directory
+ * owned by someone else, TXKIT_STATS=private) the same layout lives in
+ * private memory, so counting works the same and only publication is lost;
+ * the reason is said once on stderr.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/internal.h"
+#include "stats/format.h"
+
+static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tks_header *seg;       /* the mapping, NULL until first use */
+static size_t seg_size;
+static int seg_fd = -1;
+static char seg_path[256];
+static unsigned threads_seen;        /* threads that ever ran a transaction */
+
+/* Parts start on page boundaries: every thread slot then sits in a cache line
+ * of its own (its owner writes it on every transaction), and rows too. */
+#define PAGE 4096u
+static size_t page_up(size_t n) { return (n + PAGE - 1) & ~(size_t)(PAGE - 1); }
+static size_t threads_off(void) { return page_up(sizeof(struct tks_header)); }
+static size_t sites_off(void) { return threads_off() + page_up(TKS_MAX_THREADS * sizeof(struct tks_thread)); }
+static size_t matrix_off(void) { return sites_off() + page_up(TKS_MAX_SITES * sizeof(struct tks_site)); }
+static size_t segment_size(void) {
+    return matrix_off() + (size_t)TKS_MAX_THREADS * TKS_MAX_SITES * sizeof(struct tks_counters);
+}
+
+struct tks_thread *tk_seg_threads(void) {
+    return (struct tks_thread *)((char *)seg + seg->threads_offset);
+}
+static struct tks_site *seg_sites(void) { return (struct tks_site *)((char *)seg + seg->sites_offset); }
+struct tks_counters *tk_seg_row(unsigned slot) {
+    return (struct tks_counters *)((char *)seg + seg->matrix_offset) +
+           tks_matrix_index(seg, slot, 0);
+}
+
+static uint64_t proc_start_time(void) {
+    /* Field 22 of /proc/self/stat; the command name (field 2) may hold spaces. */
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    unsigned long long v = 0;
+    /* after ") ": state(3) ppid(4) ... starttime(22) */
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+                      "%*d %llu", &v) != 1)
+        return 0;
+    return v;
+}
+
+static void read_cmdline(char *dst, size_t len) {
+    dst[0] = '\0';
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, dst, len - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    for (ssize_t i = 0; i < n - 1; i++)
+        if (dst[i] == '\0')
+            dst[i] = ' ';
+    dst[n] = '\0';
+}
+
+static void fill_header(struct tks_header *h, size_t size) {
+    memcpy(h->magic, TKS_MAGIC, 8);
+    h->version = TKS_VERSION;
+    h->header_size = sizeof *h;
+    h->counters_size = sizeof(struct tks_counters);
+    h->thread_size = sizeof(struct tks_thread);
+    h->site_size = sizeof(struct tks_site);
+    h->max_threads = TKS_MAX_THREADS;
+    h->max_sites = TKS_MAX_SITES;
+    h->uid = (uint32_t)getuid();
+    h->pid = (uint64_t)getpid();
+    h->start_time = proc_start_time();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h->created_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    h->threads_offset = threads_off();
+    h->sites_offset = sites_off();
+    h->matrix_offset = matrix_off();
+    h->file_size = size;
+    h->nthreads = 1; /* slot 0: threads that exited, added up */
+    h->nsites = 1;   /* site 0: sites beyond TKS_MAX_SITES */
+    struct tks_site *other = (struct tks_site *)((char *)h + h->sites_offset);
+    snprintf(other->file, sizeof other->file, "(other sites)");
+    other->state = 1;
+    if (prctl(PR_GET_NAME, h->name, 0, 0, 0) != 0)
+        h->name[0] = '\0';
+    read_cmdline(h->cmdline, sizeof h->cmdline);
+}
+
+/* The per-user directory: ours, a directory, not a link, mode 0700. */
+static int check_dir(const char *dir, char *why, size_t len) {
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(why, len, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (lstat(dir, &st) != 0) {
+        snprintf(why, len, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077)) {
+        snprintf(why, len, "%s is not a private directory of this user (uid %u, mode %o)", dir,
+                 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    return 0;
+}
+
+int tk_seg_dir(char *buf, size_t len) {
+    const char *env = getenv("TXKIT_STATS_DIR");
+    int n = env && *env ? snprintf(buf, len, "%s", env)
+                        : snprintf(buf, len, "/dev/shm/txkit-%u", (unsigned)getuid());
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* Remove the segments of processes that died without removing theirs (a
+ * crash, _exit): their lock is free. Done once, when we create ours. */
+static void clean_dead(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".seg") != 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            unlink(path);
+        close(fd);
+    }
+    closedir(d);
+}
+
+static int create_shared(size_t size, char *why, size_t wlen) {
+    char dir[200];
+    if (tk_seg_dir(dir, sizeof dir) != 0) {
+        snprintf(why, wlen, "TXKIT_STATS_DIR is too long");
+        return -1;
+    }
+    if (check_dir(dir, why, wlen) != 0)
+        return -1;
+    clean_dead(dir);
+    snprintf(seg_path, sizeof seg_path, "%s/%ld.seg", dir, (long)getpid());
+    /* A file of that name belongs to a dead process whose pid we reuse. */
+    unlink(seg_path);
+    int fd = open(seg_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(why, wlen, "cannot create %s: %s", seg_path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || ftruncate(fd, (off_t)size) != 0) {
+        snprintf(why, wlen, "cannot set up %s: %s", seg_path, strerror(errno));
+        close(fd);
+        unlink(seg_path);
+        return -1;
+    }
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        snprintf(why, wlen, "cannot map %s: %s", seg_path, strerror(errno));
+        close(fd);
+        unlink(seg_path);
+        return -1;
+    }
+    seg = p;
+    seg_fd = fd;
+    return 0;
+}
+
+/* Called with seg_lock held. */
+static void seg_create(void) {
+    size_t size = segment_size();
+    char why[320] = "";
+    const char *mode = getenv("TXKIT_STATS");
+    int publish = !(mode && strcmp(mode, "private") == 0);
+    if (!publish || create_shared(size, why, sizeof why) != 0) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (p == MAP_FAILED)
+            TK_FATAL("cannot map %zu bytes for statistics", size);
+        seg = p;
+        seg_path[0] = '\0';
+        if (publish)
+            fprintf(stderr, "txkit: statistics not published (txkit stat cannot see this process): %s\n",
+                    why);
+    }
+    seg_size = size;
+    fill_header(seg, size);
+}
+
+void tk_seg_thread_attach(tk_thread *t) {
+    pthread_mutex_lock(&seg_lock);
+    if (!seg)
+        seg_create();
+    struct tks_thread *th = tk_seg_threads();
+    unsigned slot = 0;
+    for (unsigned i = 1; i < TKS_MAX_THREADS; i++) {
+        if (th[i].state != TKS_LIVE) {
+            slot = i;
+            break;
+        }
+    }
+    if (slot == 0)
+        TK_FATAL("more than %u threads running transactions at once", TKS_MAX_THREADS - 1);
+    th[slot].tid = (uint32_t)gettid();
+    th[slot].cur_site = 0;
+    __atomic_store_n(&th[slot].state, TKS_LIVE, __ATOMIC_RELEASE);
+    if (slot >= seg->nthreads)
+        __atomic_store_n(&seg->nthreads, slot + 1, __ATOMIC_RELEASE);
+    threads_seen++;
+    pthread_mutex_unlock(&seg_lock);
+    t->slot = &th[slot];
+    t->slot_index = slot;
+    t->row = tk_seg_row(slot);
+    t->cnt = t->row;
+}
+
+static void add_counters(struct tks_counters *dst, const struct tks_counters *src) {
+    const uint64_t *s = (const uint64_t *)src;
+    uint64_t *d = (uint64_t *)dst;
+    uint64_t old_max = dst->inside_max, old_code = dst->explicit_code;
+    size_t n = sizeof *src / sizeof(uint64_t);
+    for (size_t i = 0; i < n; i++)
+        d[i] += __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+    /* not sums: the largest, and the last seen */
+    uint64_t m = __atomic_load_n(&src->inside_max, __ATOMIC_RELAXED);
+    dst->inside_max = old_max > m ? old_max : m;
+    uint64_t c = __atomic_load_n(&src->explicit_code, __ATOMIC_RELAXED);
+    dst->explicit_code = c ? c : old_code;
+}
+
+/* Fold an exiting thread's row into slot 0 and free its slot. */
+void tk_seg_thread_detach(tk_thread *t) {
+    if (!t->slot)
+        return;
+    pthread_mutex_lock(&seg_lock);
+    struct tks_thread *th = tk_seg_threads();
+    struct tks_counters *retired = tk_seg_row(0);
+    unsigned nsites = seg->nsites;
+    th[0].seq++;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    for (unsigned s = 0; s < nsites; s++)
+        add_counters(&retired[s], &t->row[s]);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    th[0].seq++;
+    t->slot->seq++;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memset(t->row, 0, nsites * sizeof *t->row);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    t->slot->seq++;
+    t->slot->cur_site = 0;
+    __atomic_store_n(&t->slot->state, TKS_FREE, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&seg_lock);
+    t->slot = NULL;
+    t->row = t->cnt = NULL;
+}
+
+unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file, const char *func,
+                              int line) {
+    pthread_mutex_lock(&seg_lock);
+    if (!seg)
+        seg_create();
+    unsigned idx = seg->nsites;
+    if (idx >= TKS_MAX_SITES) {
+        pthread_mutex_unlock(&seg_lock);
+        return TKS_SITE_OTHER;
+    }
+    struct tks_site *s = &seg_sites()[idx];
+    s->kind = kind;
+    s->key = key;
+    s->line = line > 0 ? (uint32_t)line : 0;
+    snprintf(s->file, sizeof s->file, "%s", file ? file : "?");
+    snprintf(s->func, sizeof s->func, "%s", func ? func : "?");
+    __atomic_store_n(&s->state, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&seg->nsites, idx + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&seg_lock);
+    return idx;
+}
+
+/* Add up every row of every slot into *out (a reader's view of our own segment). */
+void tk_seg_sum(struct tks_counters *out, unsigned *threads) {
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&seg_lock);
+    if (seg) {
+        struct tks_thread *th = tk_seg_threads();
+        unsigned nthreads = seg->nthreads, nsites = seg->nsites;
+        for (unsigned i = 0; i < nthreads; i++) {
+            if (i != 0 && th[i].state != TKS_LIVE)
+                continue;
+            struct tks_counters *row = tk_seg_row(i);
+            for (unsigned s = 0; s < nsites; s++)
+                add_counters(out, &row[s]);
+        }
+    }
+    *threads = threads_seen;
+    pthread_mutex_unlock(&seg_lock);
+}
+
+void tk_seg_set_ns_per_tick(double v) {
+    if (seg)
+        seg->ns_per_tick = v;
+}
+
+/* fork(): the child must not write into the parent's segment. Its threads are
+ * gone but the forking one, whose descriptor gets a fresh slot in a fresh
+ * segment (created now: the child may run a transaction at once). */
+void tk_seg_fork_child(tk_thread *me) {
+    pthread_mutex_init(&seg_lock, NULL);
+    if (seg_fd >= 0)
+        close(seg_fd); /* the parent keeps its lock through its own descriptor */
+    seg_fd = -1;
+    if (seg)
+        munmap(seg, seg_size);
+    seg = NULL;
+    threads_seen = 0;
+    if (me) { /* attached again at its next transaction (tk_start_transaction) */
+        me->slot = NULL;
+        me->row = me->cnt = NULL;
+    }
+}
+
+/* At exit: remove the published segment (a reader would find it dead and do
+ * the same, but later). */
+void tk_seg_unpublish(void) {
+    pthread_mutex_lock(&seg_lock);
+    if (seg_path[0] && seg_fd >= 0) {
+        unlink(seg_path);
+        seg_path[0] = '\0';
+    }
+    pthread_mutex_unlock(&seg_lock);
+}
+
+/* TXKIT_STATS=FILE: one slot (every thread added up) and the sites used. */
+int tk_seg_dump(const char *path, char *why, size_t wlen) {
+    pthread_mutex_lock(&seg_lock);
+    if (!seg) {
+        pthread_mutex_unlock(&seg_lock);
+        snprintf(why, wlen, "no transaction ran");
+        return -1;
+    }
+    unsigned nsites = seg->nsites, nthreads = seg->nthreads;
+    struct tks_header h = *seg;
+    h.max_threads = 1;
+    h.max_sites = nsites;
+    h.nthreads = 1;
+    h.is_dump = 1;
+    h.threads_offset = sizeof h;
+    h.sites_offset = h.threads_offset + sizeof(struct tks_thread);
+    h.matrix_offset = h.sites_offset + nsites * sizeof(struct tks_site);
+    h.file_size = h.matrix_offset + nsites * sizeof(struct tks_counters);
+    struct tks_thread th = {.state = TKS_EXITED, .tid = (uint32_t)h.pid};
+    th.tid = threads_seen; /* in a dump: how many threads ran transactions */
+    struct tks_counters *sum = calloc(nsites, sizeof *sum);
+    if (!sum) {
+        pthread_mutex_unlock(&seg_lock);
+        snprintf(why, wlen, "out of memory");
+        return -1;
+    }
+    struct tks_thread *threads = tk_seg_threads();
+    for (unsigned i = 0; i < nthreads; i++) {
+        if (i != 0 && threads[i].state != TKS_LIVE)
+            continue;
+        struct tks_counters *row = tk_seg_row(i);
+        for (unsigned s = 0; s < nsites; s++)
+            add_counters(&sum[s], &row[s]);
+    }
+    int rc = -1;
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(why, wlen, "cannot create %s: %s", tmp, strerror(errno));
+    } else {
+        int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(&th, sizeof th, 1, f) == 1 &&
+                 fwrite(seg_sites(), sizeof(struct tks_site), nsites, f) == nsites &&
+                 fwrite(sum, sizeof *sum, nsites, f) == nsites;
+        ok = (fclose(f) == 0) && ok;
+        if (ok && rename(tmp, path) == 0)
+            rc = 0;
+        else {
+            snprintf(why, wlen, "cannot write %s: %s", path, strerror(errno));
+            unlink(tmp);
+        }
+    }
+    free(sum);
+    pthread_mutex_unlock(&seg_lock);
+    return rc;
+}
