@@ -6,7 +6,9 @@
  *   TXKIT_HTM_RETRIES=N   hardware attempts after conflicts before software (default 4)
  *   TXKIT_STM_RETRIES=N   software aborts before the serial fallback (default 16)
  *   TXKIT_FAULT=P | htm=P,stm=P,serial=P   abort-injection probabilities
- *   TXKIT_STATS=1 | FILE  print a summary at exit (to stderr, or to FILE)
+ *   TXKIT_STATS=1 | FILE  print a summary at exit to stderr, or dump to FILE
+ *                         (txkit report FILE); private: do not publish the
+ *                         segment; off: do not count at all
  */
 #include <errno.h>
 #include <sched.h>
@@ -213,6 +215,10 @@ static void parse_method(void) {
 
 static void parse_stats(void) {
     const char *v = getenv("TXKIT_STATS");
+    if (v && strcmp(v, "off") == 0) {
+        tk_cfg.stats_off = 1; /* for measuring what counting costs */
+        return;
+    }
     if (!v || !*v || strcmp(v, "0") == 0 || strcmp(v, "private") == 0)
         return; /* "private": count, but do not publish (stats/segment.c) */
     tk_cfg.stats_at_exit = 1;

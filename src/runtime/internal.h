@@ -276,6 +276,7 @@ struct tk_config {
     double fault[TXKIT_NMETHODS];/* injection probability per method */
     int any_fault;
     int stats_at_exit;           /* TXKIT_STATS set */
+    int stats_off;               /* TXKIT_STATS=off: no counting at all (to measure its cost) */
     char stats_path[256];        /* "" = stderr */
     unsigned ncpus;
 };

@@ -185,13 +185,15 @@ static unsigned retry_bucket(unsigned n) {
 
 static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
     struct tks_counters *c = t->cnt;
+    t->ctl.attempts++;
+    if (TXKIT_UNLIKELY(tk_cfg.stats_off))
+        return;
     tk_stats_open(t);
     TK_COUNT(c->aborts[m->id], 1);
     TK_COUNT(c->aborts_by_cause[cause], 1);
     if (t->ctl.attempt_tsc) /* ticks, weighted by the sampling rate; converted when read */
         TK_COUNT(c->ticks_aborted, (tk_rdtsc() - t->ctl.attempt_tsc) * t->ctl.attempt_weight);
     tk_stats_close(t);
-    t->ctl.attempts++;
 }
 
 /* Time lost in aborted attempts needs the start of every attempt that might
@@ -202,6 +204,8 @@ static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
 #define TIME_SAMPLE 16
 static bool time_attempt(tk_thread *t, const struct tk_method *m) {
     (void)m;
+    if (tk_cfg.stats_off)
+        return false;
     if (t->ctl.attempts > 0) {
         t->ctl.attempt_weight = 1;
         return true;
@@ -259,10 +263,12 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site) {
         tk_seg_thread_attach(t);
     t->cnt = t->row + idx;
     t->ntx++;
-    TK_COUNT(t->cnt->transactions, 1);
-    __atomic_store_n(&t->slot->cur_site, idx + 1, __ATOMIC_RELAXED);
-    if (TXKIT_UNLIKELY(++t->inside_sample_ctr >= INSIDE_SAMPLE))
-        sample_inside(t, idx + 1);
+    if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
+        TK_COUNT(t->cnt->transactions, 1);
+        __atomic_store_n(&t->slot->cur_site, idx + 1, __ATOMIC_RELAXED);
+        if (TXKIT_UNLIKELY(++t->inside_sample_ctr >= INSIDE_SAMPLE))
+            sample_inside(t, idx + 1);
+    }
     tk_cm->on_begin(t);
 }
 
@@ -279,6 +285,8 @@ void tk_finish_commit(tk_thread *t) {
     struct tks_counters *c = t->cnt;
     const struct tk_method *m = t->ctl.m;
     tk_irr_release(t);
+    if (TXKIT_UNLIKELY(tk_cfg.stats_off))
+        goto counted;
     tk_stats_open(t);
     TK_COUNT(c->commits[m->id], 1);
     TK_COUNT(c->retries_hist[retry_bucket(t->ctl.attempts)], 1);
@@ -290,6 +298,7 @@ void tk_finish_commit(tk_thread *t) {
     }
     tk_stats_close(t);
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
+counted:
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
     t->ctl.irrevocable = 0;
