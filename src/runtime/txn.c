@@ -26,6 +26,7 @@ struct tk_global tk_g;
 
 #define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
 #define INSIDE_SAMPLE 16     /* transactions between counts of threads in the same site */
+#define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
 
 /* How many threads are inside this site now (this one included)? Reads the
  * other threads' slots, so only every INSIDE_SAMPLE-th transaction does it. */
@@ -49,7 +50,6 @@ static void sample_inside(tk_thread *t, uint64_t site) {
         __atomic_store_n(&t->cnt->inside_max, n, __ATOMIC_RELAXED);
     tk_stats_close(t);
 }
-#define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
 
 /* ----------------------------------------------------------------- policy */
 
