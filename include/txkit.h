@@ -5,5 +5,6 @@
 #include <txkit/config.h>
 #include <txkit/tx.h>
 #include <txkit/stats.h>
+#include <txkit/cx.h>
 
 #endif /* TXKIT_H */

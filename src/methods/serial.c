@@ -19,6 +19,7 @@ static bool try_take_clock(tk_thread *t) {
         return false;
     }
     t->serial_clock = c + 1;
+    __atomic_store_n(&tk_g.serial_holder, 1, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -36,6 +37,7 @@ static int serial_begin(tk_thread *t) {
 }
 
 static void release(tk_thread *t) {
+    __atomic_store_n(&tk_g.serial_holder, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tk_g.clock, t->serial_clock + 1, __ATOMIC_RELEASE);
 }
 

@@ -249,6 +249,41 @@ static void unregister(tk_thread *t) {
     }
 }
 
+/* The caller has just taken a cx lock that software transactions read: the
+ * ticket word changed. Two things make that safe:
+ *  - a commit that validated the word before the change may be writing back
+ *    right now (clock odd): wait for it, so its writes come before the
+ *    caller's critical section;
+ *  - then the clock must move, so that every snapshot taken before the change
+ *    is revalidated (by value, which sees it). A failed CAS means a commit
+ *    began meanwhile, possibly validated before the change: wait for it too.
+ * A serial transaction holding the clock is not waited for: it may itself be
+ * waiting for the caller's lock, and it only touches that lock's data while
+ * holding the lock. */
+void tk_stm_external_write(void) {
+    for (unsigned spins = 0;; spins++) {
+        uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
+        if (!(c & 1)) {
+            if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 2, false, __ATOMIC_SEQ_CST,
+                                            __ATOMIC_RELAXED))
+                return;
+            continue;
+        }
+        if (__atomic_load_n(&tk_g.serial_holder, __ATOMIC_RELAXED))
+            return;
+        if (spins < 1000)
+            tk_cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
+void tk_stm_rlog_refresh(tk_thread *t, const void *addr) {
+    for (tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
+        if (r->addr == addr)
+            r->val = read_mem(addr, r->size);
+}
+
 /* A serial transaction that wrote nothing becomes an irrevocable software one
  * (see serial_make_irrevocable): clock is the even value it will release. */
 void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
@@ -403,6 +438,10 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
 static int stm_make_irrevocable(tk_thread *t) {
     tk_irr_take(t);
     if (!try_extend(t)) /* waits for an even clock first */
+        return TXKIT_CAUSE_IRREVOCABLE;
+    /* cx locks it depends on must now be held for real: nobody may take them
+     * exclusively under an irrevocable transaction. */
+    if (t->cx.nsubs && tk_cx_hold_subscribed(t) != 0)
         return TXKIT_CAUSE_IRREVOCABLE;
     t->ctl.irrevocable = 1;
     return TK_OK;

@@ -94,6 +94,21 @@ typedef struct tk_jmpbuf {
 
 typedef struct tk_thread tk_thread;
 
+/* Per-thread state of cx lock sections (cx/cx.c). */
+#define TK_CX_MAX_HELD 16
+struct cx_lock;
+struct tk_cx {
+    int mode;                     /* 0 none, 1 optimistic, 2 exclusive, 3 subscribed */
+    unsigned depth;               /* nesting depth of sections */
+    struct cx_lock *lock;         /* the outermost section's lock */
+    struct tks_counters *cnt;     /* its statistics entry */
+    unsigned tries;               /* hardware attempts of the current entry */
+    unsigned nheld;
+    struct cx_lock *held[TK_CX_MAX_HELD]; /* held exclusively */
+    unsigned nsubs;
+    struct cx_lock *subs[TK_CX_MAX_HELD]; /* a software transaction depends on */
+};
+
 struct tk_thread {
     /* -- current transaction: saved around abort handlers, which may run
      *    transactions of their own on this descriptor */
@@ -153,6 +168,9 @@ struct tk_thread {
     unsigned solo_countdown;      /* transactions until the next check */
     unsigned quiet_checks;        /* checks in a row that saw no other thread */
     uint64_t others_seen;         /* others' transactions at the last check */
+    /* -- cx lock sections */
+    struct tk_cx cx;
+
     /* -- configuration */
     int thread_method;            /* -1: follow the process */
 
@@ -251,6 +269,7 @@ struct tk_global {
      * serial transaction would stop everyone. */
     _Alignas(TK_CACHELINE) uintptr_t irr_owner;
     int stm_started; /* a software attempt ran once: frees must wait (reclaim.c) */
+    int serial_holder; /* the odd clock belongs to a serial transaction, not a commit */
     _Alignas(TK_CACHELINE) int hybrid; /* RTM usable: software must watch hw_commits */
 };
 extern struct tk_global tk_g TK_HIDDEN;
@@ -298,6 +317,16 @@ TK_HIDDEN uint32_t tk_itm_action(tk_thread *t, int restarted);
 /* Software TM: rebuild the write set from saved entries (nested cancel). */
 TK_HIDDEN void tk_stm_ws_restore(tk_thread *t, const tk_wentry *e, size_t n);
 TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
+/* A write outside transactions that software transactions must notice (an
+ * exclusive cx acquisition): move the clock like a commit that wrote. */
+TK_HIDDEN void tk_stm_external_write(void);
+/* A software attempt aborted: forget the cx sections it had entered. */
+TK_HIDDEN void tk_cx_reset_after_abort(tk_thread *t);
+/* Becoming irrevocable: take every cx lock the transaction depends on, or
+ * none (then -EBUSY: restart, irrevocable from the start). */
+TK_HIDDEN int tk_cx_hold_subscribed(tk_thread *t);
+/* Our own write went to addr: make read-log entries for it current. */
+TK_HIDDEN void tk_stm_rlog_refresh(tk_thread *t, const void *addr);
 /* The method the user asked for (thread override, else process). */
 TK_HIDDEN int tk_configured_method(const tk_thread *t);
 /* Record the current bytes at addr, put back if the attempt aborts. */

@@ -315,6 +315,8 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     t->ctl.irrevocable = 0;
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
+    if (TXKIT_UNLIKELY(t->cx.mode))
+        tk_cx_reset_after_abort(t);
     if (t->handlers.len | t->allocs.len | t->frees.len) {
         struct tk_txctl saved = t->ctl;
         tk_discard_effects(t, 0);

@@ -309,19 +309,22 @@ unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file, con
     return idx;
 }
 
-/* Add up every row of every slot into *out (a reader's view of our own segment). */
+/* Add up the transaction sites of every slot into *out (a reader's view of
+ * our own segment); lock sites (cx sections) are not transactions. */
 void tk_seg_sum(struct tks_counters *out, unsigned *threads) {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&seg_lock);
     if (seg) {
         struct tks_thread *th = tk_seg_threads();
+        struct tks_site *sites = seg_sites();
         unsigned nthreads = seg->nthreads, nsites = seg->nsites;
         for (unsigned i = 0; i < nthreads; i++) {
             if (i != 0 && th[i].state != TKS_LIVE)
                 continue;
             struct tks_counters *row = tk_seg_row(i);
             for (unsigned s = 0; s < nsites; s++)
-                add_counters(out, &row[s]);
+                if (sites[s].kind != TKS_SITE_LOCK)
+                    add_counters(out, &row[s]);
         }
     }
     *threads = threads_seen;

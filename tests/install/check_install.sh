@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 cmake --install "$build" --prefix "$P" >/dev/null
 libdir=lib
 [ -d "$P/lib" ] || fail "no $P/lib"
-for f in include/txkit.h include/txkit.hpp include/txkit/tx.h include/txkit/stats.h \
+for f in include/txkit.h include/txkit.hpp include/txkit/tx.h include/txkit/stats.h include/txkit/cx.h \
          include/txkit/config.h lib/libtxkit.so lib/pkgconfig/txkit.pc \
          lib/cmake/txkit/txkitConfig.cmake bin/txkit lib/txkit/libitm.so.1; do
   [ -e "$P/$f" ] || fail "missing $f"
@@ -25,7 +25,7 @@ soname=$(objdump -p "$P/$libdir/libtxkit.so" | awk '/SONAME/ {print $2}')
 
 # Only the public prefixes and the libitm ABI (_ITM_*, _ZGTt* clones) may be exported.
 bad=$(nm -D --defined-only "$P/$libdir/libtxkit.so" | awk '{print $3}' | \
-      grep -Ev '^(tx_|txkit_|_txkit_|TXKIT_|_ITM_|_ZGTt|LIBITM_)' || true)
+      grep -Ev '^(tx_|txkit_|_txkit_|cx_|TXKIT_|_ITM_|_ZGTt|LIBITM_)' || true)
 [ -z "$bad" ] || fail "unexpected exported symbols: $bad"
 nm -D --defined-only "$P/$libdir/libtxkit.so" | grep -q ' tx_stats_get' || fail "tx_stats_get not exported"
 if nm -D --defined-only "$P/$libdir/libtxkit.so" | grep -q ' tk_'; then fail "internal tk_ symbols exported"; fi

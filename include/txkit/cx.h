@@ -1,0 +1,125 @@
+/* txkit/cx.h - cooperative transactional locks (after TxLinux's cxspinlocks).
+ *
+ * A cx lock protects data exactly like a mutex, but a critical section entered
+ * with cx_optimistic() first runs as a hardware transaction that only reads
+ * the lock word: many such sections run at once, and the lock is taken for
+ * real (exclusive mode) only when one must: a system call or I/O (the
+ * hardware aborts it, or the section calls cx_need_exclusive() first), a
+ * section too large for the hardware, repeated conflicts, or no RTM at all.
+ * Optimistic and exclusive holders protect the same data correctly together:
+ * taking the lock exclusively aborts every optimistic holder.
+ *
+ *     static cx_lock_t lock = CX_LOCK_INITIALIZER;
+ *     cx_optimistic(&lock);
+ *     table_update(t, key);
+ *     cx_unlock(&lock);
+ *
+ * Lock states (TxLinux table 2): free; transactional (optimistic holders
+ * inside, the lock word untouched); exclusive (one holder, everyone else
+ * waits - optimistic threads wait outside any transaction and re-enter).
+ * Nested sections flatten into the outermost one. Inside a TX_ATOMIC block,
+ * cx_optimistic() makes the transaction depend on the lock instead (its
+ * software or hardware attempt aborts if the lock is taken exclusively).
+ *
+ * Statistics per lock (site kind "lock"): entries, optimistic commits,
+ * exclusive sections, aborts by cause, restarts for I/O, most threads inside
+ * at once - in `txkit stat --sites`.
+ */
+#ifndef TXKIT_CX_H
+#define TXKIT_CX_H
+
+#include <stdint.h>
+#include <txkit/config.h>
+
+TXKIT_BEGIN_DECLS
+
+/**
+ * struct cx_policy - when a lock stops trying optimistically, and for how long.
+ * @htm_tries:     hardware attempts that end in a conflict before the section
+ *                 goes exclusive (an abort that cannot succeed in hardware -
+ *                 system call, capacity - goes exclusive at once).
+ * @window:        entries per adaptation window.
+ * @exclusive_pct: if more than this share of a window's entries ended up
+ *                 exclusive, the lock stops trying optimistically ...
+ * @quiet_entries: ... for this many entries, then probes again.
+ */
+typedef struct cx_policy {
+    unsigned int htm_tries;
+    unsigned int window;
+    unsigned int exclusive_pct;
+    unsigned int quiet_entries;
+} cx_policy_t;
+
+#define CX_POLICY_DEFAULT_INIT {3, 64, 50, 512}
+
+/** cx_policy_default - the policy of CX_LOCK_INITIALIZER and cx_init(l, NULL). */
+extern TXKIT_API const cx_policy_t cx_policy_default;
+
+/**
+ * struct cx_lock - a cooperative transactional lock. Initialize with
+ * CX_LOCK_INITIALIZER or cx_init(); the fields are private.
+ */
+typedef struct cx_lock {
+    union {
+        volatile uint64_t word; /* both halves at once: free when equal */
+        struct {
+            volatile uint32_t owner; /* ticket being served */
+            volatile uint32_t next;  /* next ticket to hand out */
+        } t;
+    } tickets;
+    uint32_t flags;        /* runtime-private */
+    uint32_t site;         /* statistics site index + 1, 0 until first entry */
+    uint32_t win_entries, win_exclusive, skip, reserved;
+    cx_policy_t policy;
+} cx_lock_t;
+
+#define CX_LOCK_INITIALIZER {{0}, 0, 0, 0, 0, 0, 0, CX_POLICY_DEFAULT_INIT}
+
+/**
+ * cx_init() - initialize a lock.
+ * @l:      the lock.
+ * @policy: its adaptive policy, or NULL for cx_policy_default.
+ * Return: 0, or -EINVAL for a NULL lock or a policy with window 0 or
+ * exclusive_pct above 100.
+ */
+TXKIT_API int cx_init(cx_lock_t *l, const cx_policy_t *policy);
+
+/** cx_destroy() - release a lock's resources (none today). Return: 0, -EBUSY if held. */
+TXKIT_API int cx_destroy(cx_lock_t *l);
+
+/**
+ * cx_optimistic() - enter a critical section, speculatively where possible.
+ * Ends with cx_unlock(). Any thread may call it; sections nest.
+ */
+TXKIT_API void cx_optimistic(cx_lock_t *l);
+
+/** cx_exclusive() - enter a critical section holding the lock for real. */
+TXKIT_API void cx_exclusive(cx_lock_t *l);
+
+/**
+ * cx_trylock() - take the lock exclusively if it is free now.
+ * Return: 0 when taken (end with cx_unlock()), -EBUSY otherwise.
+ */
+TXKIT_API int cx_trylock(cx_lock_t *l);
+
+/** cx_unlock() - end a section begun by cx_optimistic, cx_exclusive or cx_trylock. */
+TXKIT_API void cx_unlock(cx_lock_t *l);
+
+/**
+ * cx_need_exclusive() - call before I/O inside a section: an optimistic
+ * section restarts, from its cx_optimistic(), in exclusive mode; inside a
+ * TX_ATOMIC block the transaction becomes irrevocable and takes the lock.
+ * Outside a section it does nothing.
+ */
+TXKIT_API void cx_need_exclusive(void);
+
+/**
+ * cx_mode() - how the calling thread's current section runs.
+ * Return: 0 outside any section, 1 optimistic (hardware), 2 exclusive,
+ * 3 subscribed by a transaction.
+ */
+TXKIT_API int cx_mode(void);
+
+TXKIT_END_DECLS
+
+#endif /* TXKIT_CX_H */

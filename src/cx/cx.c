@@ -1,0 +1,456 @@
+/* cx.c - cooperative transactional locks (include/txkit/cx.h).
+ *
+ * The lock is a ticket lock: exclusive holders queue in ticket order, so an
+ * exclusive waiter cannot starve, and optimistic entries, which never write
+ * the lock, cannot delay it either. An optimistic section is a hardware
+ * transaction that has read the ticket word and found it free: any exclusive
+ * acquisition writes that word and aborts it. Optimistic threads that find
+ * the lock held wait outside the transaction and try again.
+ *
+ * Inside a txkit transaction the section subscribes the transaction to the
+ * lock: a hardware attempt reads the word; a software one reads it through
+ * the read barrier, and an exclusive acquirer of a lock that software
+ * transactions subscribed to bumps the global clock, so they revalidate and
+ * abort. A serial (or irrevocable) transaction takes the lock for real.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <immintrin.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <txkit/cx.h>
+
+#include "methods/method.h"
+
+#define CX_API __attribute__((visibility("default")))
+
+const cx_policy_t cx_policy_default = CX_POLICY_DEFAULT_INIT;
+
+#define CX_F_SUBSCRIBED 1u /* a software transaction depends on this lock */
+
+/* Explicit abort codes of optimistic sections (next to txkit's, cpu.h). */
+#define CX_XCODE_BUSY 0xe1      /* the lock was held exclusively */
+#define CX_XCODE_EXCLUSIVE 0xe2 /* cx_need_exclusive() or cx_exclusive() inside */
+
+#define SPINS_BEFORE_YIELD 1000u
+
+enum { CX_NONE = 0, CX_SPEC = 1, CX_EXCL = 2, CX_TXSUB = 3 };
+
+static inline bool is_free(const cx_lock_t *l) {
+    uint64_t w = l->tickets.word;
+    return (uint32_t)w == (uint32_t)(w >> 32);
+}
+
+/* --------------------------------------------------------------- statistics */
+
+static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The lock's statistics entry: registered at its first entry, named by the
+ * caller of that entry. */
+static struct tks_counters *lock_counters(tk_thread *t, cx_lock_t *l, void *caller) {
+    uint32_t s = __atomic_load_n(&l->site, __ATOMIC_ACQUIRE);
+    if (TXKIT_UNLIKELY(!s)) {
+        pthread_mutex_lock(&site_lock);
+        if (!(s = l->site)) {
+            Dl_info info;
+            char func[80] = "?";
+            const char *file = "?";
+            if (dladdr(caller, &info) && info.dli_fname) {
+                file = info.dli_fname;
+                if (info.dli_sname)
+                    snprintf(func, sizeof func, "%s+%#lx", info.dli_sname,
+                             (unsigned long)((uintptr_t)caller - (uintptr_t)info.dli_saddr));
+                else
+                    snprintf(func, sizeof func, "%#lx",
+                             (unsigned long)((uintptr_t)caller - (uintptr_t)info.dli_fbase));
+            }
+            s = tk_seg_site_register(TKS_SITE_LOCK, (uint64_t)(uintptr_t)l, file, func, 0) + 1;
+            __atomic_store_n(&l->site, s, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&site_lock);
+    }
+    if (TXKIT_UNLIKELY(!t->slot))
+        tk_seg_thread_attach(t);
+    return t->row + (s - 1);
+}
+
+static void count_entry(struct tks_counters *c) {
+    if (TXKIT_UNLIKELY(tk_cfg.stats_off))
+        return;
+    TK_COUNT(c->transactions, 1);
+}
+
+static void count_end(tk_thread *t, struct tks_counters *c, int method) {
+    if (TXKIT_UNLIKELY(tk_cfg.stats_off))
+        return;
+    tk_stats_open(t);
+    TK_COUNT(c->commits[method], 1);
+    TK_COUNT(c->retries_hist[t->cx.tries < 3 ? t->cx.tries : 3], 1);
+    tk_stats_close(t);
+}
+
+static void count_abort(tk_thread *t, struct tks_counters *c, int cause, int to_exclusive) {
+    if (TXKIT_UNLIKELY(tk_cfg.stats_off))
+        return;
+    tk_stats_open(t);
+    TK_COUNT(c->aborts[TXKIT_HTM], 1);
+    TK_COUNT(c->aborts_by_cause[cause], 1);
+    if (to_exclusive)
+        TK_COUNT(c->to_serial, 1);
+    tk_stats_close(t);
+}
+
+/* ------------------------------------------------------ exclusive mode */
+
+static void wait_free(const cx_lock_t *l) {
+    for (unsigned spins = 0; !is_free(l);)
+        if (++spins < SPINS_BEFORE_YIELD)
+            tk_cpu_relax();
+        else
+            sched_yield();
+}
+
+static void excl_acquire(cx_lock_t *l) {
+    uint32_t me = __atomic_fetch_add(&l->tickets.t.next, 1, __ATOMIC_SEQ_CST);
+    for (unsigned spins = 0; __atomic_load_n(&l->tickets.t.owner, __ATOMIC_ACQUIRE) != me;)
+        if (++spins < SPINS_BEFORE_YIELD)
+            tk_cpu_relax();
+        else
+            sched_yield();
+    /* Software transactions that read the ticket word notice only when the
+     * clock moves (the locked add above orders this load after it). */
+    if (__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED)
+        tk_stm_external_write();
+}
+
+static int excl_try(cx_lock_t *l) {
+    uint64_t w = __atomic_load_n(&l->tickets.word, __ATOMIC_RELAXED);
+    uint32_t owner = (uint32_t)w, next = (uint32_t)(w >> 32);
+    if (owner != next)
+        return -EBUSY;
+    if (!__atomic_compare_exchange_n(&l->tickets.t.next, &next, next + 1, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_RELAXED))
+        return -EBUSY;
+    if (__atomic_load_n(&l->tickets.t.owner, __ATOMIC_ACQUIRE) != next) {
+        /* The owner moved between our two looks: we hold a ticket now, so
+         * wait for it like any exclusive waiter (briefly). */
+        while (__atomic_load_n(&l->tickets.t.owner, __ATOMIC_ACQUIRE) != next)
+            tk_cpu_relax();
+    }
+    if (__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED)
+        tk_stm_external_write();
+    return 0;
+}
+
+static void excl_release(cx_lock_t *l) {
+    __atomic_store_n(&l->tickets.t.owner, l->tickets.t.owner + 1, __ATOMIC_RELEASE);
+}
+
+static void push_held(tk_thread *t, cx_lock_t *l) {
+    if (t->cx.nheld >= TK_CX_MAX_HELD)
+        TK_FATAL("more than %d cx locks held exclusively at once", TK_CX_MAX_HELD);
+    t->cx.held[t->cx.nheld++] = l;
+}
+
+/* Release l if this thread holds it exclusively; 1 if it did. */
+static int pop_held(tk_thread *t, cx_lock_t *l) {
+    for (unsigned i = t->cx.nheld; i-- > 0;) {
+        if (t->cx.held[i] == l) {
+            t->cx.held[i] = t->cx.held[--t->cx.nheld];
+            excl_release(l);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------ adaptive policy */
+
+/* Should this entry try optimistically? Racy counters: hints only. */
+static bool try_optimistic(cx_lock_t *l) {
+    if (!tk_g.hybrid)
+        return false;
+    uint32_t skip = __atomic_load_n(&l->skip, __ATOMIC_RELAXED);
+    if (skip) {
+        __atomic_store_n(&l->skip, skip - 1, __ATOMIC_RELAXED);
+        return false;
+    }
+    return true;
+}
+
+static void adapt(cx_lock_t *l, int ended_exclusive) {
+    uint32_t n = __atomic_load_n(&l->win_entries, __ATOMIC_RELAXED) + 1;
+    uint32_t x = __atomic_load_n(&l->win_exclusive, __ATOMIC_RELAXED) + (ended_exclusive != 0);
+    if (n >= l->policy.window) {
+        if (x * 100 > n * l->policy.exclusive_pct)
+            __atomic_store_n(&l->skip, l->policy.quiet_entries, __ATOMIC_RELAXED);
+        n = x = 0;
+    }
+    __atomic_store_n(&l->win_entries, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->win_exclusive, x, __ATOMIC_RELAXED);
+}
+
+/* --------------------------------------------------- optimistic (hardware) */
+
+/* Start a hardware transaction that depends on l: -1 when running, else the
+ * abort status (execution comes back here when the CPU aborts it). */
+__attribute__((target("rtm"), noinline)) static int spec_begin(cx_lock_t *l) {
+    unsigned status = _xbegin();
+    if (status == _XBEGIN_STARTED) {
+        if (!is_free(l))
+            _xabort(CX_XCODE_BUSY);
+        return -1;
+    }
+    return (int)status;
+}
+
+__attribute__((target("rtm"))) static void spec_end(void) { _xend(); }
+
+__attribute__((target("rtm"))) static void spec_abort_exclusive(void) {
+    _xabort(CX_XCODE_EXCLUSIVE);
+}
+
+__attribute__((target("rtm"))) static void spec_abort_busy(void) { _xabort(CX_XCODE_BUSY); }
+
+static int classify(unsigned status, int *hopeless) {
+    *hopeless = 0;
+    if (status & TK_XA_EXPLICIT) {
+        unsigned code = TK_XA_CODE(status);
+        if (code == CX_XCODE_BUSY)
+            return TXKIT_CAUSE_LOCKED;
+        *hopeless = 1;
+        return code == CX_XCODE_EXCLUSIVE ? TXKIT_CAUSE_IRREVOCABLE : TXKIT_CAUSE_EXPLICIT;
+    }
+    if (status & TK_XA_CAPACITY) {
+        *hopeless = 1;
+        return TXKIT_CAUSE_CAPACITY;
+    }
+    if (status & TK_XA_CONFLICT)
+        return TXKIT_CAUSE_CONFLICT;
+    if (status & TK_XA_NESTED) {
+        *hopeless = 1;
+        return TXKIT_CAUSE_NESTED;
+    }
+    if (status & (TK_XA_RETRY | TK_XA_DEBUG))
+        return TXKIT_CAUSE_OTHER;
+    *hopeless = 1; /* system call, fault: the section needs the lock */
+    return TXKIT_CAUSE_UNSUPPORTED;
+}
+
+/* -------------------------------------------------------------- the API */
+
+int cx_init(cx_lock_t *l, const cx_policy_t *policy) {
+    if (!l)
+        return -EINVAL;
+    const cx_policy_t *p = policy ? policy : &cx_policy_default;
+    if (p->window == 0 || p->exclusive_pct > 100)
+        return -EINVAL;
+    memset(l, 0, sizeof *l);
+    l->policy = *p;
+    return 0;
+}
+
+int cx_destroy(cx_lock_t *l) {
+    if (!l)
+        return -EINVAL;
+    return is_free(l) ? 0 : -EBUSY;
+}
+
+/* Inside a txkit transaction: make the transaction depend on the lock.
+ *
+ * A transaction never waits for a lock it can still give up: it restarts
+ * (and waits, outside, in its backoff). Waiting inside could deadlock with a
+ * serial transaction that holds the global clock. Only an irrevocable one
+ * waits: its lock holders never need the clock (tk_stm_external_write). */
+static void subscribe(tk_thread *t, cx_lock_t *l) {
+    const struct tk_method *m = t->ctl.m;
+    if (m == &tk_method_htm || t->doomed) {
+        if (!is_free(l))
+            tx_restart(); /* a hardware abort; retried after backoff */
+        return;
+    }
+    if (t->ctl.irrevocable) {
+        excl_acquire(l);
+        push_held(t, l);
+        return;
+    }
+    if (m == &tk_method_stm) {
+        if (!(__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED))
+            __atomic_fetch_or(&l->flags, CX_F_SUBSCRIBED, __ATOMIC_SEQ_CST);
+        uint64_t w = TX_LOAD(&l->tickets.word);
+        if ((uint32_t)w != (uint32_t)(w >> 32))
+            tx_restart();
+        if (t->cx.nsubs >= TK_CX_MAX_HELD)
+            TK_FATAL("a transaction depends on more than %d cx locks", TK_CX_MAX_HELD);
+        t->cx.subs[t->cx.nsubs++] = l;
+        return;
+    }
+    /* serial with an undo log: take the lock for real, or restart */
+    if (excl_try(l) != 0)
+        tx_restart();
+    push_held(t, l);
+}
+
+int tk_cx_hold_subscribed(tk_thread *t) {
+    unsigned got = 0;
+    for (; got < t->cx.nsubs; got++)
+        if (excl_try(t->cx.subs[got]) != 0)
+            break;
+    if (got < t->cx.nsubs) {
+        while (got)
+            excl_release(t->cx.subs[--got]);
+        return -EBUSY;
+    }
+    for (unsigned i = 0; i < t->cx.nsubs; i++) {
+        push_held(t, t->cx.subs[i]);
+        tk_stm_rlog_refresh(t, (const void *)&t->cx.subs[i]->tickets.word);
+    }
+    t->cx.nsubs = 0;
+    return 0;
+}
+
+static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
+    tk_thread *t = tk_self();
+    struct tk_cx *c = &t->cx;
+    if (c->depth > 0) { /* nested: flatten into the outermost section */
+        c->depth++;
+        if (c->mode == CX_SPEC) {
+            if (want_exclusive)
+                spec_abort_exclusive();
+            if (!is_free(l))
+                spec_abort_busy();
+        } else if (c->mode == CX_TXSUB) {
+            subscribe(t, l);
+        } else {
+            excl_acquire(l);
+            push_held(t, l);
+        }
+        return;
+    }
+    if (_txkit_tls.depth > 0) {
+        c->depth = 1;
+        c->mode = CX_TXSUB;
+        subscribe(t, l);
+        return;
+    }
+    struct tks_counters *cnt = lock_counters(t, l, caller);
+    count_entry(cnt);
+    c->tries = 0;
+    if (!want_exclusive && try_optimistic(l)) {
+        for (;;) {
+            wait_free(l); /* outside any transaction */
+            int status = spec_begin(l);
+            if (status < 0) {
+                c->depth = 1;
+                c->mode = CX_SPEC;
+                c->lock = l;
+                c->cnt = cnt;
+                return; /* the section runs in hardware */
+            }
+            int hopeless;
+            int cause = classify((unsigned)status, &hopeless);
+            c->tries += cause != TXKIT_CAUSE_LOCKED;
+            count_abort(t, cnt, cause, hopeless || c->tries >= l->policy.htm_tries);
+            if (cause == TXKIT_CAUSE_UNSUPPORTED || cause == TXKIT_CAUSE_IRREVOCABLE)
+                if (!tk_cfg.stats_off)
+                    TK_COUNT(cnt->irrevocable, 1); /* needed the lock for I/O */
+            if (hopeless || c->tries >= l->policy.htm_tries)
+                break;
+            if (cause == TXKIT_CAUSE_CONFLICT)
+                tk_spin_pause((unsigned)(tk_rand(t) % (64u << c->tries)));
+        }
+    }
+    excl_acquire(l);
+    c->depth = 1;
+    c->mode = CX_EXCL;
+    c->lock = l;
+    c->cnt = cnt;
+    push_held(t, l);
+}
+
+CX_API void cx_optimistic(cx_lock_t *l) { enter(l, 0, __builtin_return_address(0)); }
+
+CX_API void cx_exclusive(cx_lock_t *l) { enter(l, 1, __builtin_return_address(0)); }
+
+CX_API int cx_trylock(cx_lock_t *l) {
+    tk_thread *t = tk_self();
+    struct tk_cx *c = &t->cx;
+    if (c->mode == CX_SPEC) /* a speculative section cannot hold a lock for real */
+        spec_abort_exclusive();
+    if (excl_try(l) != 0)
+        return -EBUSY;
+    if (c->depth++ == 0) {
+        c->mode = CX_EXCL;
+        c->lock = l;
+        c->cnt = lock_counters(t, l, __builtin_return_address(0));
+        c->tries = 0;
+        count_entry(c->cnt);
+    }
+    push_held(t, l);
+    return 0;
+}
+
+CX_API void cx_unlock(cx_lock_t *l) {
+    tk_thread *t = tk_cur;
+    struct tk_cx *c = t ? &t->cx : NULL;
+    if (t && t->doomed && (!c || c->depth == 0))
+        return; /* C++ unwinding out of an aborted transaction: already reset */
+    if (!c || c->depth == 0)
+        TK_FATAL("cx_unlock(%p) without a matching cx_optimistic/cx_exclusive", (void *)l);
+    unsigned depth = --c->depth;
+    switch (c->mode) {
+    case CX_SPEC:
+        if (depth == 0) {
+            spec_end();
+            count_end(t, c->cnt, TXKIT_HTM);
+            adapt(c->lock, 0);
+        }
+        break;
+    case CX_EXCL:
+        if (!pop_held(t, l))
+            TK_FATAL("cx_unlock(%p): this thread does not hold that lock", (void *)l);
+        if (depth == 0) {
+            count_end(t, c->cnt, TXKIT_SERIAL);
+            adapt(c->lock, 1);
+        }
+        break;
+    default: /* CX_TXSUB: the transaction decides; release what serial took */
+        pop_held(t, l);
+        if (depth == 0)
+            t->cx.nsubs = 0;
+        break;
+    }
+    if (depth == 0) {
+        c->mode = CX_NONE;
+        c->lock = NULL;
+    }
+}
+
+CX_API void cx_need_exclusive(void) {
+    tk_thread *t = tk_cur;
+    if (!t || t->cx.depth == 0)
+        return;
+    if (t->cx.mode == CX_SPEC)
+        spec_abort_exclusive(); /* comes back in enter(), which goes exclusive */
+    else if (t->cx.mode == CX_TXSUB)
+        tx_irrevocable();
+}
+
+CX_API int cx_mode(void) {
+    tk_thread *t = tk_cur;
+    return t ? t->cx.mode : CX_NONE;
+}
+
+/* A software transaction that aborts while subscribed (or holding locks it
+ * took in serial mode) leaves its sections: called by the engine. */
+void tk_cx_reset_after_abort(tk_thread *t) {
+    if (t->cx.mode != CX_TXSUB)
+        return;
+    while (t->cx.nheld)
+        excl_release(t->cx.held[--t->cx.nheld]);
+    t->cx.nsubs = 0;
+    t->cx.depth = 0;
+    t->cx.mode = CX_NONE;
+}

@@ -1,0 +1,271 @@
+/* test_cx.c - cooperative transactional locks: mutual exclusion under mixed
+ * holders, with an oracle.
+ *
+ *   test_cx torture THREADS IO_PCT SECONDS
+ *       Threads update two counters under one cx lock with non-atomic
+ *       read-modify-write sequences that break without exclusion (a, then
+ *       b = a's old value + 1, checked inside every section). Entries mix
+ *       cx_optimistic, cx_exclusive, cx_trylock and TX_ATOMIC blocks that
+ *       subscribe with cx_optimistic; IO_PCT% of the sections do I/O after
+ *       cx_need_exclusive(). At the end a == b == the number of sections.
+ *   test_cx nested SECONDS     two locks, sections nested both ways (A then B
+ *       inside, B alone), invariants per lock.
+ *   test_cx starvation         an exclusive waiter gets the lock within a
+ *       bound while three threads flood it with optimistic entries.
+ *   test_cx api                init/destroy/trylock/mode, errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <txkit.h>
+#include <unistd.h>
+
+#include "../runtime/test_util.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static unsigned rnd(unsigned *s) {
+    *s = *s * 1103515245u + 12345u;
+    return *s >> 8;
+}
+
+/* ------------------------------------------------------------ torture */
+
+static cx_lock_t lk = CX_LOCK_INITIALIZER;
+static volatile long ca, cb; /* under lk: ca == cb between sections */
+static int io_pct;
+static atomic_int stop;
+static atomic_long sections, io_done, bad;
+static int devnull = -1;
+
+static void body_plain(unsigned *seed) {
+    long x = ca;
+    if (cb != x)
+        atomic_fetch_add(&bad, 1);
+    if ((int)(rnd(seed) % 100) < io_pct) {
+        cx_need_exclusive();
+        CHECK(cx_mode() == 2);
+        CHECK(write(devnull, "x", 1) == 1); /* I/O: needs the lock for real */
+        atomic_fetch_add(&io_done, 1);
+    }
+    ca = x + 1;
+    for (volatile int k = 0; k < 20; k++) /* widen the window */
+        ;
+    cb = x + 1;
+}
+
+static void one_transaction(void) {
+    TX_ATOMIC {
+        cx_optimistic(&lk);
+        long x = TX_LOAD(&ca), y = TX_LOAD(&cb);
+        if (x != y)
+            atomic_fetch_add(&bad, 1); /* opacity: never seen, even in a doomed attempt */
+        TX_STORE(&ca, x + 1);
+        TX_STORE(&cb, x + 1);
+        cx_unlock(&lk);
+    }
+}
+
+static void *torture_thread(void *arg) {
+    unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
+    long n = 0;
+    while (!atomic_load(&stop)) {
+        unsigned kind = rnd(&seed) % 8;
+        if (kind == 0) {
+            one_transaction();
+        } else if (kind == 1) {
+            cx_exclusive(&lk);
+            CHECK(cx_mode() == 2);
+            body_plain(&seed);
+            cx_unlock(&lk);
+        } else if (kind == 2) {
+            if (cx_trylock(&lk) != 0)
+                continue;
+            body_plain(&seed);
+            cx_unlock(&lk);
+        } else {
+            cx_optimistic(&lk);
+            CHECK(cx_mode() == 1 || cx_mode() == 2);
+            body_plain(&seed);
+            cx_unlock(&lk);
+        }
+        CHECK(cx_mode() == 0);
+        n++;
+    }
+    atomic_fetch_add(&sections, n);
+    return NULL;
+}
+
+static int torture(int nthreads, int pct, double seconds) {
+    io_pct = pct;
+    devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    CHECK(devnull >= 0);
+    pthread_t th[64];
+    CHECK(nthreads > 0 && nthreads <= 64);
+    for (int i = 0; i < nthreads; i++)
+        CHECK(pthread_create(&th[i], NULL, torture_thread, (void *)(uintptr_t)(i + 1)) == 0);
+    double end = now() + seconds;
+    while (now() < end)
+        usleep(10000);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+    printf("torture: %d threads, %d%% I/O: %ld sections, %ld with I/O, a=%ld b=%ld, %ld inconsistent\n",
+           nthreads, pct, (long)sections, (long)io_done, ca, cb, (long)bad);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(ca, cb);
+    CHECK_EQ(ca, sections);
+    if (pct == 100)
+        CHECK(io_done > 0);
+    CHECK_EQ(cx_destroy(&lk), 0);
+    return 0;
+}
+
+/* ------------------------------------------------------------ nested */
+
+static cx_lock_t la = CX_LOCK_INITIALIZER, lb = CX_LOCK_INITIALIZER;
+static volatile long a1, a2, b1, b2;
+
+static void *nested_thread(void *arg) {
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    while (!atomic_load(&stop)) {
+        if (rnd(&seed) & 1) {
+            cx_optimistic(&la);
+            long x = a1;
+            a1 = x + 1;
+            cx_optimistic(&lb); /* nested: flattens into the outer section */
+            long y = b1;
+            b1 = y + 1;
+            b2 = y + 1;
+            cx_unlock(&lb);
+            a2 = x + 1;
+            cx_unlock(&la);
+        } else {
+            cx_exclusive(&lb);
+            long y = b1;
+            if (b2 != y)
+                atomic_fetch_add(&bad, 1);
+            b1 = y + 1;
+            b2 = y + 1;
+            cx_unlock(&lb);
+        }
+        if (a1 != a2 && cx_mode() == 0) {
+            /* a1/a2 may be read outside only under la */
+        }
+    }
+    return NULL;
+}
+
+static int nested(double seconds) {
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        CHECK(pthread_create(&th[i], NULL, nested_thread, (void *)(uintptr_t)(i + 5)) == 0);
+    usleep((useconds_t)(seconds * 1e6));
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    printf("nested: a=%ld/%ld b=%ld/%ld, %ld inconsistent\n", a1, a2, b1, b2, (long)bad);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(a1, a2);
+    CHECK_EQ(b1, b2);
+    CHECK(b1 >= a1);
+    return 0;
+}
+
+/* --------------------------------------------------------- starvation */
+
+static cx_lock_t ls = CX_LOCK_INITIALIZER;
+static atomic_long flood_entries;
+
+static void *flood_thread(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        cx_optimistic(&ls);
+        for (volatile int k = 0; k < 50; k++)
+            ;
+        cx_unlock(&ls);
+        atomic_fetch_add(&flood_entries, 1);
+    }
+    return NULL;
+}
+
+static int starvation(void) {
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        CHECK(pthread_create(&th[i], NULL, flood_thread, NULL) == 0);
+    usleep(50000);
+    double worst = 0;
+    for (int i = 0; i < 200; i++) {
+        double t0 = now();
+        cx_exclusive(&ls);
+        double dt = now() - t0;
+        cx_unlock(&ls);
+        if (dt > worst)
+            worst = dt;
+        usleep(200);
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    printf("starvation: 200 exclusive entries under %ld optimistic ones, worst wait %.3f ms\n",
+           (long)flood_entries, worst * 1e3);
+    CHECK(flood_entries > 0);
+    CHECK_MSG(worst < 0.5, "an exclusive waiter waited %.3f s", worst); /* generous: 2 loaded cores */
+    return 0;
+}
+
+/* ---------------------------------------------------------------- api */
+
+static int api(void) {
+    cx_lock_t l;
+    cx_policy_t bad_policy = {3, 0, 50, 10};
+    CHECK_EQ(cx_init(NULL, NULL), -EINVAL);
+    CHECK_EQ(cx_init(&l, &bad_policy), -EINVAL);
+    bad_policy.window = 8;
+    bad_policy.exclusive_pct = 101;
+    CHECK_EQ(cx_init(&l, &bad_policy), -EINVAL);
+    CHECK_EQ(cx_init(&l, NULL), 0);
+    CHECK_EQ(l.policy.window, cx_policy_default.window);
+    CHECK_EQ(cx_mode(), 0);
+    cx_need_exclusive(); /* outside a section: nothing */
+    CHECK_EQ(cx_trylock(&l), 0);
+    CHECK_EQ(cx_mode(), 2);
+    CHECK_EQ(cx_destroy(&l), -EBUSY);
+    cx_unlock(&l);
+    CHECK_EQ(cx_mode(), 0);
+    CHECK_EQ(cx_destroy(&l), 0);
+    /* trylock fails while another thread holds it */
+    cx_exclusive(&l);
+    pthread_t th;
+    int r = 0;
+    CHECK(pthread_create(&th, NULL, (void *(*)(void *))(void *)cx_trylock, &l) == 0);
+    void *ret;
+    pthread_join(th, &ret);
+    r = (int)(intptr_t)ret;
+    CHECK_EQ(r, -EBUSY);
+    cx_unlock(&l);
+    printf("api: ok\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 5 && strcmp(argv[1], "torture") == 0)
+        return torture(atoi(argv[2]), atoi(argv[3]), atof(argv[4]));
+    if (argc >= 3 && strcmp(argv[1], "nested") == 0)
+        return nested(atof(argv[2]));
+    if (argc >= 2 && strcmp(argv[1], "starvation") == 0)
+        return starvation();
+    if (argc >= 2 && strcmp(argv[1], "api") == 0)
+        return api();
+    fprintf(stderr, "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | api\n");
+    return 2;
+}
