@@ -174,7 +174,11 @@ uint32_t tk_itm_begin(uint32_t props) {
     unsigned depth = _txkit_tls.depth;
     if (depth > 0)
         return nested_begin(t, props, depth);
-    txkit_site_t *site = itm_site_for((uintptr_t)t->ctl.jb.rip);
+    /* Most threads run the same transaction again and again: remember the last. */
+    uintptr_t rip = (uintptr_t)t->ctl.jb.rip;
+    txkit_site_t *site = t->itm_last_rip == rip ? t->itm_last_site : itm_site_for(rip);
+    t->itm_last_rip = rip;
+    t->itm_last_site = site;
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_ITM;

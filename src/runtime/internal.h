@@ -133,6 +133,8 @@ struct tk_thread {
     tk_vec itm_cps;               /* tk_itm_cp: nested ITM transactions that may cancel */
     uint64_t itm_txid;            /* _ITM_getTransactionId of the current transaction */
     uint64_t txid_next, txid_end; /* this thread's block of transaction ids */
+    uintptr_t itm_last_rip;       /* the last gcc transaction's call site ... */
+    txkit_site_t *itm_last_site;  /* ... and its site */
     tk_jmpbuf jb_nested;          /* where nested blocks save theirs (unused) */
     int retry_pending;            /* C++: aborted, waiting for the next begin */
     int doomed;                   /* C++: rolled back, unwinding to txkit::atomic */

@@ -175,7 +175,7 @@ static void htm_policy(tk_thread *t, int cause) {
 }
 
 static unsigned retry_bucket(unsigned n) {
-    if (n <= 2)
+    if (TXKIT_LIKELY(n <= 2))
         return n;
     unsigned b = 3;
     for (unsigned lim = 4; n > lim && b < TXKIT_RETRY_BUCKETS - 1; lim <<= 1)
@@ -274,11 +274,12 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site) {
 
 /* Histogram bucket of a read or write set size (stats/format.h). */
 static unsigned set_bucket(size_t n) {
-    static const size_t lim[TKS_HIST - 1] = {0, 1, 3, 7, 15, 63, 255};
-    unsigned b = 0;
-    while (b < TKS_HIST - 1 && n > lim[b])
-        b++;
-    return b;
+    /* bits: 0 -> 0, 1 -> 1, 2-3 -> 2, 4-7 -> 3, 8-15 -> 4, 16-63 -> 5, 64-255 -> 6, more -> 7 */
+    static const unsigned char by_bits[65] = {0, 1, 2, 3, 4, 5, 5, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7,
+                                              7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+                                              7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+                                              7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};
+    return by_bits[n ? 64 - __builtin_clzll((unsigned long long)n) : 0];
 }
 
 void tk_finish_commit(tk_thread *t) {
@@ -290,11 +291,14 @@ void tk_finish_commit(tk_thread *t) {
     tk_stats_open(t);
     TK_COUNT(c->commits[m->id], 1);
     TK_COUNT(c->retries_hist[retry_bucket(t->ctl.attempts)], 1);
-    if (t->ctl.attempt_tsc)
-        TK_COUNT(c->ticks_committed, (tk_rdtsc() - t->ctl.attempt_tsc) * t->ctl.attempt_weight);
-    if (m == &tk_method_stm) {
-        TK_COUNT(c->rset_hist[set_bucket((size_t)(_txkit_tls.rcur - t->rlog))], 1);
-        TK_COUNT(c->wset_hist[set_bucket(t->wset.len)], 1);
+    if (t->ctl.attempt_tsc) {
+        /* sampled with the timing, weighted the same way: unbiased estimates */
+        unsigned w = t->ctl.attempt_weight;
+        TK_COUNT(c->ticks_committed, (tk_rdtsc() - t->ctl.attempt_tsc) * w);
+        if (m == &tk_method_stm) {
+            TK_COUNT(c->rset_hist[set_bucket((size_t)(_txkit_tls.rcur - t->rlog))], w);
+            TK_COUNT(c->wset_hist[set_bucket(t->wset.len)], w);
+        }
     }
     tk_stats_close(t);
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);

@@ -58,7 +58,7 @@ struct tks_counters {
     uint64_t retries_hist[TKS_HIST];
     uint64_t ticks_committed;             /* TSC ticks in committed attempts (estimate) */
     uint64_t ticks_aborted;               /* TSC ticks in aborted attempts (estimate) */
-    uint64_t rset_hist[TKS_HIST];
+    uint64_t rset_hist[TKS_HIST];         /* sampled like the times (estimates) */
     uint64_t wset_hist[TKS_HIST];
     uint64_t inside_hist[TKS_HIST];
     uint64_t inside_max;
