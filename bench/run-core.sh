@@ -7,18 +7,20 @@
 #     at 1 thread; at 2 threads pthread_mutex 0.8M, glibc elision 0.95M,
 #     libitm htm 2.0M, on a machine with RTM), with seq, mutex, rwlock, the
 #     txkit methods (auto, htm, stm, serial) and gcc transactions on GCC's
-#     libitm (itm:default, itm:ml_wt, itm:gl_wt); then mutex again with glibc
-#     lock elision requested (GLIBC_TUNABLES), labelled mutex+elision
+#     libitm (itm@libitm:default, itm@libitm:ml_wt, itm@libitm:gl_wt); then
+#     mutex again with glibc lock elision requested (GLIBC_TUNABLES), labelled
+#     mutex+elision
 #   - hash set, 1024 buckets, 4096 keys, 10% updates, threads 1,2
-#   - red-black tree, 4096 keys, 10% updates, threads 1,2 (+ itm:ml_wt)
-#   - bank, 1024 accounts, 1% read-only sums, threads 1,2,4 (+ itm:ml_wt)
+#   - red-black tree, 4096 keys, 10% updates, threads 1,2 (+ itm@libitm:ml_wt)
+#   - bank, 1024 accounts, 1% read-only sums, threads 1,2,4 (+ itm@libitm:ml_wt)
 # then prints a summary of the targets as ratios, all from this run:
 #   - auto@1 vs seq@1 on the 65536-key hash set:             >= 0.91
 #   - auto@2 vs mutex@2, hash set and tree (read-mostly):    >= 2
-#   - stm vs itm:ml_wt at 1 and 2 threads, hash set and tree: >= 2.5
-#   - auto@2 vs itm:default@2 (libitm's own choice), no target
+#   - stm vs itm@libitm:ml_wt at 1 and 2 threads, hash set and tree: >= 2.5
+#   - auto@2 vs itm@libitm:default@2 (libitm's own choice), no target
 # CSV files (and a PNG plot of the 65536-key hash set if gnuplot is installed)
-# go to BUILD_DIR/bench-results/.
+# go to BUILD_DIR/bench-results/ (the abi-* files there are bench/run-abi.sh's,
+# which runs the same binaries' gcc transactions on txkit too, and stay).
 #
 # Environment:
 #   TXKIT_BENCH_SECONDS  seconds per measurement (default 0.3)
@@ -53,16 +55,21 @@ BANK=$(find_bin txkit-bench-bank) || {
 
 OUT=$BUILD/bench-results
 mkdir -p "$OUT" || exit 2
-rm -f "$OUT"/*.csv "$OUT"/*.dat "$OUT"/*.png "$OUT"/*.gp
+for f in "$OUT"/*.csv "$OUT"/*.dat "$OUT"/*.png "$OUT"/*.gp; do
+    case ${f##*/} in
+        abi-* | abi.*) ;; # bench/run-abi.sh's results
+        *) rm -f "$f" ;;
+    esac
+done
 
-# The libitm rows must run on GCC's libitm: the binaries check where their
-# _ITM_* symbols bind, and txkit's libitm drop-in on LD_LIBRARY_PATH would
-# take its place (the rows would then be n/a). ITM_DEFAULT_METHOD is set per
-# row by the benchmark itself.
+# The itm@libitm rows must run on GCC's libitm: the binaries check where
+# their _ITM_* symbols bind, and txkit's libitm drop-in on LD_LIBRARY_PATH
+# would take its place (the rows would then be n/a; bench/run-abi.sh runs them
+# both ways). ITM_DEFAULT_METHOD is set per row by the benchmark itself.
 unset ITM_DEFAULT_METHOD
 
 METHODS=seq,mutex,rwlock,auto,htm,stm,serial
-ITM_HASH=itm:default,itm:ml_wt,itm:gl_wt
+ITM_HASH=itm@libitm:default,itm@libitm:ml_wt,itm@libitm:gl_wt
 # A measurement that hangs is killed after this long and reported as TIMEOUT.
 TIMEOUT=$(awk -v s="$SECS" 'BEGIN { t = 4 * s + 8; if (t < 10) t = 10; print t }')
 START=$(date +%s)
@@ -108,10 +115,10 @@ run "hash 4096" "$INTSET" --struct hash --buckets 1024 --size 4096 --update 10 \
     --threads 1,2 --method "$METHODS" "${COMMON[@]}" --verify --csv "$HASH4K"
 
 run "tree 4096" "$INTSET" --struct tree --size 4096 --update 10 \
-    --threads 1,2 --method "$METHODS,itm:ml_wt" "${COMMON[@]}" --verify --csv "$TREE"
+    --threads 1,2 --method "$METHODS,itm@libitm:ml_wt" "${COMMON[@]}" --verify --csv "$TREE"
 
 run "bank 1024" "$BANK" --accounts 1024 --sum 1 \
-    --threads 1,2,4 --method "$METHODS,itm:ml_wt" "${COMMON[@]}" --csv "$BANKCSV"
+    --threads 1,2,4 --method "$METHODS,itm@libitm:ml_wt" "${COMMON[@]}" --csv "$BANKCSV"
 
 # ------------------------------------------------------------------ summary
 
@@ -132,18 +139,18 @@ target() {
     b=$(row "$file" "$dm" "$dt")
     awk -v l="$label" -v what="$nm@$nt / $dm@$dt" -v a="$a" -v b="$b" -v g="$goal" 'BEGIN {
         split(a, A, " "); split(b, B, " ")
-        if (A[2] == "" || B[2] == "") { printf "  %-11s %-32s no data\n", l, what; exit }
+        if (A[2] == "" || B[2] == "") { printf "  %-11s %-40s no data\n", l, what; exit }
         if (A[1] == "-" || B[1] == "-") {
-            printf "  %-11s %-32s no ratio: %s is %s, %s is %s\n", l, what,
+            printf "  %-11s %-40s no ratio: %s is %s, %s is %s\n", l, what,
                    substr(what, 1, index(what, " ") - 1), A[2], substr(what, index(what, "/ ") + 2), B[2]
             exit
         }
         r = (B[1] > 0) ? A[1] / B[1] : 0
         bad = (A[2] != "ok" || B[2] != "ok") ? "  [CHECK FAILED: not a valid result]" : ""
         if (g == "-")
-            printf "  %-11s %-32s %7.3f / %7.3f Mops/s = %5.2fx%s\n", l, what, A[1], B[1], r, bad
+            printf "  %-11s %-40s %7.3f / %7.3f Mops/s = %5.2fx%s\n", l, what, A[1], B[1], r, bad
         else
-            printf "  %-11s %-32s %7.3f / %7.3f Mops/s = %5.2fx  (target >= %s) %s%s\n",
+            printf "  %-11s %-40s %7.3f / %7.3f Mops/s = %5.2fx  (target >= %s) %s%s\n",
                    l, what, A[1], B[1], r, g, (r >= g + 0 && bad == "") ? "MET" : "MISSED", bad
     }'
 }
@@ -154,8 +161,8 @@ ref() {
     a=$(row "$file" "$m" "$t")
     awk -v l="$label" -v what="$m@$t" -v a="$a" -v q="$quoted" 'BEGIN {
         split(a, A, " ")
-        if (A[2] == "" || A[1] == "-") { printf "  %-30s %-17s %8s  (quoted %s)\n", l, what, (A[2] == "" ? "no data" : A[2]), q; exit }
-        printf "  %-30s %-17s %7.3fM  (quoted %sM)%s\n", l, what, A[1], q, (A[2] == "ok" ? "" : "  [CHECK FAILED]")
+        if (A[2] == "" || A[1] == "-") { printf "  %-30s %-22s %8s  (quoted %s)\n", l, what, (A[2] == "" ? "no data" : A[2]), q; exit }
+        printf "  %-30s %-22s %7.3fM  (quoted %sM)%s\n", l, what, A[1], q, (A[2] == "ok" ? "" : "  [CHECK FAILED]")
     }'
 }
 
@@ -167,28 +174,28 @@ echo "auto at 2 threads vs mutex at 2 threads, read-mostly (10% updates) (target
 target "hash 65536" "$HASH" auto 2 mutex 2 2
 target "tree 4096" "$TREE" auto 2 mutex 2 2
 echo "stm vs GCC libitm ml_wt at the same thread count (target >= 2.5x):"
-target "hash 65536" "$HASH" stm 1 itm:ml_wt 1 2.5
-target "hash 65536" "$HASH" stm 2 itm:ml_wt 2 2.5
-target "tree 4096" "$TREE" stm 1 itm:ml_wt 1 2.5
-target "tree 4096" "$TREE" stm 2 itm:ml_wt 2 2.5
+target "hash 65536" "$HASH" stm 1 itm@libitm:ml_wt 1 2.5
+target "hash 65536" "$HASH" stm 2 itm@libitm:ml_wt 2 2.5
+target "tree 4096" "$TREE" stm 1 itm@libitm:ml_wt 1 2.5
+target "tree 4096" "$TREE" stm 2 itm@libitm:ml_wt 2 2.5
 echo "auto vs GCC libitm's default choice (ml_wt without RTM, serialirr at 1 thread), no target:"
-target "hash 65536" "$HASH" auto 2 itm:default 2 -
-target "hash 65536" "$HASH" auto 1 itm:default 1 -
+target "hash 65536" "$HASH" auto 2 itm@libitm:default 2 -
+target "hash 65536" "$HASH" auto 1 itm@libitm:default 1 -
 echo "for reference (no target):"
 target "hash 65536" "$HASH" mutex+elision 2 mutex 2 -
-target "hash 65536" "$HASH" itm:gl_wt 2 itm:ml_wt 2 -
+target "hash 65536" "$HASH" itm@libitm:gl_wt 2 itm@libitm:ml_wt 2 -
 target "hash 65536" "$HASH" stm 2 mutex 2 -
 target "hash 4096" "$HASH4K" auto 1 seq 1 -
 target "hash 4096" "$HASH4K" auto 2 mutex 2 -
 target "tree 4096" "$TREE" auto 1 seq 1 -
 target "bank 1024" "$BANKCSV" auto 1 seq 1 -
 target "bank 1024" "$BANKCSV" auto 2 mutex 2 -
-target "bank 1024" "$BANKCSV" stm 2 itm:ml_wt 2 -
+target "bank 1024" "$BANKCSV" stm 2 itm@libitm:ml_wt 2 -
 echo "this machine next to the reference figures (hash 65536; quoted from a machine with RTM):"
 ref "uninstrumented, 1 thread" "$HASH" seq 1 3.6
 ref "pthread_mutex, 2 threads" "$HASH" mutex 2 0.8
 ref "glibc elision, 2 threads" "$HASH" mutex+elision 2 0.95
-ref "libitm (htm there), 2 threads" "$HASH" itm:default 2 2.0
+ref "libitm (htm there), 2 threads" "$HASH" itm@libitm:default 2 2.0
 if [ -f "$HASH" ] && grep -q "elision inactive" "$HASH"; then
     echo "  (glibc elision has no effect here: no usable RTM, so mutex+elision is a plain mutex;"
     echo "   libitm's default is ml_wt here, not htm)"
@@ -198,7 +205,7 @@ fi
 
 if command -v gnuplot >/dev/null 2>&1 && [ -f "$HASH" ]; then
     plots=()
-    for m in seq mutex mutex+elision rwlock auto htm stm serial itm:default itm:ml_wt itm:gl_wt; do
+    for m in seq mutex mutex+elision rwlock auto htm stm serial itm@libitm:default itm@libitm:ml_wt itm@libitm:gl_wt; do
         f="$OUT/hash-65536-$(echo "$m" | tr ':+' '__').dat"
         awk -F, -v m="$m" '
             NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
@@ -216,8 +223,8 @@ if command -v gnuplot >/dev/null 2>&1 && [ -f "$HASH" ]; then
                 htm) style="lc rgb '#17becf' pt 11" ;;
                 stm) style="lc rgb '#2ca02c' pt 13" ;;
                 serial) style="lc rgb '#7f7f7f' pt 15" ;;
-                itm:default) style="lc rgb '#9467bd' pt 6 dt 2" ;;
-                itm:ml_wt) style="lc rgb '#e377c2' pt 8 dt 2" ;;
+                itm@libitm:default) style="lc rgb '#9467bd' pt 6 dt 2" ;;
+                itm@libitm:ml_wt) style="lc rgb '#e377c2' pt 8 dt 2" ;;
                 *) style="lc rgb '#bcbd22' pt 12 dt 2" ;;
             esac
             case $m in auto) ;; *) style="$style lw 2" ;; esac

@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------- the operations, written once (bank.h) */
 
@@ -30,6 +31,20 @@ static __attribute__((noinline)) void transfer_txop(long *from, long *to, long a
     }
 }
 
+/* --syscall, txkit's API: the system call after tx_irrevocable(), as the
+ * gcc version (transfer_sys_itmop()) gets it from the compiler. */
+static __attribute__((noinline)) void transfer_sys_txop(long *from, long *to, long amount, int sys)
+{
+    TX_ATOMIC
+    {
+        transfer_tx(from, to, amount);
+        if (sys) {
+            tx_irrevocable();
+            (void)getppid();
+        }
+    }
+}
+
 static __attribute__((noinline)) long total_txop(const struct bank *bk)
 {
     volatile long s = 0; /* assigned inside the block: -Wclobbered */
@@ -40,12 +55,25 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
     return s;
 }
 
+/* TRANSFER_SYS_x(f, t, a, sys): the --syscall transfer, a system call when sys. */
 #define TRANSFER_SEQ(f, t, a) transfer_plain(f, t, a)
+#define TRANSFER_SYS_SEQ(f, t, a, sys) \
+    do {                               \
+        transfer_plain(f, t, a);       \
+        if (sys)                       \
+            (void)getppid();           \
+    } while (0)
 #define TOTAL_SEQ(bk) total_plain(bk)
 #define TRANSFER_MUTEX(f, t, a)          \
     do {                                 \
         pthread_mutex_lock(&g_mutex);    \
         transfer_plain(f, t, a);         \
+        pthread_mutex_unlock(&g_mutex);  \
+    } while (0)
+#define TRANSFER_SYS_MUTEX(f, t, a, sys) \
+    do {                                 \
+        pthread_mutex_lock(&g_mutex);    \
+        TRANSFER_SYS_SEQ(f, t, a, sys);  \
         pthread_mutex_unlock(&g_mutex);  \
     } while (0)
 #define TOTAL_MUTEX(bk)                  \
@@ -61,6 +89,12 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
         transfer_plain(f, t, a);           \
         pthread_rwlock_unlock(&g_rwlock);  \
     } while (0)
+#define TRANSFER_SYS_RWLOCK(f, t, a, sys) \
+    do {                                   \
+        pthread_rwlock_wrlock(&g_rwlock);  \
+        TRANSFER_SYS_SEQ(f, t, a, sys);    \
+        pthread_rwlock_unlock(&g_rwlock);  \
+    } while (0)
 #define TOTAL_RWLOCK(bk)                   \
     __extension__({                        \
         pthread_rwlock_rdlock(&g_rwlock);  \
@@ -69,8 +103,10 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
         _s;                                \
     })
 #define TRANSFER_TX(f, t, a) transfer_txop(f, t, a)
+#define TRANSFER_SYS_TX(f, t, a, sys) transfer_sys_txop(f, t, a, sys)
 #define TOTAL_TX(bk) total_txop(bk)
 #define TRANSFER_ITM(f, t, a) transfer_itmop(f, t, a)
+#define TRANSFER_SYS_ITM(f, t, a, sys) transfer_sys_itmop(f, t, a, sys)
 #define TOTAL_ITM(bk) total_itmop(bk)
 
 /* Operations between looks at the stop flag: few, so that slow operations (a
@@ -82,14 +118,17 @@ struct bank_ctx {
     long *net;      /* threads x accounts: net amount each thread's transfers moved */
 };
 
-#define DEFINE_WORKER(FAM, TRANSFER, TOTAL)                                    \
+/* With --syscall, every transfer is the _SYS variant, and sys_bp in 10000 of
+ * them make the system call (drawn here, outside the transaction); without,
+ * the plain variant and no extra draw. */
+#define DEFINE_WORKER(FAM, TRANSFER, TRANSFER_SYS, TOTAL)                      \
     static void worker_##FAM(struct bench_thread *t)                           \
     {                                                                          \
         struct bank_ctx *c = t->ctx;                                           \
         struct bank *bk = c->bk;                                               \
         long *net = c->net + (size_t)t->id * (size_t)bk->n;                    \
         uint64_t rng = t->rng, ops = 0, bad = 0;                               \
-        uint64_t n = (uint64_t)bk->n, sum_bp = bk->sum_bp;                     \
+        uint64_t n = (uint64_t)bk->n, sum_bp = bk->sum_bp, sys_bp = bk->sys_bp; \
         long stride = bk->stride, expect = bk->expect;                         \
         while (!bench_stopped()) {                                             \
             for (int b = 0; b < BATCH; b++) {                                  \
@@ -102,7 +141,14 @@ struct bank_ctx {
                 uint64_t j = rng_below(&rng, n - 1);                           \
                 j += j >= i;                                                   \
                 long amount = 1 + (long)rng_below(&rng, bk->max_amount);       \
-                TRANSFER(&bk->acc[(long)i * stride], &bk->acc[(long)j * stride], amount); \
+                long *from = &bk->acc[(long)i * stride];                       \
+                long *to = &bk->acc[(long)j * stride];                         \
+                if (sys_bp) {                                                  \
+                    int sys = rng_below(&rng, 10000) < sys_bp;                 \
+                    TRANSFER_SYS(from, to, amount, sys);                       \
+                } else {                                                       \
+                    TRANSFER(from, to, amount);                                \
+                }                                                              \
                 net[i] -= amount;                                              \
                 net[j] += amount;                                              \
             }                                                                  \
@@ -112,11 +158,11 @@ struct bank_ctx {
         t->bad = bad;                                                          \
         t->rng = rng;                                                          \
     }
-DEFINE_WORKER(seq, TRANSFER_SEQ, TOTAL_SEQ)
-DEFINE_WORKER(mutex, TRANSFER_MUTEX, TOTAL_MUTEX)
-DEFINE_WORKER(rwlock, TRANSFER_RWLOCK, TOTAL_RWLOCK)
-DEFINE_WORKER(tx, TRANSFER_TX, TOTAL_TX)
-DEFINE_WORKER(itm, TRANSFER_ITM, TOTAL_ITM)
+DEFINE_WORKER(seq, TRANSFER_SEQ, TRANSFER_SYS_SEQ, TOTAL_SEQ)
+DEFINE_WORKER(mutex, TRANSFER_MUTEX, TRANSFER_SYS_MUTEX, TOTAL_MUTEX)
+DEFINE_WORKER(rwlock, TRANSFER_RWLOCK, TRANSFER_SYS_RWLOCK, TOTAL_RWLOCK)
+DEFINE_WORKER(tx, TRANSFER_TX, TRANSFER_SYS_TX, TOTAL_TX)
+DEFINE_WORKER(itm, TRANSFER_ITM, TRANSFER_SYS_ITM, TOTAL_ITM)
 
 static void (*pick_worker(int method))(struct bench_thread *)
 {
@@ -208,7 +254,12 @@ static void usage(FILE *f)
           "      --sum PCT          % of operations that sum all accounts (default 0)\n"
           "      --amount N         transfer 1..N (default 100)\n"
           "      --initial N        initial balance of each account (default 1000)\n"
-          "      --pad              one account per cache line (default: packed longs)\n",
+          "      --pad              one account per cache line (default: packed longs)\n"
+          "      --syscall PCT      % of transfers that make a system call (getppid()) inside\n"
+          "                         their transaction (default 0). Every transfer is then a\n"
+          "                         __transaction_relaxed for itm (gcc switches it to serial\n"
+          "                         irrevocable mode before the call), and calls\n"
+          "                         tx_irrevocable() before the call for txkit's API\n",
           f);
     bench_usage_common(f);
 }
@@ -217,7 +268,7 @@ int main(int argc, char **argv)
 {
     struct bench_opts o;
     long accounts = 1024, initial = 1000, amount = 100;
-    double sum_pct = 0;
+    double sum_pct = 0, sys_pct = 0;
     int pad = 0;
 
     bench_opts_init(&o);
@@ -240,6 +291,8 @@ int main(int argc, char **argv)
             amount = bench_parse_long("--amount", v, 1, 1L << 30);
         } else if (bench_opt(argc, argv, &i, "--initial", &v)) {
             initial = bench_parse_long("--initial", v, 0, 1L << 32);
+        } else if (bench_opt(argc, argv, &i, "--syscall", &v)) {
+            sys_pct = bench_parse_double("--syscall", v, 0, 100);
         } else if (bench_opt(argc, argv, &i, "--pad", NULL)) {
             pad = 1;
         } else if (bench_opt(argc, argv, &i, "--help", NULL) || bench_opt(argc, argv, &i, "-h", NULL)) {
@@ -259,6 +312,7 @@ int main(int argc, char **argv)
         .expect = accounts * initial,
         .sum_bp = (uint64_t)(sum_pct * 100.0 + 0.5),
         .max_amount = (uint64_t)amount,
+        .sys_bp = (uint64_t)(sys_pct * 100.0 + 0.5),
     };
     size_t bytes = (size_t)(bk.n * bk.stride) * sizeof(long);
     bytes = (bytes + BENCH_CACHELINE - 1) / BENCH_CACHELINE * BENCH_CACHELINE;
@@ -266,15 +320,25 @@ int main(int argc, char **argv)
     if (!bk.acc)
         bench_die("out of memory");
 
-    char params[512];
+    char params[1024];
     snprintf(params, sizeof params,
              "accounts  %ld (%s), initial balance %ld, total %ld\n"
              "ops       %.4g%% transfers of 1..%ld between random pairs, %.4g%% read-only sums of all accounts\n",
              accounts, pad ? "one per cache line" : "packed longs", initial, bk.expect,
              100.0 - sum_pct, amount, sum_pct);
+    if (bk.sys_bp) {
+        size_t len = strlen(params);
+        snprintf(params + len, sizeof params - len,
+                 "syscall   %.4g%% of transfers call getppid() inside the transaction: itm, each "
+                 "transfer a\n"
+                 "          __transaction_relaxed (serial irrevocable from the call on); txkit's "
+                 "API, tx_irrevocable()\n"
+                 "          before the call; locks, in the critical section\n",
+                 (double)bk.sys_bp / 100.0);
+    }
     struct bench_desc desc = {
         .bench = "bank",
-        .structure = "bank",
+        .structure = bk.sys_bp ? "bank-syscall" : "bank",
         .size = accounts,
         .update_pct = 100.0 - sum_pct,
         .params = params,

@@ -19,6 +19,7 @@ struct bank {
     long expect;    /* n * initial */
     uint64_t sum_bp;    /* read-only sums per 10000 operations */
     uint64_t max_amount;
+    uint64_t sys_bp;    /* --syscall: transfers per 10000 that make a system call */
 };
 
 #define BANK_DEFINE(SUF, LD, ST)                                                 \
@@ -46,5 +47,10 @@ struct bank {
  * instantiation. */
 void transfer_itmop(long *from, long *to, long amount);
 long total_itmop(const struct bank *bk);
+/* --syscall: the transfer as a __transaction_relaxed that, when sys is set,
+ * makes a system call (getppid()) after its writes, inside the transaction:
+ * not transaction-safe, so gcc has the transaction switch to serial
+ * irrevocable mode (_ITM_changeTransactionMode) just before the call. */
+void transfer_sys_itmop(long *from, long *to, long amount, int sys);
 
 #endif /* TXKIT_BENCH_BANK_H */

@@ -31,14 +31,20 @@ static const char *const bm_names[BM_COUNT] = {
     [BM_HTM] = "htm",
     [BM_STM] = "stm",
     [BM_SERIAL] = "serial",
-    [BM_ITM_DEFAULT] = "itm:default",
-    [BM_ITM_SERIAL] = "itm:serial",
-    [BM_ITM_SERIALIRR] = "itm:serialirr",
-    [BM_ITM_SERIALIRR_ONWRITE] = "itm:serialirr_onwrite",
-    [BM_ITM_ML_WT] = "itm:ml_wt",
-    [BM_ITM_GL_WT] = "itm:gl_wt",
-    [BM_ITM_HTM] = "itm:htm",
+    [BM_ITM_DEFAULT] = "itm@libitm:default",
+    [BM_ITM_SERIAL] = "itm@libitm:serial",
+    [BM_ITM_SERIALIRR] = "itm@libitm:serialirr",
+    [BM_ITM_SERIALIRR_ONWRITE] = "itm@libitm:serialirr_onwrite",
+    [BM_ITM_ML_WT] = "itm@libitm:ml_wt",
+    [BM_ITM_GL_WT] = "itm@libitm:gl_wt",
+    [BM_ITM_HTM] = "itm@libitm:htm",
+    [BM_ITMTK_AUTO] = "itm@txkit:auto",
+    [BM_ITMTK_HTM] = "itm@txkit:htm",
+    [BM_ITMTK_STM] = "itm@txkit:stm",
+    [BM_ITMTK_SERIAL] = "itm@txkit:serial",
 };
+
+#define LIBITM_PREFIX "itm@libitm:"
 
 const char *bm_name(int m)
 {
@@ -56,14 +62,19 @@ int bm_parse(const char *name)
     for (int m = 0; m < BM_COUNT; m++)
         if (strcmp(name, bm_names[m]) == 0)
             return m;
+    /* the older spelling of the libitm methods: itm:ml_wt */
+    if (strncmp(name, "itm:", 4) == 0)
+        for (int m = BM_ITM_DEFAULT; m <= BM_ITM_HTM; m++)
+            if (strcmp(name + 4, bm_names[m] + sizeof LIBITM_PREFIX - 1) == 0)
+                return m;
     return -1;
 }
 
 const char *bm_itm_env(int m)
 {
-    if (!bm_is_itm(m) || m == BM_ITM_DEFAULT)
+    if (!bm_is_itm_libitm(m) || m == BM_ITM_DEFAULT)
         return NULL;
-    return bm_names[m] + 4; /* after "itm:" */
+    return bm_names[m] + sizeof LIBITM_PREFIX - 1;
 }
 
 /* ----------------------------------------------------- glibc lock elision */
@@ -106,32 +117,43 @@ int bench_elision_active(void)
 static txkit_method_t bm_to_txkit(int m)
 {
     switch (m) {
-    case BM_HTM: return TXKIT_HTM;
-    case BM_STM: return TXKIT_STM;
-    case BM_SERIAL: return TXKIT_SERIAL;
+    case BM_HTM: case BM_ITMTK_HTM: return TXKIT_HTM;
+    case BM_STM: case BM_ITMTK_STM: return TXKIT_STM;
+    case BM_SERIAL: case BM_ITMTK_SERIAL: return TXKIT_SERIAL;
     default: return TXKIT_AUTO;
     }
 }
 
-int bench_itm_library(char *buf, size_t len)
+static int txkit_to_itmtk(txkit_method_t t)
 {
-    static char where[PATH_MAX + 64];
-    static int ok = -1;
+    switch (t) {
+    case TXKIT_HTM: return BM_ITMTK_HTM;
+    case TXKIT_STM: return BM_ITMTK_STM;
+    case TXKIT_SERIAL: return BM_ITMTK_SERIAL;
+    default: return BM_ITMTK_AUTO;
+    }
+}
+
+int bench_itm_runtime(char *buf, size_t len)
+{
+    static char where[2 * PATH_MAX + 64];
+    static int rt = -1;
 #ifdef BENCH_NO_ITM
-    if (ok < 0) {
-        ok = 0;
+    if (rt < 0) {
+        rt = ITM_RT_NONE;
         snprintf(where, sizeof where, "built without gcc -fgnu-tm and libitm");
     }
 #endif
-    if (ok < 0) {
+    if (rt < 0) {
         /* The first definition in the global scope is what the binary's own
          * references bind to. */
         void *sym = dlvsym(RTLD_DEFAULT, "_ITM_beginTransaction", "LIBITM_1.0");
         Dl_info di, tk;
-        ok = 0;
+        rt = ITM_RT_NONE;
         if (!sym) {
             snprintf(where, sizeof where, "_ITM_beginTransaction not found");
         } else if (!dladdr(sym, &di) || !di.dli_fname) {
+            rt = ITM_RT_OTHER;
             snprintf(where, sizeof where, "_ITM_beginTransaction in an unknown object");
         } else {
             /* The object's real name: txkit's drop-in is a link named
@@ -140,20 +162,28 @@ int bench_itm_library(char *buf, size_t len)
             const char *name = realpath(di.dli_fname, real) ? real : di.dli_fname;
             const char *base = strrchr(name, '/');
             base = base ? base + 1 : name;
+            /* The same object as txkit's own API: the loader mapped the
+             * drop-in and libtxkit.so.0 once (same file). */
             int is_txkit = dladdr((void *)txkit_version, &tk) && tk.dli_fbase == di.dli_fbase;
-            ok = !is_txkit && strncmp(base, "libitm.so", 9) == 0;
-            snprintf(where, sizeof where, "%s%s", name, is_txkit ? " (txkit's libitm ABI)" : "");
+            rt = is_txkit ? ITM_RT_TXKIT
+                 : strncmp(base, "libitm.so", 9) == 0 ? ITM_RT_LIBITM
+                                                      : ITM_RT_OTHER;
+            if (strcmp(name, di.dli_fname) != 0)
+                snprintf(where, sizeof where, "%s -> %s%s", di.dli_fname, name,
+                         is_txkit ? " (txkit's libitm ABI)" : "");
+            else
+                snprintf(where, sizeof where, "%s%s", name, is_txkit ? " (txkit's libitm ABI)" : "");
         }
     }
     if (buf && len)
         snprintf(buf, len, "%s", where);
-    return ok;
+    return rt;
 }
 
 void bench_itm_prepare(int m)
 {
     const char *v = bm_itm_env(m);
-    if (!bm_is_itm(m))
+    if (!bm_is_itm_libitm(m))
         return;
     if (v)
         setenv("ITM_DEFAULT_METHOD", v, 1);
@@ -161,24 +191,57 @@ void bench_itm_prepare(int m)
         unsetenv("ITM_DEFAULT_METHOD");
 }
 
+/* The file name of the object the itm probe found, for short notes. */
+static const char *itm_object_base(void)
+{
+    static char where[2 * PATH_MAX + 64];
+    bench_itm_runtime(where, sizeof where);
+    char *arrow = strstr(where, " -> ");
+    if (arrow)
+        *arrow = '\0'; /* the name it was loaded as: .../libitm.so.1 */
+    const char *base = strrchr(where, '/');
+    return base ? base + 1 : where;
+}
+
 int bench_select_method(int m, char *why, size_t whylen)
 {
     if (bm_is_itm(m)) {
-        char where[256];
-        if (!bench_itm_library(where, sizeof where)) {
-#ifdef BENCH_NO_ITM
+        char where[2 * PATH_MAX + 64];
+        int rt = bench_itm_runtime(where, sizeof where);
+        int want = bm_is_itm_libitm(m) ? ITM_RT_LIBITM : ITM_RT_TXKIT;
+        if (rt == ITM_RT_NONE) {
             snprintf(why, whylen, "n/a (%s)", where);
-#else
-            const char *base = strrchr(where, '/');
-            snprintf(why, whylen, "n/a (_ITM_* bind to %s, not GCC's libitm)", base ? base + 1 : where);
-#endif
             return -1;
         }
-        return 0;
+        if (rt != want) {
+            if (rt == ITM_RT_TXKIT)
+                snprintf(why, whylen, "n/a (_ITM_* bind to txkit (%s), not GCC's libitm)",
+                         itm_object_base());
+            else if (rt == ITM_RT_LIBITM)
+                snprintf(why, whylen, "n/a (_ITM_* bind to GCC's libitm; run under `txkit run`)");
+            else
+                snprintf(why, whylen, "n/a (_ITM_* bind to %s, neither libitm nor txkit)",
+                         itm_object_base());
+            return -1;
+        }
+        if (m == BM_ITM_HTM) {
+            /* libitm uses RTM when CPUID has it, and otherwise runs its htm
+             * method as serialirr, silently: that would not be htm. */
+            struct txkit_rtm_info ri;
+            memset(&ri, 0, sizeof ri);
+            txkit_rtm_info(&ri);
+            if (!ri.cpuid_rtm) {
+                snprintf(why, whylen, "n/a (no RTM: libitm would silently run serialirr)");
+                return -1;
+            }
+        }
+        if (bm_is_itm_libitm(m))
+            return 0;
+        /* itm@txkit: the method like txkit's own rows, below */
     }
-    if (!bm_is_tx(m))
+    if (!bm_txkit_stats(m))
         return 0;
-    if (m == BM_HTM && !txkit_htm_usable()) {
+    if ((m == BM_HTM || m == BM_ITMTK_HTM) && !txkit_htm_usable()) {
         snprintf(why, whylen, "n/a (no RTM)");
         return -1;
     }
@@ -264,8 +327,9 @@ static void add_method(struct bench_opts *o, int m)
     o->methods[o->nmethods++] = m;
 }
 
-/* "itm" alone: the libitm method of the environment (ITM_DEFAULT_METHOD as
- * inherited, with libitm's syntax: blanks around the name), or itm:default. */
+/* "itm@libitm": the libitm method of the environment (ITM_DEFAULT_METHOD as
+ * inherited, with libitm's syntax: blanks around the name), or
+ * itm@libitm:default. */
 static int itm_from_env(void)
 {
     const char *e = getenv("ITM_DEFAULT_METHOD");
@@ -276,11 +340,20 @@ static int itm_from_env(void)
     size_t n = strlen(e);
     while (n && (e[n - 1] == ' ' || e[n - 1] == '\t' || e[n - 1] == '\n'))
         n--;
-    for (int m = BM_ITM_SERIAL; m < BM_COUNT; m++)
-        if (strlen(bm_names[m] + 4) == n && strncmp(e, bm_names[m] + 4, n) == 0)
+    for (int m = BM_ITM_SERIAL; m <= BM_ITM_HTM; m++) {
+        const char *v = bm_names[m] + sizeof LIBITM_PREFIX - 1;
+        if (strlen(v) == n && strncmp(e, v, n) == 0)
             return m;
+    }
     bench_die("--method itm: ITM_DEFAULT_METHOD='%s' is not a libitm method "
               "(serial, serialirr, serialirr_onwrite, ml_wt, gl_wt, htm)", e);
+}
+
+/* "itm" alone and "itm:all": the runtime the probe found (GCC's libitm when
+ * there is none: its rows then say why they are n/a). */
+static int itm_bound_txkit(void)
+{
+    return bench_itm_runtime(NULL, 0) == ITM_RT_TXKIT;
 }
 
 static void parse_methods(struct bench_opts *o, const char *arg)
@@ -293,17 +366,35 @@ static void parse_methods(struct bench_opts *o, const char *arg)
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int m;
         if (strcmp(tok, "all") == 0) {
-            for (m = 0; m <= BM_ITM_DEFAULT; m++)
+            for (m = 0; m <= BM_SERIAL; m++)
                 add_method(o, m);
+            /* and the default of the runtime that runs gcc transactions */
+            add_method(o, itm_bound_txkit() ? BM_ITMTK_AUTO : BM_ITM_DEFAULT);
             continue;
         }
+        int all_libitm = strcmp(tok, "itm@libitm:all") == 0;
+        int all_txkit = strcmp(tok, "itm@txkit:all") == 0;
         if (strcmp(tok, "itm:all") == 0) {
-            for (m = BM_ITM_DEFAULT; m < BM_COUNT; m++)
+            all_libitm = !itm_bound_txkit();
+            all_txkit = !all_libitm;
+        }
+        if (all_libitm || all_txkit) {
+            int lo = all_libitm ? BM_ITM_DEFAULT : BM_ITMTK_AUTO;
+            int hi = all_libitm ? BM_ITM_HTM : BM_ITMTK_SERIAL;
+            for (m = lo; m <= hi; m++)
                 add_method(o, m);
             continue;
         }
+        /* the method in effect: ITM_DEFAULT_METHOD for libitm, txkit's own
+         * (TXKIT_METHOD, as txkit read it) for txkit */
+        int env_libitm = strcmp(tok, "itm@libitm") == 0;
+        int env_txkit = strcmp(tok, "itm@txkit") == 0;
         if (strcmp(tok, "itm") == 0) {
-            add_method(o, itm_from_env());
+            env_txkit = itm_bound_txkit();
+            env_libitm = !env_txkit;
+        }
+        if (env_libitm || env_txkit) {
+            add_method(o, env_libitm ? itm_from_env() : txkit_to_itmtk(txkit_get_method()));
             continue;
         }
         if (strcmp(tok, "mutex+elision") == 0 || strcmp(tok, "rwlock+elision") == 0) {
@@ -318,7 +409,8 @@ static void parse_methods(struct bench_opts *o, const char *arg)
         m = bm_parse(tok);
         if (m < 0)
             bench_die("--method: unknown method '%s' (seq, mutex, rwlock, auto, htm, stm, serial, "
-                      "itm[:default|serial|serialirr|serialirr_onwrite|ml_wt|gl_wt|htm|all], all)",
+                      "itm, itm@libitm[:default|serial|serialirr|serialirr_onwrite|ml_wt|gl_wt|htm|all], "
+                      "itm@txkit[:auto|htm|stm|serial|all], itm:all, all)",
                       tok);
         add_method(o, m);
     }
@@ -374,15 +466,24 @@ int bench_parse_common(struct bench_opts *o, int argc, char **argv, int *i)
 
 void bench_usage_common(FILE *f)
 {
-    fputs("  -m, --method M[,M...]  seq, mutex, rwlock, auto, htm, stm, serial, itm:X, or all\n"
+    fputs("  -m, --method M[,M...]  seq, mutex, rwlock, auto, htm, stm, serial, itm..., or all\n"
           "                         (seq: plain sequential code, measured at 1 thread only;\n"
-          "                         auto..serial: txkit; all: seq..serial and itm:default)\n"
-          "                         itm:X: gcc __transaction_atomic run by libitm with\n"
+          "                         auto..serial: txkit's API; all: seq..serial and the\n"
+          "                         default of the runtime that runs gcc transactions)\n"
+          "                         itm...: gcc __transaction_atomic, run by the runtime the\n"
+          "                         binary's _ITM_* calls bind to (GCC's libitm, or txkit's\n"
+          "                         libitm drop-in under `txkit run`); the other runtime's\n"
+          "                         rows are n/a.\n"
+          "                         itm@libitm:X (or itm:X): GCC's libitm with\n"
           "                         ITM_DEFAULT_METHOD=X, X one of serial, serialirr,\n"
-          "                         serialirr_onwrite, ml_wt, gl_wt, htm; itm:default leaves it\n"
-          "                         unset; itm: as in the environment; itm:all: all of them.\n"
-          "                         Each measurement's child sets it before its first\n"
-          "                         transaction, so one run can compare libitm methods.\n"
+          "                         serialirr_onwrite, ml_wt, gl_wt, htm; itm@libitm:default\n"
+          "                         leaves it unset. Each measurement's child sets it before\n"
+          "                         its first transaction, so one run can compare them.\n"
+          "                         itm@txkit:X: txkit with method X (auto, htm, stm, serial).\n"
+          "                         itm: the bound runtime with the method of the environment\n"
+          "                         (ITM_DEFAULT_METHOD, or txkit's TXKIT_METHOD); itm:all:\n"
+          "                         every method of the bound runtime; itm@libitm:all,\n"
+          "                         itm@txkit:all: every method of one runtime.\n"
           "                         With GLIBC_TUNABLES=glibc.elision.enable=1, mutex and rwlock\n"
           "                         are labelled mutex+elision, rwlock+elision\n"
           "  -t, --threads N[,N...] thread counts (default 1)\n"
@@ -701,7 +802,7 @@ struct run_shim {
 static int shim(void *arg, struct bench_sample *out)
 {
     struct run_shim *s = arg;
-    if (bm_is_itm(s->row->method))
+    if (bm_is_itm_libitm(s->row->method))
         bench_itm_prepare(s->row->method);
     return s->fn(s->ctx, s->row, s->run, out);
 }
@@ -723,7 +824,7 @@ int bench_run_rows(const struct bench_opts *o, struct bench_row *rows, int nrows
                 r->state = ROW_NA;
                 continue;
             }
-            if (bm_is_itm(r->method) && o->nofork) {
+            if (bm_is_itm_libitm(r->method) && o->nofork) {
                 if (itm_here >= 0 && itm_here != r->method) {
                     snprintf(r->note, sizeof r->note,
                              "n/a (--no-fork: libitm already started with %s in this process)",
@@ -808,7 +909,7 @@ static void join_threads(const struct bench_opts *o, char *buf, size_t len)
 
 void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_opts *o)
 {
-    char cpu[256], load[64], meth[256], thr[256];
+    char cpu[256], load[64], meth[512], thr[256];
     struct utsname un;
     struct txkit_rtm_info ri;
     time_t now = time(NULL);
@@ -848,34 +949,45 @@ void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_
             o->runs > 1 ? "s" : "", o->runs > 1 ? " (median; runs interleaved across rows)" : "");
     if (d->params)
         fputs(d->params, f);
-    int any_itm = 0, itm_default = 0, itm_htm = 0;
+    int any_libitm = 0, any_txkit = 0, itm_default = 0;
     for (int k = 0; k < o->nmethods; k++) {
-        any_itm |= bm_is_itm(o->methods[k]);
+        any_libitm |= bm_is_itm_libitm(o->methods[k]);
+        any_txkit |= bm_is_itm_txkit(o->methods[k]);
         itm_default |= o->methods[k] == BM_ITM_DEFAULT;
-        itm_htm |= o->methods[k] == BM_ITM_HTM;
     }
-    if (any_itm) {
-        char where[256];
-        int ok = bench_itm_library(where, sizeof where);
+    if (any_libitm || any_txkit) {
+        char where[2 * PATH_MAX + 64];
+        int rt = bench_itm_runtime(where, sizeof where);
         const char *inh = getenv("ITM_DEFAULT_METHOD");
-#ifdef BENCH_NO_ITM
-        fprintf(f, "itm       n/a: %s\n", where);
-        (void)ok;
-#else
-        fprintf(f, "itm       gcc -fgnu-tm __transaction_atomic; %s%s\n",
-                ok ? "_ITM_* from GCC's libitm, " : "NOT GCC's libitm (rows n/a): _ITM_* from ", where);
-#endif
-        fprintf(f, "          ITM_DEFAULT_METHOD set per row in each measurement's child, before its "
-                "first transaction%s%s%s\n", inh ? " (the inherited '" : "", inh ? inh : "",
-                inh ? "' only chose what a bare --method itm means)" : "");
-        if (itm_default)
-            fprintf(f, "          itm:default: libitm's choice, serialirr while one thread is "
-                    "registered, then %s\n", ri.cpuid_rtm ? "htm (CPUID has RTM)" : "ml_wt (no RTM)");
-        if (itm_htm && !ri.cpuid_rtm)
-            fprintf(f, "          itm:htm: no RTM, so libitm runs it as serialirr\n");
-        fprintf(f, "          itm rows: htm%% stm%% serial%% = libitm mode the committing attempt ended "
-                "in (RTM fast path, instrumented, irrevocable), aborts/c = restarts; sampled, 1 "
-                "transaction in %d\n", BENCH_ITM_SAMPLE);
+        if (rt == ITM_RT_NONE)
+            fprintf(f, "itm       n/a: %s\n", where);
+        else
+            fprintf(f, "itm       gcc -fgnu-tm transactions, run by %s: _ITM_beginTransaction from %s\n",
+                    rt == ITM_RT_LIBITM  ? "GCC's libitm"
+                    : rt == ITM_RT_TXKIT ? "txkit (the libitm drop-in)"
+                                         : "neither libitm nor txkit (itm rows n/a)",
+                    where);
+        if (rt == ITM_RT_LIBITM && any_txkit)
+            fprintf(f, "          itm@txkit rows n/a: run the binary under `txkit run` (txkit's "
+                    "libitm.so.1 first on LD_LIBRARY_PATH)\n");
+        if (rt == ITM_RT_TXKIT && any_libitm)
+            fprintf(f, "          itm@libitm rows n/a: txkit's libitm.so.1 drop-in is loaded in "
+                    "place of GCC's\n");
+        if (rt == ITM_RT_LIBITM && any_libitm) {
+            fprintf(f, "          ITM_DEFAULT_METHOD set per row in each measurement's child, before "
+                    "its first transaction%s%s%s\n", inh ? " (the inherited '" : "", inh ? inh : "",
+                    inh ? "' only chose what a bare --method itm means)" : "");
+            if (itm_default)
+                fprintf(f, "          itm@libitm:default: libitm's choice, serialirr while one "
+                        "thread is registered, then %s\n",
+                        ri.cpuid_rtm ? "htm (CPUID has RTM)" : "ml_wt (no RTM)");
+            fprintf(f, "          itm@libitm rows: htm%% stm%% serial%% = libitm mode the committing "
+                    "attempt ended in (RTM fast path, instrumented, irrevocable), aborts/c = "
+                    "restarts; sampled, 1 transaction in %d\n", BENCH_ITM_SAMPLE);
+        }
+        if (rt == ITM_RT_TXKIT && any_txkit)
+            fprintf(f, "          itm@txkit:M rows: txkit_set_method(M) before each measurement; "
+                    "commits, aborts/c and htm%% stm%% serial%% from txkit's statistics\n");
     }
     if (bench_elision_requested())
         fprintf(f, "elision   GLIBC_TUNABLES asks for glibc lock elision: %s\n",
@@ -1061,7 +1173,7 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
         snprintf(ps, sizeof ps, "-");
         snprintf(pz, sizeof pz, "-");
         c_commits[0] = c_apc[0] = c_ph[0] = c_ps[0] = c_pz[0] = '\0';
-        if (bm_is_tx(r->method) && s->med) {
+        if (bm_txkit_stats(r->method) && s->med) {
             const tx_stats_t *t = &s->med->tx;
             uint64_t cm = tx_stats_commits(t), ab = tx_stats_aborts(t);
             snprintf(commits, sizeof commits, "%llu", (unsigned long long)cm);
@@ -1091,7 +1203,7 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
                          n ? "; " : "", (unsigned long long)cm, (unsigned long long)s->med->ops);
             }
         }
-        if (bm_is_itm(r->method) && s->med) {
+        if (bm_is_itm_libitm(r->method) && s->med) {
             /* sampled: no commit count (every operation is one transaction) */
             const struct bench_sample *m = s->med;
             uint64_t cm = m->itm_commits[0] + m->itm_commits[1] + m->itm_commits[2];

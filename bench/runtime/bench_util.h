@@ -31,9 +31,14 @@ enum bench_method {
     BM_HTM,
     BM_STM,
     BM_SERIAL,
-    /* gcc transactions (-fgnu-tm: __transaction_atomic around the plain code),
-     * run by libitm with ITM_DEFAULT_METHOD set to the name after "itm:";
-     * itm:default leaves it unset (libitm's own choice). */
+    /* gcc transactions (-fgnu-tm: __transaction_atomic around the plain code).
+     * Which runtime runs them is decided by the dynamic linker: GCC's libitm
+     * (the binaries link it first), or txkit's libitm ABI when txkit's
+     * libitm.so.1 drop-in comes first on LD_LIBRARY_PATH (`txkit run`). The
+     * binary looks it up at start-up (bench_itm_runtime()); a row for the
+     * other runtime is n/a, so every itm label names the runtime that ran.
+     * On GCC's libitm, with ITM_DEFAULT_METHOD set to the name after
+     * "itm@libitm:"; itm@libitm:default leaves it unset (libitm's choice). */
     BM_ITM_DEFAULT,
     BM_ITM_SERIAL,
     BM_ITM_SERIALIRR,
@@ -41,18 +46,30 @@ enum bench_method {
     BM_ITM_ML_WT,
     BM_ITM_GL_WT,
     BM_ITM_HTM,
+    /* On txkit's libitm ABI, with txkit_set_method() as for auto..serial. */
+    BM_ITMTK_AUTO,
+    BM_ITMTK_HTM,
+    BM_ITMTK_STM,
+    BM_ITMTK_SERIAL,
     BM_COUNT
 };
 
-/* The label of a method in the table and the CSV: "stm", "itm:ml_wt", and
- * "mutex+elision" / "rwlock+elision" when GLIBC_TUNABLES asks for elision. */
+/* The label of a method in the table and the CSV: "stm", "itm@libitm:ml_wt",
+ * "itm@txkit:stm", and "mutex+elision" / "rwlock+elision" when GLIBC_TUNABLES
+ * asks for elision. */
 const char *bm_name(int m);
-/* Return: the method, or -1 for an unknown name. Exits with a message for a
- * name that cannot be honored (see parse_methods() in bench_util.c). */
+/* Return: the method, or -1 for an unknown name. "itm:X" is accepted for
+ * "itm@libitm:X". Exits with a message for a name that cannot be honored (see
+ * parse_methods() in bench_util.c). */
 int bm_parse(const char *name);
 static inline int bm_is_tx(int m) { return m >= BM_AUTO && m <= BM_SERIAL; }
 static inline int bm_is_itm(int m) { return m >= BM_ITM_DEFAULT && m < BM_COUNT; }
-/* The value of ITM_DEFAULT_METHOD for an itm method; NULL for itm:default. */
+static inline int bm_is_itm_libitm(int m) { return m >= BM_ITM_DEFAULT && m <= BM_ITM_HTM; }
+static inline int bm_is_itm_txkit(int m) { return m >= BM_ITMTK_AUTO && m <= BM_ITMTK_SERIAL; }
+/* Rows whose transactions txkit runs, so its statistics describe them. */
+static inline int bm_txkit_stats(int m) { return bm_is_tx(m) || bm_is_itm_txkit(m); }
+/* The value of ITM_DEFAULT_METHOD for a libitm method; NULL for
+ * itm@libitm:default and for every other method. */
 const char *bm_itm_env(int m);
 
 /**
@@ -65,27 +82,40 @@ const char *bm_itm_env(int m);
 int bench_select_method(int m, char *why, size_t whylen);
 
 /**
- * bench_itm_prepare() - set ITM_DEFAULT_METHOD for an itm method.
+ * bench_itm_prepare() - set ITM_DEFAULT_METHOD for a libitm method.
  *
  * libitm reads ITM_DEFAULT_METHOD once per process, when the first thread
  * registers, i.e. at the process's first transaction (not at start-up). The
  * runner calls this in each measurement's child process, before any thread
  * runs a transaction; the parent never runs one, so every child starts libitm
  * afresh with the method its row names. Only --no-fork cannot honor more than
- * one itm method per process (bench_run_rows() reports the others as n/a).
+ * one libitm method per process (bench_run_rows() reports the others as n/a).
+ * Nothing to do for the other methods (itm@txkit rows: txkit_set_method(), in
+ * bench_select_method()).
  */
 void bench_itm_prepare(int m);
 
+/* The runtime that runs the gcc transactions of this process. */
+enum bench_itm_rt {
+    ITM_RT_NONE = 0,    /* no libitm ABI found, or built without -fgnu-tm */
+    ITM_RT_LIBITM,      /* GCC's libitm */
+    ITM_RT_TXKIT,       /* txkit's libitm ABI (the drop-in libitm.so.1 is libtxkit) */
+    ITM_RT_OTHER,       /* some other object defines _ITM_beginTransaction */
+};
+
 /**
- * bench_itm_library() - where the binary's _ITM_* references bind.
- * @buf: the path of the object that defines _ITM_beginTransaction@LIBITM_1.0
- *       first in the global scope (or why there is none); may be NULL.
+ * bench_itm_runtime() - which runtime the binary's _ITM_* references bind to.
+ * @buf: a description: the object that defines _ITM_beginTransaction@LIBITM_1.0
+ *       first in the global scope, as loaded and its real file (or why there is
+ *       none); may be NULL.
  *
- * libtxkit exports the libitm ABI too; the itm methods measure GCC's libitm
- * only if libitm.so.1 comes first (bench/CMakeLists.txt sees to it).
- * Return: 1 if that object is GCC's libitm (libitm.so*), else 0.
+ * The probe, not the environment, decides: the object is txkit when it is the
+ * very object that defines txkit_version (txkit's libitm.so.1 is a link to
+ * libtxkit.so.0, so the loader maps them once), GCC's libitm when its file is
+ * libitm.so*. Looked up once.
+ * Return: enum bench_itm_rt.
  */
-int bench_itm_library(char *buf, size_t len);
+int bench_itm_runtime(char *buf, size_t len);
 
 /* Which libitm mode ran the transactions, sampled by the itm wrappers
  * (itm_probe.h) in one transaction in BENCH_ITM_SAMPLE of each thread; reset

@@ -412,8 +412,8 @@ static void usage(FILE *f)
           "                         its size equals the initial size plus the net inserts\n",
           f);
     bench_usage_common(f);
-    fputs("Environment: TXKIT_METHOD is overridden by --method for the txkit rows, and\n"
-          "ITM_DEFAULT_METHOD for the itm rows.\n", f);
+    fputs("Environment: TXKIT_METHOD is overridden by --method for the txkit rows (and\n"
+          "the itm@txkit rows), ITM_DEFAULT_METHOD for the itm@libitm rows.\n", f);
 }
 
 int main(int argc, char **argv)

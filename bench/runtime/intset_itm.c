@@ -4,9 +4,10 @@
  * instantiation of intset_ds.h, the same code as seq / mutex / rwlock, and
  * each operation one __transaction_atomic. gcc instruments every shared access
  * inside the transaction and maps malloc / free to _ITM_malloc / _ITM_free;
- * libitm runs the method named by ITM_DEFAULT_METHOD, which the runner sets in
- * each measurement's child process before its first transaction (see
- * bench_itm_prepare() in bench_util.c).
+ * GCC's libitm runs the method named by ITM_DEFAULT_METHOD, which the runner
+ * sets in each measurement's child process before its first transaction (see
+ * bench_itm_prepare() in bench_util.c); under txkit's libitm drop-in (`txkit
+ * run`), txkit runs them with the method txkit_set_method() chose.
  */
 #include "intset.h"
 
