@@ -170,6 +170,7 @@ struct tk_thread {
     unsigned solo_countdown;      /* transactions until the next check */
     unsigned quiet_checks;        /* checks in a row that saw no other thread */
     uint64_t others_seen;         /* others' transactions at the last check */
+    uint64_t others_active_ns;    /* when they were last seen moving */
     /* -- cx lock sections */
     struct tk_cx cx;
 

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "abi/itm.h"
 #include "methods/method.h"
@@ -25,6 +26,7 @@ TK_HIDDEN tk_jmpbuf *tk_jb_slot(void);
 struct tk_global tk_g;
 
 #define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
+#define SOLO_QUIET_NS 5000000 /* others idle this long: run alone (serially) */
 #define INSIDE_SAMPLE 16     /* transactions between counts of threads in the same site */
 #define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
 
@@ -72,14 +74,24 @@ static bool auto_solo(tk_thread *t) {
         t->quiet_checks = 0;
         return false;
     }
-    /* Shared: look now and then whether the others went quiet. */
+    /* Shared: look now and then whether the others went quiet - for a while,
+     * not just for a few hundred of our transactions (a preempted thread is
+     * not a gone one). */
     if (t->solo_countdown--)
         return false;
     t->solo_countdown = SOLO_CHECK_EVERY;
     uint64_t others = tk_others_transactions(t);
-    t->quiet_checks = others == t->others_seen ? t->quiet_checks + 1 : 0;
-    t->others_seen = others;
-    if (t->quiet_checks >= 2) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (others != t->others_seen) {
+        t->others_seen = others;
+        t->others_active_ns = now;
+        t->quiet_checks = 0;
+        return false;
+    }
+    t->quiet_checks++;
+    if (t->quiet_checks >= 2 && now - t->others_active_ns >= SOLO_QUIET_NS) {
         t->quiet_checks = 0;
         return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
                                            __ATOMIC_RELAXED);
