@@ -1,4 +1,5 @@
-/* txkit - command-line front end: `txkit info`, `txkit run`. */
+/* txkit - command-line front end: `txkit info`, `txkit run`, `txkit stat`,
+ * `txkit report` (the last two in stat.c). */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -8,6 +9,8 @@
 #include <txkit.h>
 #include <unistd.h>
 
+#include "cli.h"
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: txkit COMMAND\n"
@@ -16,8 +19,12 @@ static void usage(FILE *f) {
             "  run [--method M] [--stats[=FILE]] -- CMD [ARGS...]\n"
             "             run CMD on txkit: gcc -fgnu-tm code binds to txkit's libitm\n"
             "             drop-in instead of GCC's libitm\n"
+            "  stat [-p PID,...] [-n NAME] [--sites] [--json] [INTERVAL [COUNT]]\n"
+            "             statistics of this user's running txkit processes, like vmstat\n"
+            "  report [--json] FILE\n"
+            "             the statistics a process dumped at exit (TXKIT_STATS=FILE)\n"
             "  version    print the version\n"
-            "  help       this text\n");
+            "  help [COMMAND]  this text, or a command's\n");
 }
 
 static int cpus_available(void) {
@@ -177,12 +184,21 @@ int main(int argc, char **argv) {
         return cmd_info();
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc, argv);
+    if (strcmp(cmd, "stat") == 0)
+        return cmd_stat(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0)
+        return cmd_report(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("txkit %s\n", txkit_version());
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        usage(stdout);
+        if (argc > 2 && strcmp(argv[2], "stat") == 0)
+            stat_usage(stdout);
+        else if (argc > 2 && strcmp(argv[2], "report") == 0)
+            report_usage(stdout);
+        else
+            usage(stdout);
         return 0;
     }
     fprintf(stderr, "txkit: unknown command '%s'\n", cmd);

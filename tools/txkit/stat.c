@@ -1,0 +1,416 @@
+/* stat.c - `txkit stat` (live processes, like vmstat/top) and `txkit report`
+ * (a dump written at exit with TXKIT_STATS=FILE). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "segment_reader.h"
+#include "stat_data.h"
+#include "stat_print.h"
+
+#define DEFAULT_TOP 10
+
+void stat_usage(FILE *f) {
+    fprintf(f,
+            "usage: txkit stat [-p PID[,PID...]] [-n NAME] [--sites] [--top N] [--json] [INTERVAL [COUNT]]\n"
+            "  Transaction statistics of this user's running txkit processes, read from\n"
+            "  their segments in $TXKIT_STATS_DIR (default /dev/shm/txkit-UID).\n"
+            "  Without INTERVAL: the totals since each process started, once.\n"
+            "  With INTERVAL (seconds, fractions allowed): the totals since start first,\n"
+            "  then what happened in each INTERVAL; COUNT reports in all (default: until\n"
+            "  interrupted). A process that has not run a transaction yet is absent.\n"
+            "  -p, --pid PID[,PID...]  only these processes (repeatable)\n"
+            "  -n, --name NAME         only processes of this name (the 15-character comm\n"
+            "                          name, e.g. httpd; repeatable); -p and -n add up\n"
+            "  -s, --sites             also the busiest atomic blocks, gcc -fgnu-tm\n"
+            "                          transactions and locks, by commits in the period\n"
+            "  -t, --top N             how many sites (default %d, 0 = all; with --json:\n"
+            "                          all unless given)\n"
+            "  -j, --json              one JSON document per report, each on one line\n"
+            "  -h, --help              this text\n"
+            "  Exit status: 0, 1 when the directory cannot be used, 2 for bad arguments.\n",
+            DEFAULT_TOP);
+}
+
+void report_usage(FILE *f) {
+    fprintf(f,
+            "usage: txkit report [--top N] [--json] FILE\n"
+            "  The statistics a process wrote at exit with TXKIT_STATS=FILE (or any\n"
+            "  segment file): the same tables as txkit stat, sites included.\n"
+            "  -t, --top N   how many sites (default all)\n"
+            "  -j, --json    one JSON document\n"
+            "  -h, --help    this text\n"
+            "  Exit status: 0, 1 when FILE cannot be read or is not valid, 2 for bad arguments.\n");
+}
+
+/* --------------------------------------------------------------- arguments */
+
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
+    if (!*s || *s == '-' || *s == '+')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_seconds(const char *s, double *out) {
+    if (!*s || *s == '-' || *s == '+')
+        return -1;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v) || v < 0.001 || v > 86400.0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+struct selection {
+    uint64_t *pids;
+    size_t npids;
+    const char **names;
+    size_t nnames;
+};
+
+/* "PID[,PID...]": every item a positive number, no empty ones. */
+static int add_pids(struct selection *sel, const char *list) {
+    const char *p = list;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        char item[24];
+        uint64_t pid;
+        if (n == 0 || n >= sizeof item)
+            return -1;
+        memcpy(item, p, n);
+        item[n] = '\0';
+        if (parse_u64(item, 1, INT_MAX, &pid) != 0)
+            return -1;
+        uint64_t *a = realloc(sel->pids, (sel->npids + 1) * sizeof *a);
+        if (!a)
+            return -1;
+        sel->pids = a;
+        sel->pids[sel->npids++] = pid;
+        if (!p[n])
+            return 0;
+        p += n + 1;
+    }
+}
+
+static int add_name(struct selection *sel, const char *name) {
+    const char **a = realloc(sel->names, (sel->nnames + 1) * sizeof *a);
+    if (!a)
+        return -1;
+    sel->names = a;
+    sel->names[sel->nnames++] = name;
+    return 0;
+}
+
+static int selected(const struct selection *sel, uint64_t pid, const char *name) {
+    if (!sel->npids && !sel->nnames)
+        return 1;
+    for (size_t i = 0; i < sel->npids; i++)
+        if (sel->pids[i] == pid)
+            return 1;
+    for (size_t i = 0; i < sel->nnames; i++)
+        if (strcmp(sel->names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+struct opts {
+    struct selection sel;
+    int sites, json;
+    size_t top;
+    int top_given;
+    double interval; /* 0: once */
+    uint64_t count;  /* 0: until interrupted */
+};
+
+static const struct option long_opts[] = {
+    {"pid", required_argument, NULL, 'p'}, {"name", required_argument, NULL, 'n'},
+    {"sites", no_argument, NULL, 's'},     {"top", required_argument, NULL, 't'},
+    {"json", no_argument, NULL, 'j'},      {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Returns 0, 1 after --help, 2 for bad arguments (said on stderr). */
+static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, char **file) {
+    void (*usage)(FILE *) = strcmp(cmd, "stat") == 0 ? stat_usage : report_usage;
+    int is_stat = usage == stat_usage;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, is_stat ? ":p:n:st:jh" : ":st:jh", long_opts, NULL)) != -1) {
+        uint64_t v;
+        switch (c) {
+        case 'p':
+            if (add_pids(&o->sel, optarg) != 0) {
+                fprintf(stderr, "txkit %s: -p %s: expected PID[,PID...] (positive numbers)\n", cmd, optarg);
+                goto bad;
+            }
+            break;
+        case 'n':
+            if (!*optarg || strlen(optarg) > 15) {
+                fprintf(stderr, "txkit %s: -n '%s': a process name has 1 to 15 characters\n", cmd, optarg);
+                goto bad;
+            }
+            if (add_name(&o->sel, optarg) != 0)
+                goto bad;
+            break;
+        case 's':
+            o->sites = 1;
+            break;
+        case 't':
+            if (parse_u64(optarg, 0, 1000000, &v) != 0) {
+                fprintf(stderr, "txkit %s: --top %s: expected a number of sites (0 = all)\n", cmd, optarg);
+                goto bad;
+            }
+            o->top = (size_t)v;
+            o->top_given = 1;
+            break;
+        case 'j':
+            o->json = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        case ':':
+            fprintf(stderr, "txkit %s: option '%s' needs a value\n", cmd, argv[optind - 1]);
+            goto bad;
+        default:
+            if (optopt && (!is_stat && strchr("pn", optopt)))
+                fprintf(stderr, "txkit %s: option '-%c' is for txkit stat only\n", cmd, optopt);
+            else if (optopt)
+                fprintf(stderr, "txkit %s: unknown option '-%c'\n", cmd, optopt);
+            else
+                fprintf(stderr, "txkit %s: unknown option '%s'\n", cmd, argv[optind - 1]);
+            goto bad;
+        }
+    }
+    int npos = argc - optind;
+    if (is_stat) {
+        if (npos > 2) {
+            fprintf(stderr, "txkit stat: too many arguments ('%s')\n", argv[optind + 2]);
+            goto bad;
+        }
+        if (npos >= 1 && parse_seconds(argv[optind], &o->interval) != 0) {
+            fprintf(stderr, "txkit stat: INTERVAL '%s': expected seconds, 0.001 to 86400\n", argv[optind]);
+            goto bad;
+        }
+        if (npos == 2 && parse_u64(argv[optind + 1], 1, UINT64_MAX, &o->count) != 0) {
+            fprintf(stderr, "txkit stat: COUNT '%s': expected a number of reports, at least 1\n",
+                    argv[optind + 1]);
+            goto bad;
+        }
+    } else {
+        if (npos != 1) {
+            fprintf(stderr, npos ? "txkit report: one FILE, please ('%s' is one too many)\n"
+                                 : "txkit report: no FILE given%s\n",
+                    npos ? argv[optind + 1] : "");
+            goto bad;
+        }
+        *file = argv[optind];
+    }
+    return 0;
+bad:
+    usage(stderr);
+    return 2;
+}
+
+/* ------------------------------------------------------------------ stat */
+
+static volatile sig_atomic_t stop_requested;
+static void on_stop(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* Problems are said on stderr once per file and message, not every interval. */
+struct said {
+    struct tkr_problem *v;
+    size_t n;
+};
+
+static void say_problems(const struct tkr_scan *scan, const char *dir, struct said *said) {
+    for (size_t i = 0; i < scan->nproblems; i++) {
+        const struct tkr_problem *pr = &scan->problems[i];
+        int dup = 0;
+        for (size_t k = 0; k < said->n && !dup; k++)
+            dup = said->v[k].dev == pr->dev && said->v[k].ino == pr->ino &&
+                  strcmp(said->v[k].file, pr->file) == 0 && strcmp(said->v[k].msg, pr->msg) == 0;
+        if (dup)
+            continue;
+        fprintf(stderr, "txkit stat: %s/%s: %s%s\n", dir, pr->file, pr->fatal ? "" : "note: ", pr->msg);
+        struct tkr_problem *a = realloc(said->v, (said->n + 1) * sizeof *a);
+        if (a) {
+            said->v = a;
+            said->v[said->n++] = *pr;
+        }
+    }
+}
+
+static double mono_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleep until *next (CLOCK_MONOTONIC), then move it one interval on. Returns
+ * -1 when interrupted by SIGINT or SIGTERM. */
+static int wait_interval(struct timespec *next, double interval) {
+    long long ns = next->tv_nsec + (long long)llround(interval * 1e9);
+    next->tv_sec += (time_t)(ns / 1000000000LL);
+    next->tv_nsec = (long)(ns % 1000000000LL);
+    while (!stop_requested) {
+        int e = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL);
+        if (e == 0)
+            return 0;
+        if (e != EINTR)
+            return -1;
+    }
+    return -1;
+}
+
+static int one_report(const char *dir, const struct opts *o, struct st_history *hist, double seconds,
+                      struct said *said) {
+    char why[512];
+    struct tkr_scan scan;
+    if (tkr_scan_dir(dir, &scan, why, sizeof why) < 0) {
+        fprintf(stderr, "txkit stat: %s\n", why);
+        return 1;
+    }
+    say_problems(&scan, dir, said);
+    const struct tkr_proc **procs = calloc(scan.nprocs ? scan.nprocs : 1, sizeof *procs);
+    struct tkr_gone *gone = calloc(scan.ngone ? scan.ngone : 1, sizeof *gone);
+    size_t n = 0, ng = 0;
+    int rc = 0;
+    if (!procs || !gone) {
+        fprintf(stderr, "txkit stat: out of memory\n");
+        rc = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < scan.nprocs; i++)
+        if (selected(&o->sel, scan.procs[i].pid, scan.procs[i].name))
+            procs[n++] = &scan.procs[i];
+    for (size_t i = 0; i < scan.ngone; i++)
+        if (selected(&o->sel, scan.gone[i].pid, scan.gone[i].name))
+            gone[ng++] = scan.gone[i];
+    struct st_report rep;
+    memset(&rep, 0, sizeof rep);
+    if (st_build(&rep, procs, n, gone, ng, hist) != 0) {
+        fprintf(stderr, "txkit stat: out of memory\n");
+        st_report_free(&rep);
+        rc = 1;
+        goto out;
+    }
+    rep.seconds = seconds;
+    rep.dir = dir;
+    rep.scan = &scan;
+    struct st_print_opts po = {"stat", o->sites, o->json && !o->top_given ? 0 : o->top};
+    if (o->json)
+        st_print_json(stdout, &rep, &po);
+    else
+        st_print_text(stdout, &rep, &po);
+    fflush(stdout);
+    st_report_free(&rep);
+out:
+    free(procs);
+    free(gone);
+    tkr_scan_free(&scan);
+    return rc;
+}
+
+int cmd_stat(int argc, char **argv) {
+    struct opts o;
+    memset(&o, 0, sizeof o);
+    o.top = DEFAULT_TOP;
+    int rc = parse_args(argc, argv, "stat", &o, NULL);
+    if (rc) {
+        free(o.sel.pids);
+        free(o.sel.names);
+        return rc == 1 ? 0 : rc;
+    }
+    char dir[PATH_MAX];
+    if (tkr_default_dir(dir, sizeof dir) != 0) {
+        fprintf(stderr, "txkit stat: TXKIT_STATS_DIR is too long\n");
+        return 1;
+    }
+    if (o.interval > 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop; /* no SA_RESTART: the sleep ends at once */
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+    }
+    struct st_history hist;
+    memset(&hist, 0, sizeof hist);
+    struct said said = {NULL, 0};
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    double last = mono_now();
+    for (uint64_t k = 0; o.count == 0 || k < o.count; k++) {
+        if (k > 0 && wait_interval(&next, o.interval) != 0)
+            break;
+        double now = mono_now();
+        rc = one_report(dir, &o, o.interval > 0 ? &hist : NULL, now - last, &said);
+        last = now;
+        if (rc || o.interval <= 0 || stop_requested)
+            break;
+    }
+    st_history_free(&hist);
+    free(said.v);
+    free(o.sel.pids);
+    free(o.sel.names);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- report */
+
+int cmd_report(int argc, char **argv) {
+    struct opts o;
+    memset(&o, 0, sizeof o);
+    char *file = NULL;
+    int rc = parse_args(argc, argv, "report", &o, &file);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    struct tkr_proc p;
+    char why[512], note[512];
+    if (tkr_read(AT_FDCWD, file, 0, &p, why, sizeof why, note, sizeof note) != TKR_LIVE) {
+        fprintf(stderr, "txkit report: %s: %s\n", file, why);
+        return 1;
+    }
+    if (note[0])
+        fprintf(stderr, "txkit report: %s: note: %s\n", file, note);
+    const struct tkr_proc *procs[1] = {&p};
+    struct st_report rep;
+    memset(&rep, 0, sizeof rep);
+    if (st_build(&rep, procs, 1, NULL, 0, NULL) != 0) {
+        fprintf(stderr, "txkit report: out of memory\n");
+        rc = 1;
+    } else {
+        rep.path = file;
+        struct st_print_opts po = {"report", 1, o.top};
+        if (o.json)
+            st_print_json(stdout, &rep, &po);
+        else
+            st_print_text(stdout, &rep, &po);
+    }
+    st_report_free(&rep);
+    tkr_proc_free(&p);
+    return rc;
+}
