@@ -372,5 +372,6 @@ TK_HIDDEN void tk_spin_pause(unsigned iterations);
 
 TK_HIDDEN void tk_stats_at_exit(void);
 TK_HIDDEN double tk_ns_per_tick(void);
+TK_HIDDEN void tk_calibrate_maybe(void);
 
 #endif /* TK_INTERNAL_H */

@@ -44,6 +44,16 @@ double tk_ns_per_tick(void) {
     return ns_per_tick;
 }
 
+/* Publish the calibration for readers (txkit stat) as soon as it can be had
+ * without waiting: 10 ms after start-up. Called now and then by transactions. */
+void tk_calibrate_maybe(void) {
+    static int done;
+    if (__atomic_load_n(&done, __ATOMIC_RELAXED) || now_ns() - base_ns < 10000000)
+        return;
+    tk_seg_set_ns_per_tick(tk_ns_per_tick());
+    __atomic_store_n(&done, 1, __ATOMIC_RELAXED);
+}
+
 static const char *const cause_names[TXKIT_NCAUSES] = {
     "conflict", "capacity", "explicit", "nested", "unsupported",
     "locked", "irrevocable", "injected", "other",

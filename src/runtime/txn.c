@@ -233,7 +233,7 @@ static bool time_attempt(tk_thread *t, const struct tk_method *m) {
 void tk_run_attempts(tk_thread *t) {
     for (;;) {
         const struct tk_method *m = choose_method(t);
-        if (t->ctl.attempts > 0) {
+        if (t->ctl.attempts > 0 && !tk_cfg.stats_off) {
             if (m == &tk_method_stm && t->ctl.m == &tk_method_htm && !t->ctl.fell_htm) {
                 t->ctl.fell_htm = 1;
                 TK_COUNT(t->cnt->htm_to_stm, 1);
@@ -274,7 +274,8 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site) {
     if (TXKIT_UNLIKELY(!t->slot)) /* a fork's child: a segment of its own */
         tk_seg_thread_attach(t);
     t->cnt = t->row + idx;
-    t->ntx++;
+    if (TXKIT_UNLIKELY((++t->ntx & 4095) == 1))
+        tk_calibrate_maybe(); /* cold: the first and every 4096th transaction */
     if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
         TK_COUNT(t->cnt->transactions, 1);
         __atomic_store_n(&t->slot->cur_site, idx + 1, __ATOMIC_RELAXED);

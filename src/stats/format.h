@@ -63,8 +63,8 @@ struct tks_counters {
     uint64_t inside_hist[TKS_HIST];
     uint64_t inside_max;
     uint64_t explicit_code;               /* last foreign _xabort code */
-    uint64_t reserved[9];
-}; /* 64 x 8 bytes */
+    uint64_t reserved[4];
+}; /* 64 x 8 = 512 bytes */
 
 enum tks_thread_state { TKS_FREE = 0, TKS_LIVE = 1, TKS_EXITED = 2 };
 

@@ -30,6 +30,9 @@ static size_t seg_size;
 static int seg_fd = -1;
 static char seg_path[256];
 static unsigned threads_seen;        /* threads that ever ran a transaction */
+/* Our own copies of the header's counts: the shared header can be written by
+ * any process of the user, so the writer never trusts what it reads back. */
+static unsigned my_nsites, my_nthreads;
 
 /* Parts start on page boundaries: every thread slot then sits in a cache line
  * of its own (its owner writes it on every transaction), and rows too. */
@@ -86,8 +89,8 @@ static void read_cmdline(char *dst, size_t len) {
     dst[n] = '\0';
 }
 
+/* Everything but the magic, which the caller writes last. */
 static void fill_header(struct tks_header *h, size_t size) {
-    memcpy(h->magic, TKS_MAGIC, 8);
     h->version = TKS_VERSION;
     h->header_size = sizeof *h;
     h->counters_size = sizeof(struct tks_counters);
@@ -105,8 +108,8 @@ static void fill_header(struct tks_header *h, size_t size) {
     h->sites_offset = sites_off();
     h->matrix_offset = matrix_off();
     h->file_size = size;
-    h->nthreads = 1; /* slot 0: threads that exited, added up */
-    h->nsites = 1;   /* site 0: sites beyond TKS_MAX_SITES */
+    h->nthreads = my_nthreads = 1; /* slot 0: threads that exited, added up */
+    h->nsites = my_nsites = 1;     /* site 0: sites beyond TKS_MAX_SITES */
     struct tks_site *other = (struct tks_site *)((char *)h + h->sites_offset);
     snprintf(other->file, sizeof other->file, "(other sites)");
     other->state = 1;
@@ -164,8 +167,11 @@ static void clean_dead(const char *dir) {
     closedir(d);
 }
 
+/* Build the file under a temporary name (locked, sized, header filled, the
+ * magic written last) and rename it into place, so no reader or cleaner ever
+ * sees an unlocked or half-made <pid>.seg. */
 static int create_shared(size_t size, char *why, size_t wlen) {
-    char dir[200];
+    char dir[200], tmp[300];
     if (tk_seg_dir(dir, sizeof dir) != 0) {
         snprintf(why, wlen, "TXKIT_STATS_DIR is too long");
         return -1;
@@ -174,27 +180,34 @@ static int create_shared(size_t size, char *why, size_t wlen) {
         return -1;
     clean_dead(dir);
     snprintf(seg_path, sizeof seg_path, "%s/%ld.seg", dir, (long)getpid());
-    /* A file of that name belongs to a dead process whose pid we reuse. */
-    unlink(seg_path);
-    int fd = open(seg_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    snprintf(tmp, sizeof tmp, "%s/.%ld.tmp", dir, (long)getpid());
+    unlink(tmp);
+    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-        snprintf(why, wlen, "cannot create %s: %s", seg_path, strerror(errno));
+        snprintf(why, wlen, "cannot create %s: %s", tmp, strerror(errno));
         return -1;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || ftruncate(fd, (off_t)size) != 0) {
-        snprintf(why, wlen, "cannot set up %s: %s", seg_path, strerror(errno));
+    void *p = MAP_FAILED;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || ftruncate(fd, (off_t)size) != 0 ||
+        (p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        snprintf(why, wlen, "cannot set up %s: %s", tmp, strerror(errno));
         close(fd);
-        unlink(seg_path);
-        return -1;
-    }
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        snprintf(why, wlen, "cannot map %s: %s", seg_path, strerror(errno));
-        close(fd);
-        unlink(seg_path);
+        unlink(tmp);
         return -1;
     }
     seg = p;
+    fill_header(seg, size);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy(seg->magic, TKS_MAGIC, 8);
+    /* A file of that name belongs to a dead process whose pid we reuse. */
+    if (rename(tmp, seg_path) != 0) {
+        snprintf(why, wlen, "cannot rename %s to %s: %s", tmp, seg_path, strerror(errno));
+        munmap(p, size);
+        seg = NULL;
+        close(fd);
+        unlink(tmp);
+        return -1;
+    }
     seg_fd = fd;
     return 0;
 }
@@ -212,12 +225,13 @@ static void seg_create(void) {
             TK_FATAL("cannot map %zu bytes for statistics", size);
         seg = p;
         seg_path[0] = '\0';
+        fill_header(seg, size);
+        memcpy(seg->magic, TKS_MAGIC, 8);
         if (publish)
             fprintf(stderr, "txkit: statistics not published (txkit stat cannot see this process): %s\n",
                     why);
     }
     seg_size = size;
-    fill_header(seg, size);
 }
 
 void tk_seg_thread_attach(tk_thread *t) {
@@ -237,8 +251,10 @@ void tk_seg_thread_attach(tk_thread *t) {
     th[slot].tid = (uint32_t)gettid();
     th[slot].cur_site = 0;
     __atomic_store_n(&th[slot].state, TKS_LIVE, __ATOMIC_RELEASE);
-    if (slot >= seg->nthreads)
-        __atomic_store_n(&seg->nthreads, slot + 1, __ATOMIC_RELEASE);
+    if (slot >= my_nthreads) {
+        my_nthreads = slot + 1;
+        __atomic_store_n(&seg->nthreads, my_nthreads, __ATOMIC_RELEASE);
+    }
     threads_seen++;
     pthread_mutex_unlock(&seg_lock);
     t->slot = &th[slot];
@@ -261,27 +277,26 @@ static void add_counters(struct tks_counters *dst, const struct tks_counters *sr
     dst->explicit_code = c ? c : old_code;
 }
 
-/* Fold an exiting thread's row into slot 0 and free its slot. */
+/* Fold an exiting thread's row into slot 0 and free its slot, as one update
+ * for readers: slot 0's seq stays odd until the row is zeroed and free. */
 void tk_seg_thread_detach(tk_thread *t) {
     if (!t->slot)
         return;
     pthread_mutex_lock(&seg_lock);
     struct tks_thread *th = tk_seg_threads();
     struct tks_counters *retired = tk_seg_row(0);
-    unsigned nsites = seg->nsites;
-    th[0].seq++;
+    unsigned nsites = my_nsites;
+    __atomic_store_n(&th[0].seq, th[0].seq + 1, __ATOMIC_RELAXED);
+    t->slot->seq++;
     __atomic_thread_fence(__ATOMIC_RELEASE);
     for (unsigned s = 0; s < nsites; s++)
         add_counters(&retired[s], &t->row[s]);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    th[0].seq++;
-    t->slot->seq++;
-    __atomic_thread_fence(__ATOMIC_RELEASE);
     memset(t->row, 0, nsites * sizeof *t->row);
+    t->slot->cur_site = 0;
+    __atomic_store_n(&t->slot->state, TKS_FREE, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     t->slot->seq++;
-    t->slot->cur_site = 0;
-    __atomic_store_n(&t->slot->state, TKS_FREE, __ATOMIC_RELEASE);
+    __atomic_store_n(&th[0].seq, th[0].seq + 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&seg_lock);
     t->slot = NULL;
     t->row = t->cnt = NULL;
@@ -292,7 +307,7 @@ unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file, con
     pthread_mutex_lock(&seg_lock);
     if (!seg)
         seg_create();
-    unsigned idx = seg->nsites;
+    unsigned idx = my_nsites;
     if (idx >= TKS_MAX_SITES) {
         pthread_mutex_unlock(&seg_lock);
         return TKS_SITE_OTHER;
@@ -304,7 +319,8 @@ unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file, con
     snprintf(s->file, sizeof s->file, "%s", file ? file : "?");
     snprintf(s->func, sizeof s->func, "%s", func ? func : "?");
     __atomic_store_n(&s->state, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&seg->nsites, idx + 1, __ATOMIC_RELEASE);
+    my_nsites = idx + 1;
+    __atomic_store_n(&seg->nsites, my_nsites, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&seg_lock);
     return idx;
 }
@@ -317,7 +333,7 @@ void tk_seg_sum(struct tks_counters *out, unsigned *threads) {
     if (seg) {
         struct tks_thread *th = tk_seg_threads();
         struct tks_site *sites = seg_sites();
-        unsigned nthreads = seg->nthreads, nsites = seg->nsites;
+        unsigned nthreads = my_nthreads, nsites = my_nsites;
         for (unsigned i = 0; i < nthreads; i++) {
             if (i != 0 && th[i].state != TKS_LIVE)
                 continue;
@@ -332,8 +348,10 @@ void tk_seg_sum(struct tks_counters *out, unsigned *threads) {
 }
 
 void tk_seg_set_ns_per_tick(double v) {
+    pthread_mutex_lock(&seg_lock);
     if (seg)
         seg->ns_per_tick = v;
+    pthread_mutex_unlock(&seg_lock);
 }
 
 /* fork(): the child must not write into the parent's segment. Its threads are
@@ -373,7 +391,7 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
         snprintf(why, wlen, "no transaction ran");
         return -1;
     }
-    unsigned nsites = seg->nsites, nthreads = seg->nthreads;
+    unsigned nsites = my_nsites, nthreads = my_nthreads;
     struct tks_header h = *seg;
     h.max_threads = 1;
     h.max_sites = nsites;
@@ -383,8 +401,8 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
     h.sites_offset = h.threads_offset + sizeof(struct tks_thread);
     h.matrix_offset = h.sites_offset + nsites * sizeof(struct tks_site);
     h.file_size = h.matrix_offset + nsites * sizeof(struct tks_counters);
-    struct tks_thread th = {.state = TKS_EXITED, .tid = (uint32_t)h.pid};
-    th.tid = threads_seen; /* in a dump: how many threads ran transactions */
+    /* in a dump, tid says how many threads ran transactions */
+    struct tks_thread th = {.state = TKS_EXITED, .tid = threads_seen};
     struct tks_counters *sum = calloc(nsites, sizeof *sum);
     if (!sum) {
         pthread_mutex_unlock(&seg_lock);
