@@ -16,9 +16,10 @@ static void usage(FILE *f) {
             "usage: txkit COMMAND\n"
             "commands:\n"
             "  info       version, RTM support and why, default method, thread count\n"
-            "  run [--method M] [--stats[=FILE]] -- CMD [ARGS...]\n"
+            "  run [--method M] [--stats[=FILE]] [--no-elide] -- CMD [ARGS...]\n"
             "             run CMD on txkit: gcc -fgnu-tm code binds to txkit's libitm\n"
-            "             drop-in instead of GCC's libitm\n"
+            "             drop-in instead of GCC's libitm, and its pthread mutexes are\n"
+            "             elided (LD_PRELOAD=libtxkit-preload.so; not with --no-elide)\n"
             "  stat [-p PID,...] [-n NAME] [--sites] [--json] [INTERVAL [COUNT]]\n"
             "             statistics of this user's running txkit processes, like vmstat\n"
             "  report [--json] FILE\n"
@@ -107,8 +108,32 @@ static int dropin_dir(char *buf, size_t len) {
     return access(buf, F_OK) == 0 ? 0 : -1;
 }
 
+/* The mutex-eliding preload library: next to the drop-in directory, both once
+ * installed (LIB/libtxkit-preload.so) and in the build tree (build/lib). */
+static int preload_lib(const char *dropin, char *buf, size_t len) {
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/../libtxkit-preload.so", dropin);
+    if (!realpath(p, buf) || strlen(buf) >= len)
+        return -1;
+    return access(buf, R_OK) == 0 ? 0 : -1;
+}
+
+/* Put lib first in LD_PRELOAD (kept: whatever was there). */
+static int add_preload(const char *lib) {
+    const char *old = getenv("LD_PRELOAD");
+    size_t need = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
+    char *v = malloc(need);
+    if (!v)
+        return -1;
+    snprintf(v, need, "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "");
+    setenv("LD_PRELOAD", v, 1);
+    free(v);
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv) {
     const char *method = NULL, *stats = NULL;
+    int elide = 1;
     int i = 2;
     for (; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
@@ -122,6 +147,8 @@ static int cmd_run(int argc, char **argv) {
             stats = "1";
         } else if (strncmp(argv[i], "--stats=", 8) == 0) {
             stats = argv[i] + 8;
+        } else if (strcmp(argv[i], "--no-elide") == 0) {
+            elide = 0;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "txkit run: unknown option '%s'\n", argv[i]);
             usage(stderr);
@@ -162,6 +189,16 @@ static int cmd_run(int argc, char **argv) {
     snprintf(path, need, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
     setenv("LD_LIBRARY_PATH", path, 1);
     free(path);
+    if (elide) {
+        char lib[PATH_MAX];
+        if (preload_lib(dir, lib, sizeof lib) != 0)
+            fprintf(stderr, "txkit run: libtxkit-preload.so is not installed next to %s: "
+                            "mutexes are not elided\n", dir);
+        else if (add_preload(lib) != 0) {
+            perror("txkit run");
+            return 2;
+        }
+    }
     /* A lazy PLT slot resolved inside a hardware transaction aborts it every
      * time (RTM-FACTS): bind everything at load. */
     setenv("LD_BIND_NOW", "1", 0);

@@ -1,0 +1,553 @@
+/* elide.c - eliding the pthread mutexes of an unmodified program.
+ *
+ * The LD_PRELOAD library libtxkit-preload.so (src/preload/preload.c) defines
+ * pthread_mutex_lock & co. and calls the _txkit_mutex_* hooks here with the
+ * real (glibc) function. A default-type mutex section runs like a cx
+ * optimistic section: an RTM transaction that has read the mutex's lock word
+ * (glibc's __data.__lock) and found it 0. The fallback is the real
+ * pthread_mutex_lock, whose write of the lock word aborts every section
+ * speculating on it. Threads that find the mutex held wait outside any
+ * transaction, then try again. Recursive, errorcheck, adaptive, robust, PI
+ * and PP mutexes go straight to the real functions (exact glibc semantics).
+ *
+ * glibc 2.36, x86-64: __data.__lock is the int at offset 0, __data.__kind the
+ * int at offset 16; type in bits 0-1 (normal 0, recursive 1, errorcheck 2,
+ * adaptive 3), robust 16, PI 32, PP 64 (bit 128 is process-shared, 256/512
+ * glibc's own elision hints: both fine to elide). Default = kind & 0x7f == 0.
+ *
+ * Per-mutex state (statistics site, adaptive skip counter, window) lives in
+ * a fixed open-addressing table keyed by the mutex address, not in glibc's
+ * __data.__elision: that field belongs to glibc when its own elision is on
+ * (GLIBC_TUNABLES=glibc.elision.enable=1), and the table needs no knowledge
+ * of it. Entries are never removed: a destroyed mutex whose memory is reused
+ * for another mutex shares its statistics. When the table (4096 mutexes) or
+ * the site table (TKS_MAX_SITES) is full, further mutexes are elided all the
+ * same but not counted.
+ *
+ * Calls made by libtxkit itself (its own internal mutexes, which the preload
+ * interposes too) go straight to the real functions: the statistics code
+ * takes mutexes, and thread exit must not re-attach a statistics slot.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <immintrin.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/internal.h"
+
+#define EL_API __attribute__((visibility("default")))
+
+struct tks_counters *tk_seg_row(unsigned slot) TK_HIDDEN; /* stats/segment.c */
+
+/* glibc 2.36 pthread_mutex_t, x86-64 (sysdeps/x86/nptl/bits/struct_mutex.h) */
+#define EL_KIND_NONDEFAULT 0x7f /* type bits 0-1, robust 16, PI 32, PP 64 */
+static inline int mutex_kind(const pthread_mutex_t *m) {
+    return __atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED);
+}
+static inline int mutex_word(const pthread_mutex_t *m) {
+    return *(const volatile int *)&m->__data.__lock;
+}
+static inline bool elidable(const pthread_mutex_t *m) {
+    return (mutex_kind(m) & EL_KIND_NONDEFAULT) == 0;
+}
+
+/* Explicit abort codes (next to cx.c's 0xe1/0xe2 and txkit's 0xf*). */
+#define EL_XCODE_BUSY 0xe3      /* the mutex was held for real */
+#define EL_XCODE_EXCLUSIVE 0xe4 /* cond_wait, trylock, foreign unlock...: redo for real */
+
+/* Policy: cx_policy_default's values. */
+#define EL_HTM_TRIES 3u
+#define EL_WINDOW 64u
+#define EL_EXCLUSIVE_PCT 50u
+#define EL_QUIET 512u
+#define EL_WAIT_SPINS 2000u /* spins outside a transaction for a held mutex ... */
+#define EL_BUSY_TRIES 16u   /* ... and how often, before sleeping in the real lock */
+#define EL_MAX_NESTED 8u
+
+/* ------------------------------------------------------ per-mutex table */
+
+#define EL_TAB_BITS 12
+#define EL_TAB_SIZE (1u << EL_TAB_BITS)
+#define EL_PROBES 32u
+#define EL_NOSITE UINT32_MAX /* no statistics for this mutex (sites full) */
+
+struct el_ent {
+    uintptr_t key;  /* mutex address, 0 = free slot */
+    uint32_t site;  /* site index + 1; 0 while being registered; EL_NOSITE */
+    uint32_t skip;  /* entries left without trying optimistically */
+    uint32_t win_n, win_x; /* adaptation window: entries, exclusive ones */
+};
+static struct el_ent tab[EL_TAB_SIZE];
+/* "symbol+0x1c (object)" of the first acquisition, per statistics site. */
+static char site_names[TKS_MAX_SITES][112];
+
+/* libtxkit's own code: calls from there are not the program's. */
+static uintptr_t self_lo, self_hi;
+
+/* Per-thread elision state: the flattened optimistic section. */
+struct el_tls {
+    unsigned depth;                         /* elided mutexes held (0: none) */
+    pthread_mutex_t *held[EL_MAX_NESTED];   /* which (in a section) */
+    struct el_ent *ent;                     /* the outermost one's entry */
+    struct tks_counters *cnt;               /* ... and its counters */
+    unsigned tries;
+};
+static __thread struct el_tls el;
+
+static void name_site(char *buf, size_t len, void *caller) {
+    Dl_info info;
+    if (caller && dladdr(caller, &info) && info.dli_fname) {
+        const char *obj = strrchr(info.dli_fname, '/');
+        obj = obj ? obj + 1 : info.dli_fname;
+        if (info.dli_sname)
+            snprintf(buf, len, "%s+%#lx (%s)", info.dli_sname,
+                     (unsigned long)((uintptr_t)caller - (uintptr_t)info.dli_saddr), obj);
+        else
+            snprintf(buf, len, "%#lx (%s)",
+                     (unsigned long)((uintptr_t)caller - (uintptr_t)info.dli_fbase), obj);
+    } else {
+        snprintf(buf, len, "?");
+    }
+}
+
+static void register_site(struct el_ent *e, pthread_mutex_t *m, void *caller) {
+    Dl_info info;
+    char func[80] = "?";
+    const char *file = "?";
+    if (caller && dladdr(caller, &info) && info.dli_fname) {
+        file = info.dli_fname;
+        if (info.dli_sname)
+            snprintf(func, sizeof func, "%s+%#lx", info.dli_sname,
+                     (unsigned long)((uintptr_t)caller - (uintptr_t)info.dli_saddr));
+        else
+            snprintf(func, sizeof func, "%#lx",
+                     (unsigned long)((uintptr_t)caller - (uintptr_t)info.dli_fbase));
+    }
+    unsigned idx = tk_seg_site_register(TKS_SITE_LOCK, (uint64_t)(uintptr_t)m, file, func, 0);
+    uint32_t s = EL_NOSITE;
+    if (idx != TKS_SITE_OTHER && idx < TKS_MAX_SITES) {
+        name_site(site_names[idx], sizeof site_names[idx], caller);
+        s = idx + 1;
+    }
+    __atomic_store_n(&e->site, s, __ATOMIC_RELEASE);
+}
+
+/* The mutex's entry, made (and its site registered) at its first lock; NULL
+ * when the table is full around its slot. */
+static struct el_ent *lookup(pthread_mutex_t *m, void *caller) {
+    uintptr_t k = (uintptr_t)m;
+    unsigned h = (unsigned)((k * 0x9e3779b97f4a7c15ull) >> (64 - EL_TAB_BITS));
+    for (unsigned i = 0; i < EL_PROBES; i++, h = (h + 1) & (EL_TAB_SIZE - 1)) {
+        uintptr_t cur = __atomic_load_n(&tab[h].key, __ATOMIC_ACQUIRE);
+        if (TXKIT_LIKELY(cur == k))
+            return &tab[h];
+        if (cur == 0) {
+            if (__atomic_compare_exchange_n(&tab[h].key, &cur, k, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+                register_site(&tab[h], m, caller);
+                return &tab[h];
+            }
+            if (cur == k)
+                return &tab[h];
+        }
+    }
+    return NULL;
+}
+
+/* This thread's counters for the entry, NULL when not counted. */
+static struct tks_counters *counters_of(struct el_ent *e) {
+    if (!e || TXKIT_UNLIKELY(tk_cfg.stats_off))
+        return NULL;
+    uint32_t s = __atomic_load_n(&e->site, __ATOMIC_ACQUIRE);
+    /* Another thread is registering it (the first registration also makes
+     * the segment): wait, so that no entry goes uncounted. */
+    while (TXKIT_UNLIKELY(s == 0)) {
+        sched_yield();
+        s = __atomic_load_n(&e->site, __ATOMIC_ACQUIRE);
+    }
+    if (s == EL_NOSITE)
+        return NULL;
+    tk_thread *t = tk_self();
+    if (TXKIT_UNLIKELY(!t->slot))
+        tk_seg_thread_attach(t);
+    return t->row + (s - 1);
+}
+
+/* A section that ran (or runs) holding the mutex for real. */
+static void count_exclusive(struct tks_counters *c, unsigned tries) {
+    if (!c)
+        return;
+    tk_thread *t = tk_cur;
+    tk_stats_open(t);
+    TK_COUNT(c->transactions, 1);
+    TK_COUNT(c->commits[TXKIT_SERIAL], 1);
+    TK_COUNT(c->retries_hist[tries < 3 ? tries : 3], 1);
+    tk_stats_close(t);
+}
+
+static void count_optimistic(struct tks_counters *c, unsigned tries) {
+    if (!c)
+        return;
+    tk_thread *t = tk_cur;
+    tk_stats_open(t);
+    TK_COUNT(c->transactions, 1);
+    TK_COUNT(c->commits[TXKIT_HTM], 1);
+    TK_COUNT(c->retries_hist[tries < 3 ? tries : 3], 1);
+    tk_stats_close(t);
+}
+
+static void count_abort(struct tks_counters *c, int cause, int to_exclusive) {
+    if (!c)
+        return;
+    tk_thread *t = tk_cur;
+    tk_stats_open(t);
+    TK_COUNT(c->aborts[TXKIT_HTM], 1);
+    TK_COUNT(c->aborts_by_cause[cause], 1);
+    if (to_exclusive)
+        TK_COUNT(c->to_serial, 1);
+    if (cause == TXKIT_CAUSE_UNSUPPORTED || cause == TXKIT_CAUSE_IRREVOCABLE)
+        TK_COUNT(c->irrevocable, 1); /* needed the mutex for a system call */
+    tk_stats_close(t);
+}
+
+/* ------------------------------------------------------ adaptive policy */
+
+static bool try_optimistic(struct el_ent *e) {
+    if (!tk_g.hybrid || !e || _txkit_tls.depth > 0)
+        return false;
+    uint32_t skip = __atomic_load_n(&e->skip, __ATOMIC_RELAXED);
+    if (skip) {
+        __atomic_store_n(&e->skip, skip - 1, __ATOMIC_RELAXED);
+        return false;
+    }
+    return true;
+}
+
+static void adapt(struct el_ent *e, int ended_exclusive) {
+    if (!e)
+        return;
+    uint32_t n = __atomic_load_n(&e->win_n, __ATOMIC_RELAXED) + 1;
+    uint32_t x = __atomic_load_n(&e->win_x, __ATOMIC_RELAXED) + (ended_exclusive != 0);
+    if (n >= EL_WINDOW) {
+        if (x * 100 > n * EL_EXCLUSIVE_PCT)
+            __atomic_store_n(&e->skip, EL_QUIET, __ATOMIC_RELAXED);
+        n = x = 0;
+    }
+    __atomic_store_n(&e->win_n, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->win_x, x, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------- hardware sections */
+
+__attribute__((target("rtm"), noinline)) static int spec_begin(pthread_mutex_t *m) {
+    unsigned status = _xbegin();
+    if (status == _XBEGIN_STARTED) {
+        if (mutex_word(m) != 0)
+            _xabort(EL_XCODE_BUSY);
+        return -1;
+    }
+    return (int)status;
+}
+
+__attribute__((target("rtm"))) static void spec_end(void) { _xend(); }
+
+__attribute__((target("rtm"), noreturn)) static void spec_abort_exclusive(void) {
+    _xabort(EL_XCODE_EXCLUSIVE);
+    __builtin_unreachable();
+}
+
+__attribute__((target("rtm"), noreturn)) static void spec_abort_busy(void) {
+    _xabort(EL_XCODE_BUSY);
+    __builtin_unreachable();
+}
+
+static int classify(unsigned status, int *hopeless) {
+    *hopeless = 0;
+    if (status & TK_XA_EXPLICIT) {
+        unsigned code = TK_XA_CODE(status);
+        if (code == EL_XCODE_BUSY)
+            return TXKIT_CAUSE_LOCKED;
+        *hopeless = 1;
+        return code == EL_XCODE_EXCLUSIVE ? TXKIT_CAUSE_IRREVOCABLE : TXKIT_CAUSE_EXPLICIT;
+    }
+    if (status & TK_XA_CAPACITY) {
+        *hopeless = 1;
+        return TXKIT_CAUSE_CAPACITY;
+    }
+    if (status & TK_XA_CONFLICT)
+        return TXKIT_CAUSE_CONFLICT;
+    if (status & TK_XA_NESTED) {
+        *hopeless = 1;
+        return TXKIT_CAUSE_NESTED;
+    }
+    if (status & (TK_XA_RETRY | TK_XA_DEBUG))
+        return TXKIT_CAUSE_OTHER;
+    *hopeless = 1; /* 0x0: system call, fault - only the real lock helps */
+    return TXKIT_CAUSE_UNSUPPORTED;
+}
+
+/* Wait, outside any transaction, for the mutex to look free; false if it
+ * stays held (then sleeping in the real lock is better). */
+static bool wait_free(const pthread_mutex_t *m) {
+    for (unsigned spins = 0; mutex_word(m) != 0; spins++) {
+        if (spins >= EL_WAIT_SPINS)
+            return false;
+        tk_cpu_relax();
+    }
+    return true;
+}
+
+/* Try to run the section in hardware: true when it runs (el is set up). */
+static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, unsigned *tries) {
+    unsigned busy = 0;
+    *tries = 0;
+    for (;;) {
+        if (!wait_free(m))
+            return false;
+        int status = spec_begin(m);
+        if (status < 0) {
+            el.depth = 1;
+            el.held[0] = m;
+            el.ent = e;
+            el.cnt = c;
+            el.tries = *tries;
+            return true; /* the section runs in hardware */
+        }
+        int hopeless;
+        int cause = classify((unsigned)status, &hopeless);
+        if (cause == TXKIT_CAUSE_LOCKED) { /* held for real: wait outside, again */
+            count_abort(c, cause, busy + 1 >= EL_BUSY_TRIES);
+            if (++busy >= EL_BUSY_TRIES)
+                return false;
+            continue;
+        }
+        ++*tries;
+        bool give_up = hopeless || *tries >= EL_HTM_TRIES;
+        count_abort(c, cause, give_up);
+        if (give_up)
+            return false;
+        if (cause == TXKIT_CAUSE_CONFLICT)
+            tk_spin_pause((unsigned)(tk_rand(tk_self()) % (64u << *tries)));
+    }
+}
+
+static inline bool from_self(void *caller) {
+    uintptr_t a = (uintptr_t)caller;
+    return a >= self_lo && a < self_hi;
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    uintptr_t me = (uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
+        if (me >= lo && me < hi) {
+            self_lo = lo;
+            self_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void fork_child(void) {
+    /* The child has a fresh statistics segment: its sites are new too. */
+    memset(tab, 0, sizeof tab);
+}
+
+__attribute__((constructor(101))) static void elide_init(void) {
+    dl_iterate_phdr(find_self, (void *)(uintptr_t)&elide_init);
+    pthread_atfork(NULL, NULL, fork_child);
+}
+
+/* ------------------------------------------------------------- the hooks */
+
+/* The entry of pthread_mutex_lock: true when elided; otherwise the caller
+ * locks for real and counts it in cnt, with tries hardware attempts. */
+static bool enter_elided(pthread_mutex_t *m, void *caller, struct el_ent **ent,
+                         struct tks_counters **cnt, unsigned *tries) {
+    *tries = 0;
+    *ent = TXKIT_UNLIKELY(tk_cfg.stats_off) && !tk_g.hybrid ? NULL : lookup(m, caller);
+    *cnt = counters_of(*ent);
+    return try_optimistic(*ent) && elide(m, *ent, *cnt, tries);
+}
+
+/* Inside an optimistic section: flatten, or abort it. */
+static void nested_lock(pthread_mutex_t *m) {
+    for (unsigned i = 0; i < el.depth; i++)
+        if (el.held[i] == m)
+            spec_abort_exclusive(); /* relock: let the real mutex decide */
+    if (el.depth >= EL_MAX_NESTED)
+        spec_abort_exclusive();
+    if (mutex_word(m) != 0)
+        spec_abort_busy();
+    el.held[el.depth++] = m;
+}
+
+EL_API int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+    if (!elidable(m) || from_self(caller))
+        return real(m);
+    if (el.depth) {
+        nested_lock(m);
+        return 0;
+    }
+    struct el_ent *e;
+    struct tks_counters *c;
+    unsigned tries;
+    if (enter_elided(m, caller, &e, &c, &tries))
+        return 0;
+    int rc = real(m);
+    if (rc == 0) {
+        count_exclusive(c, tries);
+        if (tk_g.hybrid)
+            adapt(e, 1);
+    }
+    return rc;
+}
+
+EL_API int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime,
+                                  int (*real)(pthread_mutex_t *, const struct timespec *),
+                                  void *caller) {
+    if (!elidable(m) || from_self(caller))
+        return real(m, abstime);
+    if (el.depth)
+        spec_abort_exclusive(); /* may have to sleep: a section cannot */
+    struct el_ent *e = TXKIT_UNLIKELY(tk_cfg.stats_off) ? NULL : lookup(m, caller);
+    int rc = real(m, abstime);
+    if (rc == 0)
+        count_exclusive(counters_of(e), 0);
+    return rc;
+}
+
+EL_API int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+    if (!elidable(m) || from_self(caller))
+        return real(m);
+    if (el.depth)
+        spec_abort_exclusive(); /* its EBUSY must be the real mutex's answer */
+    struct el_ent *e = TXKIT_UNLIKELY(tk_cfg.stats_off) ? NULL : lookup(m, caller);
+    int rc = real(m);
+    if (rc == 0)
+        count_exclusive(counters_of(e), 0);
+    return rc;
+}
+
+EL_API int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+    if (TXKIT_LIKELY(el.depth == 0) || from_self(caller) || !elidable(m))
+        return real(m); /* also an unlocked mutex: glibc's answer */
+    unsigned i = el.depth;
+    while (i-- > 0)
+        if (el.held[i] == m)
+            break;
+    if (i == UINT32_MAX)
+        spec_abort_exclusive(); /* not elided by us: redo everything for real */
+    el.held[i] = el.held[--el.depth];
+    if (el.depth == 0) {
+        spec_end();
+        count_optimistic(el.cnt, el.tries);
+        adapt(el.ent, 0);
+        el.ent = NULL;
+        el.cnt = NULL;
+    }
+    return 0;
+}
+
+EL_API int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m,
+                            int (*real)(pthread_cond_t *, pthread_mutex_t *)) {
+    if (el.depth)
+        spec_abort_exclusive(); /* restarts holding the real mutex */
+    return real(cv, m);
+}
+
+EL_API int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
+                                 const struct timespec *abstime,
+                                 int (*real)(pthread_cond_t *, pthread_mutex_t *,
+                                             const struct timespec *)) {
+    if (el.depth)
+        spec_abort_exclusive();
+    return real(cv, m, abstime);
+}
+
+/* ------------------------------------------------------- exit summary */
+
+struct el_line {
+    uint32_t site;
+    uint64_t key;
+    struct tks_counters c;
+};
+
+static int by_entries(const void *a, const void *b) {
+    const struct el_line *x = a, *y = b;
+    return x->c.transactions < y->c.transactions ? 1 : x->c.transactions > y->c.transactions ? -1 : 0;
+}
+
+static double pct(uint64_t n, uint64_t d) { return d ? 100.0 * (double)n / (double)d : 0.0; }
+
+/* The per-mutex lines of the exit summary (TXKIT_STATS=1, stderr); called by
+ * the preload library's destructor. With TXKIT_STATS=FILE the dump already
+ * holds these sites (see txkit report). */
+EL_API void _txkit_elide_report(void) {
+    if (!tk_cfg.stats_at_exit || tk_cfg.stats_path[0] || tk_cfg.stats_off)
+        return;
+    unsigned n = 0;
+    for (unsigned i = 0; i < EL_TAB_SIZE; i++) {
+        uint32_t s = __atomic_load_n(&tab[i].site, __ATOMIC_ACQUIRE);
+        n += __atomic_load_n(&tab[i].key, __ATOMIC_ACQUIRE) && s && s != EL_NOSITE;
+    }
+    FILE *f = stderr;
+    fprintf(f, "txkit elided mutexes: %u counted%s\n", n,
+            tk_g.hybrid ? "" : " (no RTM here: every section ran holding the mutex)");
+    if (!n)
+        return;
+    struct el_line *lines = calloc(n, sizeof *lines);
+    if (!lines)
+        return;
+    unsigned k = 0;
+    for (unsigned i = 0; i < EL_TAB_SIZE && k < n; i++) {
+        uint32_t s = __atomic_load_n(&tab[i].site, __ATOMIC_ACQUIRE);
+        if (!tab[i].key || !s || s == EL_NOSITE)
+            continue;
+        lines[k].site = s - 1;
+        lines[k].key = tab[i].key;
+        k++;
+    }
+    struct tks_thread *th = tk_seg_threads();
+    for (unsigned slot = 0; slot < TKS_MAX_THREADS; slot++) {
+        if (slot != 0 && __atomic_load_n(&th[slot].state, __ATOMIC_ACQUIRE) != TKS_LIVE)
+            continue;
+        const struct tks_counters *row = tk_seg_row(slot);
+        for (unsigned j = 0; j < k; j++) {
+            const uint64_t *src = (const uint64_t *)&row[lines[j].site];
+            uint64_t *dst = (uint64_t *)&lines[j].c;
+            for (size_t w = 0; w < sizeof(struct tks_counters) / sizeof(uint64_t); w++)
+                dst[w] += __atomic_load_n(&src[w], __ATOMIC_RELAXED);
+        }
+    }
+    qsort(lines, k, sizeof *lines, by_entries);
+    for (unsigned j = 0; j < k; j++) {
+        const struct tks_counters *c = &lines[j].c;
+        uint64_t aborts = 0;
+        for (int m = 0; m < TKS_NMETHODS; m++)
+            aborts += c->aborts[m];
+        fprintf(f, "  mutex %#llx first locked at %s\n", (unsigned long long)lines[j].key,
+                site_names[lines[j].site]);
+        fprintf(f, "    acquisitions %llu, optimistic %.1f%%, exclusive %.1f%% (for I/O %.1f%%), aborts %llu",
+                (unsigned long long)c->transactions, pct(c->commits[TXKIT_HTM], c->transactions),
+                pct(c->commits[TXKIT_SERIAL], c->transactions), pct(c->irrevocable, c->transactions),
+                (unsigned long long)aborts);
+        for (int cause = 0; cause < TXKIT_NCAUSES; cause++)
+            if (c->aborts_by_cause[cause])
+                fprintf(f, " %s %llu", txkit_cause_name(cause),
+                        (unsigned long long)c->aborts_by_cause[cause]);
+        fputc('\n', f);
+    }
+    free(lines);
+}

@@ -1,0 +1,95 @@
+/* preload.c - libtxkit-preload.so: elides the pthread mutexes of an
+ * unmodified program (LD_PRELOAD=.../libtxkit-preload.so, or `txkit run`).
+ *
+ * Only the interposers live here: each finds the real glibc function with
+ * dlsym(RTLD_NEXT) and hands it to libtxkit's hook (src/cx/elide.c), which
+ * decides whether the section runs as a hardware transaction or calls the
+ * real function. pthread_cond_wait/timedwait have two versions in glibc; we
+ * stand in for the current one (GLIBC_2.3.2) and call exactly that one.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef int (*mutex_fn)(pthread_mutex_t *);
+typedef int (*timedlock_fn)(pthread_mutex_t *, const struct timespec *);
+typedef int (*condwait_fn)(pthread_cond_t *, pthread_mutex_t *);
+typedef int (*condtimedwait_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+
+/* libtxkit (exported, private ABI) */
+int _txkit_mutex_lock(pthread_mutex_t *m, mutex_fn real, void *caller);
+int _txkit_mutex_trylock(pthread_mutex_t *m, mutex_fn real, void *caller);
+int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime, timedlock_fn real,
+                           void *caller);
+int _txkit_mutex_unlock(pthread_mutex_t *m, mutex_fn real, void *caller);
+int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, condwait_fn real);
+int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m, const struct timespec *abstime,
+                          condtimedwait_fn real);
+void _txkit_elide_report(void);
+
+static mutex_fn real_lock, real_trylock, real_unlock;
+static timedlock_fn real_timedlock;
+static condwait_fn real_cond_wait;
+static condtimedwait_fn real_cond_timedwait;
+
+static void *need(void *p, const char *name) {
+    if (!p) {
+        fprintf(stderr, "libtxkit-preload: cannot find the real %s\n", name);
+        abort();
+    }
+    return p;
+}
+
+/* Resolved before main (and again, idempotently, by a call that comes first,
+ * e.g. from another library's constructor). */
+__attribute__((constructor(101))) static void resolve(void) {
+    real_lock = (mutex_fn)need(dlsym(RTLD_NEXT, "pthread_mutex_lock"), "pthread_mutex_lock");
+    real_trylock = (mutex_fn)need(dlsym(RTLD_NEXT, "pthread_mutex_trylock"), "pthread_mutex_trylock");
+    real_unlock = (mutex_fn)need(dlsym(RTLD_NEXT, "pthread_mutex_unlock"), "pthread_mutex_unlock");
+    real_timedlock = (timedlock_fn)need(dlsym(RTLD_NEXT, "pthread_mutex_timedlock"),
+                                        "pthread_mutex_timedlock");
+    real_cond_wait = (condwait_fn)need(dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2"),
+                                       "pthread_cond_wait@GLIBC_2.3.2");
+    real_cond_timedwait = (condtimedwait_fn)need(
+        dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2"), "pthread_cond_timedwait@GLIBC_2.3.2");
+}
+
+#define READY(p)                                                                                   \
+    do {                                                                                           \
+        if (__builtin_expect(!__atomic_load_n(&(p), __ATOMIC_RELAXED), 0))                         \
+            resolve();                                                                             \
+    } while (0)
+
+__attribute__((destructor)) static void report(void) { _txkit_elide_report(); }
+
+int pthread_mutex_lock(pthread_mutex_t *m) {
+    READY(real_lock);
+    return _txkit_mutex_lock(m, real_lock, __builtin_return_address(0));
+}
+
+int pthread_mutex_trylock(pthread_mutex_t *m) {
+    READY(real_trylock);
+    return _txkit_mutex_trylock(m, real_trylock, __builtin_return_address(0));
+}
+
+int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime) {
+    READY(real_timedlock);
+    return _txkit_mutex_timedlock(m, abstime, real_timedlock, __builtin_return_address(0));
+}
+
+int pthread_mutex_unlock(pthread_mutex_t *m) {
+    READY(real_unlock);
+    return _txkit_mutex_unlock(m, real_unlock, __builtin_return_address(0));
+}
+
+int pthread_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m) {
+    READY(real_cond_wait);
+    return _txkit_cond_wait(cv, m, real_cond_wait);
+}
+
+int pthread_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m, const struct timespec *abstime) {
+    READY(real_cond_timedwait);
+    return _txkit_cond_timedwait(cv, m, abstime, real_cond_timedwait);
+}
