@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Install the Debian packages txkit needs, only those missing.
-#   scripts/deps.sh build      compiler, cmake, pkg-config
+#   scripts/deps.sh build      compiler, cmake, pkg-config, spin (model check)
 #   scripts/deps.sh demo       + gnuplot (PNG plots of the benchmarks)
 set -euo pipefail
-want=(build-essential cmake pkg-config)
+want=(build-essential cmake pkg-config spin)
 case "${1:-build}" in
   build) ;;
   demo) want+=(gnuplot-nox) ;;
