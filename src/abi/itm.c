@@ -146,6 +146,7 @@ static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
         cp->depth = depth + 1;
         cp->ulog_len = t->ulog.len;
         cp->allocs_len = t->allocs.len;
+        cp->captured_len = t->captured.len;
         cp->frees_len = t->frees.len;
         cp->handlers_len = t->handlers.len;
         cp->arena_len = t->arena.len;
@@ -237,6 +238,7 @@ static void rollback_to(tk_thread *t, tk_itm_cp *cp) {
     for (size_t i = cp->allocs_len; i < t->allocs.len; i++)
         free(TK_VEC_AT(&t->allocs, void *, i));
     t->allocs.len = cp->allocs_len;
+    t->captured.len = cp->captured_len;
     t->frees.len = cp->frees_len;
     /* undo actions registered by the cancelled part, newest first */
     for (size_t i = t->handlers.len; i-- > cp->handlers_len;) {
@@ -262,7 +264,9 @@ ITM_API void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
     if (t->ctl.m == &tk_method_htm)
         t->ctl.m->explicit_abort(t, outer ? -TK_XCODE_CANCEL_OUTER : -TK_XCODE_CANCEL_NESTED);
     if (outer) {
+        t->ctl.cancelling = 1; /* not a conflict: no backoff */
         tk_abort_attempt(t, TXKIT_CAUSE_EXPLICIT);
+        t->ctl.cancelling = 0;
         tk_irr_release(t);
         drop_checkpoints(t, 0);
         tk_longjmp(&t->ctl.jb, TK_A_ABORT | TK_A_RESTORE_LIVE);

@@ -34,7 +34,7 @@ typedef struct tk_itm_cp {
     tk_jmpbuf jb;
     unsigned depth;  /* nesting depth of the nested transaction itself */
     tk_vec wset;     /* copy of the write set (entries merge per word) */
-    size_t ulog_len, allocs_len, frees_len, handlers_len, arena_len;
+    size_t ulog_len, allocs_len, frees_len, handlers_len, arena_len, captured_len;
 } tk_itm_cp;
 
 #endif /* TK_ITM_H */

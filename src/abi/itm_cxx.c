@@ -55,40 +55,88 @@ static void register_commit(tx_handler_fn fn, void *arg) {
 
 /* ------------------------------------------------------------ exceptions */
 
-static void undo_allocate_exception(void *p) { __cxa_free_exception(p); }
-static void undo_begin_catch(void *p) {
-    (void)p;
-    __cxa_end_catch();
+/* Exceptions allocated by an attempt that aborts are freed, unless they were
+ * thrown (the C++ runtime owns them then, and frees them when caught) or
+ * freed already. One undo action per attempt frees those still live. */
+static void undo_exceptions(void *arg) {
+    (void)arg;
+    tk_thread *t = tk_cur;
+    for (size_t i = 0; i < t->excs.len; i++) {
+        tk_exc *e = &TK_VEC_AT(&t->excs, tk_exc, i);
+        if (e->live)
+            __cxa_free_exception(e->p);
+    }
+    t->excs.len = 0;
+}
+
+static void exc_forget(void *p) {
+    tk_thread *t = tk_cur;
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->excs.len; i++)
+        if (TK_VEC_AT(&t->excs, tk_exc, i).p == p)
+            TK_VEC_AT(&t->excs, tk_exc, i).live = 0;
+}
+/* An attempt that aborts inside catch handlers it began ends them; handlers
+ * it began and ended itself are settled (ending them again would end an
+ * outer one, and free its exception). */
+static void undo_catches(void *arg) {
+    (void)arg;
+    tk_thread *t = tk_cur;
+    while (t->cxa_catches) {
+        t->cxa_catches--;
+        __cxa_end_catch();
+    }
 }
 
 ITM_API void *_ITM_cxa_allocate_exception(size_t size) {
     need((const void *)__cxa_allocate_exception, "_ITM_cxa_allocate_exception");
     void *p = __cxa_allocate_exception(size);
-    if (speculative())
-        register_undo(undo_allocate_exception, p);
+    if (speculative()) {
+        tk_thread *t = tk_cur;
+        if (t->excs.len == 0)
+            register_undo(undo_exceptions, NULL);
+        tk_exc *e = tk_vec_push(&t->excs, sizeof *e);
+        if (!e)
+            TK_FATAL("out of memory tracking a transactional exception");
+        e->p = p;
+        e->live = 1;
+        tk_capture(t, p, size); /* its constructor writes it in place */
+    }
     return p;
 }
 
 ITM_API void _ITM_cxa_free_exception(void *exc) {
     need((const void *)__cxa_free_exception, "_ITM_cxa_free_exception");
+    exc_forget(exc);
     __cxa_free_exception(exc);
 }
 
 ITM_API void _ITM_cxa_throw(void *obj, void *tinfo, void *dest) {
     need((const void *)__cxa_throw, "_ITM_cxa_throw");
+    exc_forget(obj); /* thrown: the C++ runtime frees it when caught */
     __cxa_throw(obj, tinfo, (void (*)(void *))dest);
 }
 
 ITM_API void *_ITM_cxa_begin_catch(void *exc) {
     need((const void *)__cxa_begin_catch, "_ITM_cxa_begin_catch");
     void *r = __cxa_begin_catch(exc);
-    if (speculative())
-        register_undo(undo_begin_catch, NULL);
+    if (speculative()) {
+        tk_thread *t = tk_cur;
+        if (!t->cxa_undo) {
+            register_undo(undo_catches, NULL);
+            t->cxa_undo = 1;
+        }
+        t->cxa_catches++;
+    }
     return r;
 }
 
 ITM_API void _ITM_cxa_end_catch(void) {
     need((const void *)__cxa_end_catch, "_ITM_cxa_end_catch");
+    tk_thread *t = tk_cur;
+    if (speculative() && t->cxa_catches)
+        t->cxa_catches--;
     __cxa_end_catch();
 }
 
@@ -97,10 +145,12 @@ ITM_API void _ITM_cxa_end_catch(void) {
 static void call_delete(void *p) { _ZdlPv(p); }
 static void call_delete_array(void *p) { _ZdaPv(p); }
 
-/* New: undone (deleted) if the attempt aborts. */
-static void *track_new(void *p, tx_handler_fn undo) {
-    if (p && speculative())
+/* New: undone (deleted) if the attempt aborts; written in place meanwhile. */
+static void *track_new(void *p, size_t n, tx_handler_fn undo) {
+    if (p && speculative()) {
         register_undo(undo, p);
+        tk_capture(tk_cur, p, n);
+    }
     return p;
 }
 
@@ -116,22 +166,22 @@ static void defer_delete(void *p, tx_handler_fn del) {
 
 ITM_API void *_ZGTtnwm(size_t n) {
     need((const void *)_Znwm, "operator new");
-    return track_new(_Znwm(n), call_delete);
+    return track_new(_Znwm(n), n, call_delete);
 }
 
 ITM_API void *_ZGTtnam(size_t n) {
     need((const void *)_Znam, "operator new[]");
-    return track_new(_Znam(n), call_delete_array);
+    return track_new(_Znam(n), n, call_delete_array);
 }
 
 ITM_API void *_ZGTtnwmRKSt9nothrow_t(size_t n, const void *nt) {
     need((const void *)_ZnwmRKSt9nothrow_t, "operator new(nothrow)");
-    return track_new(_ZnwmRKSt9nothrow_t(n, nt), call_delete);
+    return track_new(_ZnwmRKSt9nothrow_t(n, nt), n, call_delete);
 }
 
 ITM_API void *_ZGTtnamRKSt9nothrow_t(size_t n, const void *nt) {
     need((const void *)_ZnamRKSt9nothrow_t, "operator new[](nothrow)");
-    return track_new(_ZnamRKSt9nothrow_t(n, nt), call_delete_array);
+    return track_new(_ZnamRKSt9nothrow_t(n, nt), n, call_delete_array);
 }
 
 ITM_API void _ZGTtdlPv(void *p) {

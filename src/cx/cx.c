@@ -338,6 +338,14 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
     struct tks_counters *cnt = lock_counters(t, l, caller);
     count_entry(cnt);
     c->tries = 0;
+    if (!tk_cfg.stats_off) {
+        /* Set outside any transaction, so that sampling threads can read it
+         * without aborting our optimistic section. */
+        uint64_t site = __atomic_load_n(&l->site, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->slot->cur_site, site, __ATOMIC_RELAXED);
+        if (++t->inside_sample_ctr >= TK_INSIDE_SAMPLE)
+            tk_sample_inside(t, site, cnt);
+    }
     if (!want_exclusive && try_optimistic(l)) {
         for (;;) {
             wait_free(l); /* outside any transaction */
@@ -404,6 +412,7 @@ CX_API void cx_unlock(cx_lock_t *l) {
     case CX_SPEC:
         if (depth == 0) {
             spec_end();
+            __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
             count_end(t, c->cnt, TXKIT_HTM);
             adapt(c->lock, 0);
         }
@@ -412,6 +421,7 @@ CX_API void cx_unlock(cx_lock_t *l) {
         if (!pop_held(t, l))
             TK_FATAL("cx_unlock(%p): this thread does not hold that lock", (void *)l);
         if (depth == 0) {
+            __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
             count_end(t, c->cnt, TXKIT_SERIAL);
             adapt(c->lock, 1);
         }

@@ -83,7 +83,8 @@ static inline bool snapshot_current(const tk_thread *t) {
 
 static bool rlog_valid(const tk_thread *t) {
     for (const tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
-        if (read_mem(r->addr, r->size) != r->val)
+        if (read_mem(r->addr, r->size) != r->val &&
+            !(t->captured.len && tk_captured(t, r->addr, r->size))) /* our own, in place */
             return false;
     return true;
 }
@@ -414,6 +415,10 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
 }
 
 static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
+    if (t->captured.len && tk_captured(t, addr, size)) {
+        memcpy(addr, src, size); /* allocated by this attempt: private, in place */
+        return;
+    }
     uintptr_t a = (uintptr_t)addr;
     const unsigned char *s = src;
     while (size) {

@@ -47,6 +47,10 @@ void tk_attempt_reset(tk_thread *t) {
     t->wset.len = 0;
     t->ulog.len = 0;
     t->allocs.len = 0;
+    t->captured.len = 0;
+    t->excs.len = 0;
+    t->cxa_catches = 0;
+    t->cxa_undo = 0;
     t->frees.len = 0;
     t->handlers.len = 0;
     t->arena.len = 0;
@@ -166,6 +170,14 @@ int tx_on_commit_copy(tx_handler_fn fn, const void *data, size_t size) {
     return r;
 }
 
+void tk_capture(tk_thread *t, const void *p, size_t size) {
+    tk_range *r = tk_vec_push(&t->captured, sizeof *r);
+    if (!r)
+        TK_FATAL("out of memory recording a transactional allocation");
+    r->lo = (uintptr_t)p;
+    r->hi = (uintptr_t)p + size;
+}
+
 void *tx_malloc(size_t size) {
     void *p = malloc(size);
     tk_thread *t = live_tx();
@@ -177,6 +189,7 @@ void *tx_malloc(size_t size) {
         return NULL;
     }
     *slot = p;
+    tk_capture(t, p, size);
     return p;
 }
 

@@ -43,6 +43,19 @@ TK_HIDDEN void *tk_vec_push(tk_vec *v, size_t elem_size); /* NULL on ENOMEM */
 TK_HIDDEN void tk_vec_free(tk_vec *v);
 #define TK_VEC_AT(v, type, i) (((type *)(v)->data)[i])
 
+/* Memory allocated by the running attempt: nobody else can see it before the
+ * commit, and it is freed if the attempt aborts, so software TM writes it in
+ * place (gcc reads it back without barriers) and never validates it. */
+typedef struct tk_range {
+    uintptr_t lo, hi;
+} tk_range;
+
+/* A C++ exception object allocated by the attempt; live until thrown or freed. */
+typedef struct tk_exc {
+    void *p;
+    int live;
+} tk_exc;
+
 /* A block to free at commit, and how. */
 typedef struct tk_free {
     void *p;
@@ -129,6 +142,7 @@ struct tk_thread {
         unsigned attempt_weight;      /* attempts this timing stands for */
         int cancelled;                /* ITM: a hardware attempt was cancelled (outer) */
         int irr_token;                /* holds tk_g.irr_owner: irrevocable from the start */
+        int cancelling;               /* ITM cancel: an end, not a conflict to back off from */
     } ctl;
     tk_vec itm_cps;               /* tk_itm_cp: nested ITM transactions that may cancel */
     uint64_t itm_txid;            /* _ITM_getTransactionId of the current transaction */
@@ -156,6 +170,10 @@ struct tk_thread {
 
     /* -- effects of the attempt that wait for commit or abort */
     tk_vec allocs;                /* void*: tx_malloc'ed, freed on abort */
+    tk_vec captured;              /* tk_range: memory this attempt allocated (private) */
+    tk_vec excs;                  /* tk_exc: C++ exceptions this attempt allocated */
+    unsigned cxa_catches;         /* catch handlers this attempt began and did not end */
+    int cxa_undo;                 /* the undo action for them is registered */
     tk_vec frees;                 /* tk_free: tx_free'd, freed at commit */
     tk_vec limbo;                 /* freed at commit, waiting for readers (reclaim.c) */
     uint64_t epoch;               /* snapshot+1 of the running software attempt, or 0 */
@@ -207,6 +225,16 @@ extern __thread tk_thread *tk_cur TK_HIDDEN;
 static inline tk_thread *tk_self(void) {
     tk_thread *t = tk_cur;
     return TXKIT_LIKELY(t != NULL) ? t : tk_thread_get();
+}
+/* Record [p, p+size) as allocated by the running attempt (see tk_range). */
+TK_HIDDEN void tk_capture(tk_thread *t, const void *p, size_t size);
+static inline bool tk_captured(const tk_thread *t, const void *addr, size_t size) {
+    uintptr_t a = (uintptr_t)addr;
+    const tk_range *r = (const tk_range *)t->captured.data;
+    for (size_t i = t->captured.len; i-- > 0;)
+        if (a >= r[i].lo && a + size <= r[i].hi)
+            return true;
+    return false;
 }
 TK_HIDDEN unsigned tk_thread_count(void);           /* threads with a descriptor */
 /* The statistics segment (stats/segment.c). */
@@ -373,5 +401,7 @@ TK_HIDDEN void tk_spin_pause(unsigned iterations);
 TK_HIDDEN void tk_stats_at_exit(void);
 TK_HIDDEN double tk_ns_per_tick(void);
 TK_HIDDEN void tk_calibrate_maybe(void);
+TK_HIDDEN void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c);
+#define TK_INSIDE_SAMPLE 16
 
 #endif /* TK_INTERNAL_H */

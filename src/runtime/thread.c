@@ -37,6 +37,8 @@ static void thread_exit(void *p) {
     tk_vec_free(&t->wset);
     tk_vec_free(&t->ulog);
     tk_vec_free(&t->allocs);
+    tk_vec_free(&t->captured);
+    tk_vec_free(&t->excs);
     tk_vec_free(&t->frees);
     tk_vec_free(&t->handlers);
     tk_vec_free(&t->arena);

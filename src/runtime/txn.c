@@ -27,12 +27,12 @@ struct tk_global tk_g;
 
 #define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
 #define SOLO_QUIET_NS 5000000 /* others idle this long: run alone (serially) */
-#define INSIDE_SAMPLE 16     /* transactions between counts of threads in the same site */
 #define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
 
 /* How many threads are inside this site now (this one included)? Reads the
- * other threads' slots, so only every INSIDE_SAMPLE-th transaction does it. */
-static void sample_inside(tk_thread *t, uint64_t site) {
+ * other threads' slots, so only every INSIDE_SAMPLE-th entry does it; counted
+ * in c (the site's entry of this thread's row). Also used by cx locks. */
+void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c) {
     t->inside_sample_ctr = 0;
     struct tks_thread *th = tk_seg_threads();
     unsigned n = 0, nthreads = TKS_MAX_THREADS;
@@ -47,9 +47,9 @@ static void sample_inside(tk_thread *t, uint64_t site) {
     while (b < TKS_HIST - 1 && n > lim[b])
         b++;
     tk_stats_open(t);
-    TK_COUNT(t->cnt->inside_hist[b], 1);
-    if (n > t->cnt->inside_max)
-        __atomic_store_n(&t->cnt->inside_max, n, __ATOMIC_RELAXED);
+    TK_COUNT(c->inside_hist[b], 1);
+    if (n > c->inside_max)
+        __atomic_store_n(&c->inside_max, n, __ATOMIC_RELAXED);
     tk_stats_close(t);
 }
 
@@ -279,8 +279,8 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site) {
     if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
         TK_COUNT(t->cnt->transactions, 1);
         __atomic_store_n(&t->slot->cur_site, idx + 1, __ATOMIC_RELAXED);
-        if (TXKIT_UNLIKELY(++t->inside_sample_ctr >= INSIDE_SAMPLE))
-            sample_inside(t, idx + 1);
+        if (TXKIT_UNLIKELY(++t->inside_sample_ctr >= TK_INSIDE_SAMPLE))
+            tk_sample_inside(t, idx + 1, t->cnt);
     }
     tk_cm->on_begin(t);
 }
@@ -343,7 +343,8 @@ void tk_abort_attempt(tk_thread *t, int cause) {
         t->ctl.force_serial = 1;
     if (m == &tk_method_stm)
         t->ctl.stm_aborts++;
-    tk_cm->on_abort(t, cause);
+    if (!t->ctl.cancelling)
+        tk_cm->on_abort(t, cause);
 }
 
 void tk_abort(tk_thread *t, int cause) {
