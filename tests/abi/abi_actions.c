@@ -14,11 +14,19 @@
  *     nested transaction wait for the outermost commit.
  *   - _ITM_getTransactionId: not _ITM_noTransactionId inside, the same in
  *     nested transactions, a new one for the next transaction.
+ *   - The other entry points no gcc-generated code here calls:
+ *     _ITM_versionCompatible, _ITM_changeTransactionMode (from a relaxed
+ *     transaction), _ITM_dropReferences and _ITM_error (in child processes:
+ *     _ITM_error ends the process, and the system libitm ends it at
+ *     _ITM_dropReferences too).
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "abi_common.h"
 
@@ -270,6 +278,78 @@ static void actions_per_attempt(void) {
     abi_summary("counter=%ld commit_actions=%lu", counter, commit_runs);
 }
 
+/* ------------------------------------- the ABI's remaining entry points */
+
+struct abi_src_location { /* _ITM_srcLocation */
+    uint32_t reserved_1, flags, reserved_2, reserved_3;
+    const char *psource;
+};
+int _ITM_versionCompatible(int) ABI_PURE;
+void _ITM_dropReferences(void *, size_t) ABI_PURE;
+void _ITM_changeTransactionMode(int) ABI_PURE; /* 0: modeSerialIrrevocable */
+void _ITM_error(const struct abi_src_location *, int) ABI_PURE __attribute__((noreturn));
+
+/* Runs fn in a child with a short alarm; returns its wait status. */
+static int in_child(void (*fn)(void)) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ABI_CHECK(pid >= 0);
+    if (pid == 0) {
+        alarm(3); /* a runtime that hangs on its way out: killed, counted as a failure */
+        fn();
+        _exit(0);
+    }
+    int status = 0;
+    ABI_CHECK_EQ(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+static void drop_references(void) {
+    __transaction_atomic {
+        shared_other = shared_other + 1;
+        _ITM_dropReferences(&shared_other, sizeof shared_other); /* a hint: no effect */
+        shared_other = shared_other + 1;
+    }
+    ABI_CHECK_EQ(shared_other, 2);
+}
+
+static void call_itm_error(void) {
+    static const struct abi_src_location loc = {0, 0, 0, 0, "abi_actions.c:_ITM_error"};
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0)
+        dup2(devnull, 2); /* its message is expected */
+    _ITM_error(&loc, 1);
+}
+
+static void misc_entry_points(void) {
+    ABI_EXPECT("version_compatible", _ITM_versionCompatible(90) && !_ITM_versionCompatible(89),
+               "_ITM_versionCompatible: want true for 90 (the ABI's 0.90), false for 89");
+
+    int mode_before = -1, mode_after = -1;
+    shared_other = 0;
+    __transaction_relaxed {
+        shared_other = shared_other + 1;
+        mode_before = _ITM_inTransaction();
+        _ITM_changeTransactionMode(0);
+        mode_after = _ITM_inTransaction();
+        shared_other = shared_other + 1;
+    }
+    ABI_EXPECT("change_transaction_mode",
+               (mode_before == ABI_RETRYABLE || mode_before == ABI_IRREVOCABLE) &&
+                   mode_after == ABI_IRREVOCABLE && shared_other == 2,
+               "_ITM_changeTransactionMode(modeSerialIrrevocable) did not make it irrevocable");
+
+    shared_other = 0;
+    int st = in_child(drop_references);
+    ABI_EXPECT("drop_references", WIFEXITED(st) && WEXITSTATUS(st) == 0,
+               "a transaction calling _ITM_dropReferences did not complete");
+
+    st = in_child(call_itm_error); /* _ITM_error ends the process */
+    ABI_EXPECT("itm_error_ends_process", !(WIFEXITED(st) && WEXITSTATUS(st) == 0),
+               "the process went on after _ITM_error");
+}
+
 int main(int argc, char **argv) {
     abi_init("abi_actions");
     if (argc > 1)
@@ -278,6 +358,7 @@ int main(int argc, char **argv) {
     cancel_runs_undo();
     nested_actions();
     transaction_ids();
+    misc_entry_points(); /* forks: before any other thread exists */
     actions_per_attempt();
     return abi_finish();
 }

@@ -167,7 +167,7 @@ static void cancel_malloc(void) {
                 __transaction_cancel;
         }
     size_t before = abi_heap_in_use();
-    for (int i = 0; i < 4000; i++)
+    for (int i = 0; i < 1000; i++)
         __transaction_atomic {
             long *p = malloc(256);
             p[0] = i;
@@ -177,7 +177,7 @@ static void cancel_malloc(void) {
         }
     size_t after = abi_heap_in_use();
     char detail[128];
-    snprintf(detail, sizeof detail, "heap grew by %zu bytes over 4000 cancelled mallocs of 256",
+    snprintf(detail, sizeof detail, "heap grew by %zu bytes over 1000 cancelled mallocs of 256",
              after > before ? after - before : 0);
     ABI_EXPECT("cancel_malloc", shared_ptr == NULL && after < before + 64 * 1024, detail);
 }
@@ -347,7 +347,7 @@ static void cancel_outer_from_function(void) {
 
 /* ----------------------------------------------------------- concurrent */
 
-#define CONC_OPS 3000
+#define CONC_OPS 1500
 static long conc_counter, conc_cancelled_writes;
 
 __attribute__((noinline)) static void conc_one(long self, long i) {

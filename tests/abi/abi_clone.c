@@ -189,6 +189,29 @@ static void library_calls(const char *path, int round) {
     ABI_CHECK_EQ(dlclose(h), 0);
 }
 
+/* Many calls through the table (and enough transactions for fault
+ * injection to hit some). */
+__attribute__((noinline)) static void table_call(int i) {
+    __transaction_atomic {
+        table[i % 3](&v[i % 4], i % 7);
+    }
+}
+
+static void many_table_calls(void) {
+    long want[4];
+    reset();
+    for (int k = 0; k < 4; k++)
+        want[k] = v[k];
+    for (int i = 0; i < 600; i++) {
+        long d = i % 7;
+        want[i % 4] += i % 3 == 0 ? d : i % 3 == 1 ? 2 * d : d * d;
+        table_call(i);
+    }
+    for (int k = 0; k < 4; k++)
+        ABI_CHECK_EQ(v[k], want[k]);
+    abi_summary("table=%ld,%ld,%ld,%ld", v[0], v[1], v[2], v[3]);
+}
+
 int main(int argc, char **argv) {
     abi_init("abi_clone");
     if (argc < 2) {
@@ -201,5 +224,6 @@ int main(int argc, char **argv) {
         library_calls(argv[1], round);
     /* and the program's own table still works after the library's went away */
     safe_calls();
+    many_table_calls();
     return abi_finish();
 }

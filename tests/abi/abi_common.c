@@ -10,6 +10,7 @@
 #include "abi_common.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <link.h>
 #include <malloc.h>
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <txkit/stats.h> /* types only: the functions are looked up at run time */
 
@@ -85,6 +88,37 @@ void abi_expect_at(const char *file, int line, const char *name, int ok, const c
         fflush(stderr);
         expect_failures++;
     }
+}
+
+int abi_run_isolated_at(const char *file, int line, const char *name, void (*fn)(void)) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        abi_fail(__FILE__, __LINE__, "fork");
+    if (pid == 0) {
+        alarm(30);
+        fn();
+        fflush(stdout);
+        fflush(stderr);
+        _exit(0);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            abi_fail(__FILE__, __LINE__, "waitpid");
+    char detail[160];
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (WIFEXITED(status))
+        snprintf(detail, sizeof detail, "the child running it exited with status %d",
+                 WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(detail, sizeof detail, "the child running it was killed by signal %d (%s)",
+                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        snprintf(detail, sizeof detail, "the child running it ended with status %#x", status);
+    abi_expect_at(file, line, name, ok, detail);
+    return ok;
 }
 
 /* ------------------------------------------------------------- runtime */

@@ -78,6 +78,14 @@ ABI_PURE __attribute__((noreturn, cold)) void abi_fail_eq(const char *file, int 
 void abi_expect_at(const char *file, int line, const char *name, int ok, const char *detail);
 #define ABI_EXPECT(name, cond, detail) abi_expect_at(__FILE__, __LINE__, name, !!(cond), detail)
 
+/* Runs fn() in a child process (fork) as the named check `name`: it passes
+ * when the child exits with 0; a crash, an abort (a failed fatal check) or a
+ * hang (30 s) fails it without ending the program. For cases where a
+ * runtime is known to crash, so that the rest of the program still runs.
+ * Returns whether it passed. Call it outside transactions. */
+int abi_run_isolated_at(const char *file, int line, const char *name, void (*fn)(void));
+#define ABI_RUN_ISOLATED(name, fn) abi_run_isolated_at(__FILE__, __LINE__, name, fn)
+
 /* ------------------------------------------------------ program life */
 
 /* Prints the INFO line; checks ABI_EXPECT_RUNTIME and the txkit method; exits
