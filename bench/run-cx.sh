@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# bench/run-cx.sh BUILD_DIR - cx locks against pthread_mutex (txkit-bench-cx).
+#
+# Runs txkit-bench-cx three times, at threads 1,2,4,8 and I/O shares 0,1,10,50%
+# (about 45-55 s on 2 cores with the defaults):
+#   - plainly: mutex (pthread_mutex) and cx (cx_optimistic / cx_unlock)
+#   - with GLIBC_TUNABLES=glibc.elision.enable=1: mutex+elision
+#   - through libtxkit-preload.so (`txkit run`, or LD_PRELOAD + LD_BIND_NOW
+#     when there is no txkit program): mutex+preload
+# on the 1024-bucket hash set (4096 keys, range 8192, 10% updates), the shared
+# counter, and the uncontended lock + unlock cost, then prints a summary of the
+# targets as ratios, all from this run:
+#   - hash set, cx@2 / mutex@2:              >= 3    (on RTM machines)
+#   - hash set, cx@2 / mutex+elision@2:      >= 2    (on RTM machines)
+#   - uncontended ns, cx / mutex:            <= 1.3  (on RTM machines)
+# Without usable RTM every cx section runs exclusive and glibc elision does
+# nothing: the ratios are printed, and the targets are reported as needing RTM.
+# CSV: BUILD_DIR/bench-results/cx.csv (rewritten).
+#
+# Environment:
+#   TXKIT_BENCH_SECONDS  seconds per measurement (default 0.1)
+#   TXKIT_BENCH_RUNS     runs per measurement, median reported (default 3)
+# Exit status: 0, 1 if a correctness check failed or a measurement crashed,
+# 2 if the binary is missing. A missed target is reported, not an error.
+set -u
+
+BUILD=${1:-build}
+SECS=${TXKIT_BENCH_SECONDS:-0.1}
+RUNS=${TXKIT_BENCH_RUNS:-3}
+
+BIN=
+for d in "$BUILD/bench" "$BUILD" "$BUILD/bin"; do
+    if [ -x "$d/txkit-bench-cx" ]; then
+        BIN=$d/txkit-bench-cx
+        break
+    fi
+done
+if [ -z "$BIN" ]; then
+    echo "run-cx.sh: txkit-bench-cx not found under $BUILD (build first)" >&2
+    exit 2
+fi
+
+PRELOAD_LIB=$BUILD/lib/libtxkit-preload.so
+TXKIT=$BUILD/tools/txkit
+if [ -x "$TXKIT" ] && [ -f "$PRELOAD_LIB" ]; then
+    PRELOAD=("$TXKIT" run --)
+    HOW="$TXKIT run --"
+elif [ -f "$PRELOAD_LIB" ]; then
+    PRELOAD=(env "LD_PRELOAD=$(cd "$(dirname "$PRELOAD_LIB")" && pwd)/libtxkit-preload.so" LD_BIND_NOW=1)
+    HOW="LD_PRELOAD=$PRELOAD_LIB LD_BIND_NOW=1"
+else
+    PRELOAD=()
+    HOW=
+fi
+
+OUT=$BUILD/bench-results
+mkdir -p "$OUT" || exit 2
+CSV=$OUT/cx.csv
+rm -f "$CSV"
+
+TIMEOUT=$(awk -v s="$SECS" 'BEGIN { t = 4 * s + 8; if (t < 10) t = 10; print t }')
+COMMON=(--threads 1,2,4,8 --io 0,1,10,50 --seconds "$SECS" --runs "$RUNS" --timeout "$TIMEOUT"
+        --csv "$CSV" --quiet)
+START=$(date +%s)
+FAILED=()
+
+run() {
+    local label=$1
+    shift
+    echo
+    "$@"
+    local rc=$?
+    if [ $rc -ne 0 ]; then
+        echo "run-cx.sh: $label: exit status $rc" >&2
+        FAILED+=("$label (exit $rc)")
+    fi
+}
+
+echo "txkit cx benchmark: $SECS s x $RUNS runs per measurement (TXKIT_BENCH_SECONDS, TXKIT_BENCH_RUNS)"
+
+# The plain run must not inherit elision or a preload from the caller.
+run "plain" env -u GLIBC_TUNABLES -u LD_PRELOAD "$BIN" --lock mutex,cx "${COMMON[@]}"
+run "glibc elision" env -u LD_PRELOAD GLIBC_TUNABLES=glibc.elision.enable=1 \
+    "$BIN" --lock mutex "${COMMON[@]}"
+if [ ${#PRELOAD[@]} -gt 0 ]; then
+    run "preload" env -u GLIBC_TUNABLES "${PRELOAD[@]}" "$BIN" --lock mutex "${COMMON[@]}"
+else
+    echo "run-cx.sh: $PRELOAD_LIB not found: no mutex+preload rows" >&2
+fi
+
+# ------------------------------------------------------------------ summary
+
+# get WORKLOAD LOCK THREADS IO FIELD: that row's field (mops, ns_per_op,
+# status), or nothing.
+get() {
+    awk -F, -v w="$1" -v l="$2" -v t="$3" -v io="$4" -v f="$5" '
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        $col["workload"] == w && $col["lock"] == l && $col["threads"] == t && $col["io_pct"] == io {
+            print $col[f] }' "$CSV"
+}
+
+RTM=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next } { print $col["rtm"]; exit }' "$CSV" 2>/dev/null)
+RTM=${RTM:-none}
+
+# ratio LABEL WORKLOAD NUM_LOCK DEN_LOCK THREADS IO FIELD GOAL CMP
+# FIELD mops: NUM/DEN throughput; ns_per_op: NUM/DEN cost. CMP ">=" or "<=".
+ratio() {
+    local label=$1 w=$2 nl=$3 dl=$4 t=$5 io=$6 f=$7 goal=$8 cmp=$9
+    local a b sa sb
+    a=$(get "$w" "$nl" "$t" "$io" "$f")
+    b=$(get "$w" "$dl" "$t" "$io" "$f")
+    sa=$(get "$w" "$nl" "$t" "$io" status)
+    sb=$(get "$w" "$dl" "$t" "$io" status)
+    awk -v l="$label" -v what="$nl@$t / $dl@$t" -v a="$a" -v b="$b" -v sa="$sa" -v sb="$sb" \
+        -v f="$f" -v g="$goal" -v c="$cmp" -v rtm="$RTM" 'BEGIN {
+        unit = (f == "mops") ? "Mops/s" : "ns"
+        if (a == "" || b == "" || b + 0 <= 0) { printf "  %-24s %-32s no data\n", l, what; exit }
+        r = a / b
+        bad = (sa != "ok" || sb != "ok") ? "  [CHECK FAILED]" : ""
+        if (g == "-") {
+            printf "  %-24s %-32s %8.3f / %8.3f %-6s = %5.2fx%s\n", l, what, a, b, unit, r, bad
+            exit
+        }
+        met = (c == ">=") ? (r >= g + 0) : (r <= g + 0)
+        verdict = (rtm != "usable") ? "n/a here: targets need RTM" : (met && bad == "" ? "MET" : "MISSED")
+        printf "  %-24s %-32s %8.3f / %8.3f %-6s = %5.2fx  (target %s %s) %s%s\n",
+               l, what, a, b, unit, r, c, g, verdict, bad
+    }'
+}
+
+ELISION=$(grep -c ',hash,mutex+elision,' "$CSV" 2>/dev/null)
+echo
+echo "=== cx benchmark summary (all ratios from this run; hash set: 1024 buckets, 4096 keys, 10% updates) ==="
+if [ "$RTM" != "usable" ]; then
+    echo "NOTE: no usable RTM on this machine: cx sections all run exclusive (cx opt% = 0), glibc"
+    echo "      elision and the preload library fall back to the plain mutex. The targets need RTM;"
+    echo "      the ratios below only show the fallback's cost."
+fi
+echo "targets:"
+ratio "hash, 2 threads" hash cx mutex 2 0 mops 3 ">="
+ratio "hash, 2 threads" hash cx mutex+elision 2 0 mops 2 ">="
+ratio "uncontended lock+unlock" uncontended cx mutex 1 0 ns_per_op 1.3 "<="
+echo "for reference (no target):"
+ratio "hash, 2 threads" hash cx mutex+preload 2 0 mops - -
+ratio "hash, 2 threads" hash mutex+preload mutex 2 0 mops - -
+ratio "counter, 2 threads" counter cx mutex 2 0 mops - -
+ratio "counter, 2 threads" counter cx mutex+elision 2 0 mops - -
+ratio "uncontended lock+unlock" uncontended mutex+preload mutex 1 0 ns_per_op - -
+for t in 1 4 8; do
+    ratio "hash, $t thread(s)" hash cx mutex "$t" 0 mops - -
+done
+echo "I/O inside the section (write(2) to /dev/null; cx after cx_need_exclusive()), hash, 2 threads:"
+for io in 0 1 10 50; do
+    ratio "hash, io $io%" hash cx mutex 2 "$io" mops - -
+done
+
+echo "Mops/s at io 0% (threads 1 / 2 / 4 / 8):"
+for w in hash counter; do
+    for l in mutex mutex+elision mutex+preload cx; do
+        line=$(for t in 1 2 4 8; do v=$(get "$w" "$l" "$t" 0 mops); printf ' %9s' "${v:--}"; done)
+        printf '  %-8s %-14s%s\n' "$w" "$l" "$line"
+    done
+done
+[ "${ELISION:-0}" -gt 0 ] || echo "  (no mutex+elision rows)"
+
+echo "preload: ${HOW:-not found}"
+echo "results: $CSV"
+echo "elapsed: $(($(date +%s) - START)) s"
+if [ ${#FAILED[@]} -gt 0 ]; then
+    echo "FAILED: ${FAILED[*]}"
+    exit 1
+fi
+exit 0
