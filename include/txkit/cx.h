@@ -17,6 +17,9 @@
  * Lock states (TxLinux table 2): free; transactional (optimistic holders
  * inside, the lock word untouched); exclusive (one holder, everyone else
  * waits - optimistic threads wait outside any transaction and re-enter).
+ * Optimistic entries never write the lock, so they cannot starve an
+ * exclusive waiter; exclusive waiters are not queued in order (a FIFO
+ * handoff to a preempted thread stalls everyone when threads outnumber CPUs).
  * Nested sections flatten into the outermost one. Inside a TX_ATOMIC block,
  * cx_optimistic() makes the transaction depend on the lock instead (its
  * software or hardware attempt aborts if the lock is taken exclusively).
@@ -61,11 +64,7 @@ extern TXKIT_API const cx_policy_t cx_policy_default;
  */
 typedef struct cx_lock {
     union {
-        volatile uint64_t word; /* both halves at once: free when equal */
-        struct {
-            volatile uint32_t owner; /* ticket being served */
-            volatile uint32_t next;  /* next ticket to hand out */
-        } t;
+        volatile uint64_t word; /* 0 free, 1 held exclusively */
     } tickets;
     uint32_t flags;        /* runtime-private */
     uint32_t site;         /* statistics site index + 1, 0 until first entry */

@@ -217,10 +217,21 @@ ITM_API void _ITM_commitTransaction(void) {
     commit_outermost(t);
 }
 
-/* The exception object was allocated in the transaction and is committed
- * with it; if the commit fails the transaction runs again, and the throw with it. */
+/* The unwinder's own deletion of an exception (libgcc_s), weak: present
+ * whenever C++ exceptions are. */
+extern void _Unwind_DeleteException(void *) __attribute__((weak));
+
+static void delete_in_flight(void *exc) {
+    if (_Unwind_DeleteException)
+        _Unwind_DeleteException(exc);
+}
+
+/* An exception leaves the transaction: it commits with it. If the commit
+ * fails, the transaction runs again (and throws again): the exception now in
+ * flight is abandoned, so it is deleted with the rollback. */
 ITM_API void _ITM_commitTransactionEH(void *exc_ptr) {
-    (void)exc_ptr;
+    if (exc_ptr && _txkit_tls.depth == 1 && tx_on_abort(delete_in_flight, exc_ptr) != 0)
+        TK_FATAL("out of memory registering the exception in flight");
     _ITM_commitTransaction();
 }
 

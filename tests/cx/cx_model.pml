@@ -1,8 +1,8 @@
 /* cx_model.pml - a model of the cx lock protocol (src/cx/cx.c) for spin.
  *
- * The lock is a ticket lock (nxt, own): free when own == nxt. An exclusive
- * entry takes a ticket (writes nxt), waits for own to reach it, and releases
- * by incrementing own. An optimistic entry is a hardware transaction that
+ * The lock word is 0 when free and 1 when held: an exclusive entry waits for
+ * 0 and sets it with a compare-and-swap, and releases by storing 0. An
+ * optimistic entry is a hardware transaction that
  * reads the word and finds it free; hardware conflict detection is modelled
  * by "doomed": any write to the word aborts every transaction that read it.
  * A doomed transaction is rolled back, so only non-doomed optimistic holders
@@ -18,8 +18,7 @@
 #define N 3
 #define ROUNDS 2
 
-byte nxt = 0;
-byte own = 0;
+bool locked = false;
 bool spec[N];     /* inside an optimistic section that read the lock free */
 bool doomed[N];   /* ... whose transaction a write to the lock word aborted */
 byte excl = 0;    /* exclusive holders inside their critical section */
@@ -34,9 +33,7 @@ inline write_word() {
 }
 
 inline exclusive_section(i) {
-    byte ticket;
-    atomic { ticket = nxt; nxt = nxt + 1; write_word() }
-    (own == ticket);
+    atomic { !locked -> locked = true; write_word() }
     /* critical section */
     atomic {
         excl++;
@@ -48,7 +45,7 @@ inline exclusive_section(i) {
         od
     }
     excl--;
-    atomic { own = own + 1; write_word() }
+    atomic { locked = false; write_word() }
 }
 
 proctype worker(byte i) {
@@ -58,10 +55,10 @@ proctype worker(byte i) {
         if
         :: exclusive_section(i)           /* cx_exclusive */
         :: true ->                        /* cx_optimistic */
-            (own == nxt);                 /* wait outside the transaction */
+            (!locked);                    /* wait outside the transaction */
             atomic {
                 if
-                :: own == nxt -> spec[i] = true; doomed[i] = false
+                :: !locked -> spec[i] = true; doomed[i] = false
                 :: else -> skip           /* raced: try again as exclusive */
                 fi
             }

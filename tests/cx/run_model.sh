@@ -24,7 +24,7 @@ errors=$(check model.pml)
 [ "$errors" = 0 ] || { echo "FAIL: spin found $errors error(s) in the cx model"; cat pan.out; exit 1; }
 echo "cx model: mutual exclusion and deadlock freedom hold"
 
-sed 's/atomic { ticket = nxt; nxt = nxt + 1; write_word() }/atomic { ticket = nxt; nxt = nxt + 1 }/' \
+sed 's/atomic { !locked -> locked = true; write_word() }/atomic { !locked -> locked = true }/' \
     model.pml > mutant.pml
 cmp -s model.pml mutant.pml && { echo "FAIL: could not build the mutant model"; exit 1; }
 errors=$(check mutant.pml)
