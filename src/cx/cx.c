@@ -18,13 +18,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <txkit/cx.h>
 
+#include "cx/section.h"
 #include "methods/method.h"
 
 #define CX_API __attribute__((visibility("default")))
@@ -33,9 +33,6 @@ const cx_policy_t cx_policy_default = CX_POLICY_DEFAULT_INIT;
 
 #define CX_F_SUBSCRIBED 1u /* a software transaction depends on this lock */
 
-/* Explicit abort codes of optimistic sections (next to txkit's, cpu.h). */
-#define CX_XCODE_BUSY 0xe1      /* the lock was held exclusively */
-#define CX_XCODE_EXCLUSIVE 0xe2 /* cx_need_exclusive() or cx_exclusive() inside */
 
 #define SPINS_BEFORE_YIELD 1000u
 
@@ -195,28 +192,21 @@ __attribute__((target("rtm"), noinline)) static int spec_begin(cx_lock_t *l) {
     unsigned status = _xbegin();
     if (status == _XBEGIN_STARTED) {
         if (!is_free(l))
-            _xabort(CX_XCODE_BUSY);
+            _xabort(TK_XCODE_SECTION_BUSY);
         return -1;
     }
     return (int)status;
 }
 
-__attribute__((target("rtm"))) static void spec_end(void) { _xend(); }
 
-__attribute__((target("rtm"))) static void spec_abort_exclusive(void) {
-    _xabort(CX_XCODE_EXCLUSIVE);
-}
-
-__attribute__((target("rtm"))) static void spec_abort_busy(void) { _xabort(CX_XCODE_BUSY); }
-
-static int classify(unsigned status, int *hopeless) {
+int tk_section_classify(unsigned status, int *hopeless) {
     *hopeless = 0;
     if (status & TK_XA_EXPLICIT) {
         unsigned code = TK_XA_CODE(status);
-        if (code == CX_XCODE_BUSY)
+        if (code == TK_XCODE_SECTION_BUSY)
             return TXKIT_CAUSE_LOCKED;
         *hopeless = 1;
-        return code == CX_XCODE_EXCLUSIVE ? TXKIT_CAUSE_IRREVOCABLE : TXKIT_CAUSE_EXPLICIT;
+        return code == TK_XCODE_SECTION_EXCLUSIVE ? TXKIT_CAUSE_IRREVOCABLE : TXKIT_CAUSE_EXPLICIT;
     }
     if (status & TK_XA_CAPACITY) {
         *hopeless = 1;
@@ -312,9 +302,9 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
         c->depth++;
         if (c->mode == CX_SPEC) {
             if (want_exclusive)
-                spec_abort_exclusive();
+                tk_section_abort_exclusive();
             if (!is_free(l))
-                spec_abort_busy();
+                tk_section_abort_busy();
         } else if (c->mode == CX_TXSUB) {
             subscribe(t, l);
         } else {
@@ -352,7 +342,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
                 return; /* the section runs in hardware */
             }
             int hopeless;
-            int cause = classify((unsigned)status, &hopeless);
+            int cause = tk_section_classify((unsigned)status, &hopeless);
             c->tries += cause != TXKIT_CAUSE_LOCKED;
             count_abort(t, cnt, cause, hopeless || c->tries >= l->policy.htm_tries);
             if (cause == TXKIT_CAUSE_UNSUPPORTED || cause == TXKIT_CAUSE_IRREVOCABLE)
@@ -380,7 +370,7 @@ CX_API int cx_trylock(cx_lock_t *l) {
     tk_thread *t = tk_self();
     struct tk_cx *c = &t->cx;
     if (c->mode == CX_SPEC) /* a speculative section cannot hold a lock for real */
-        spec_abort_exclusive();
+        tk_section_abort_exclusive();
     if (excl_try(l) != 0)
         return -EBUSY;
     if (c->depth++ == 0) {
@@ -405,7 +395,7 @@ CX_API void cx_unlock(cx_lock_t *l) {
     switch (c->mode) {
     case CX_SPEC:
         if (depth == 0) {
-            spec_end();
+            tk_section_end();
             __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
             count_end(t, c->cnt, TXKIT_HTM);
             adapt(c->lock, 0);
@@ -437,7 +427,7 @@ CX_API void cx_need_exclusive(void) {
     if (!t || t->cx.depth == 0)
         return;
     if (t->cx.mode == CX_SPEC)
-        spec_abort_exclusive(); /* comes back in enter(), which goes exclusive */
+        tk_section_abort_exclusive(); /* comes back in enter(), which goes exclusive */
     else if (t->cx.mode == CX_TXSUB)
         tx_irrevocable();
 }

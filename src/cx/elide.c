@@ -30,7 +30,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <immintrin.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -39,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cx/section.h"
 #include "runtime/internal.h"
 
 #define EL_API __attribute__((visibility("default")))
@@ -58,8 +58,6 @@ static inline bool elidable(const pthread_mutex_t *m) {
 }
 
 /* Explicit abort codes (next to cx.c's 0xe1/0xe2 and txkit's 0xf*). */
-#define EL_XCODE_BUSY 0xe3      /* the mutex was held for real */
-#define EL_XCODE_EXCLUSIVE 0xe4 /* cond_wait, trylock, foreign unlock...: redo for real */
 
 /* Policy: cx_policy_default's values. */
 #define EL_HTM_TRIES 3u
@@ -249,48 +247,12 @@ __attribute__((target("rtm"), noinline)) static int spec_begin(pthread_mutex_t *
     unsigned status = _xbegin();
     if (status == _XBEGIN_STARTED) {
         if (mutex_word(m) != 0)
-            _xabort(EL_XCODE_BUSY);
+            _xabort(TK_XCODE_SECTION_BUSY);
         return -1;
     }
     return (int)status;
 }
 
-__attribute__((target("rtm"))) static void spec_end(void) { _xend(); }
-
-__attribute__((target("rtm"), noreturn)) static void spec_abort_exclusive(void) {
-    _xabort(EL_XCODE_EXCLUSIVE);
-    __builtin_unreachable();
-}
-
-__attribute__((target("rtm"), noreturn)) static void spec_abort_busy(void) {
-    _xabort(EL_XCODE_BUSY);
-    __builtin_unreachable();
-}
-
-static int classify(unsigned status, int *hopeless) {
-    *hopeless = 0;
-    if (status & TK_XA_EXPLICIT) {
-        unsigned code = TK_XA_CODE(status);
-        if (code == EL_XCODE_BUSY)
-            return TXKIT_CAUSE_LOCKED;
-        *hopeless = 1;
-        return code == EL_XCODE_EXCLUSIVE ? TXKIT_CAUSE_IRREVOCABLE : TXKIT_CAUSE_EXPLICIT;
-    }
-    if (status & TK_XA_CAPACITY) {
-        *hopeless = 1;
-        return TXKIT_CAUSE_CAPACITY;
-    }
-    if (status & TK_XA_CONFLICT)
-        return TXKIT_CAUSE_CONFLICT;
-    if (status & TK_XA_NESTED) {
-        *hopeless = 1;
-        return TXKIT_CAUSE_NESTED;
-    }
-    if (status & (TK_XA_RETRY | TK_XA_DEBUG))
-        return TXKIT_CAUSE_OTHER;
-    *hopeless = 1; /* 0x0: system call, fault - only the real lock helps */
-    return TXKIT_CAUSE_UNSUPPORTED;
-}
 
 /* Wait, outside any transaction, for the mutex to look free; false if it
  * stays held (then sleeping in the real lock is better). */
@@ -320,7 +282,7 @@ static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, 
             return true; /* the section runs in hardware */
         }
         int hopeless;
-        int cause = classify((unsigned)status, &hopeless);
+        int cause = tk_section_classify((unsigned)status, &hopeless);
         if (cause == TXKIT_CAUSE_LOCKED) { /* held for real: wait outside, again */
             count_abort(c, cause, busy + 1 >= EL_BUSY_TRIES);
             if (++busy >= EL_BUSY_TRIES)
@@ -385,11 +347,11 @@ static bool enter_elided(pthread_mutex_t *m, void *caller, struct el_ent **ent,
 static void nested_lock(pthread_mutex_t *m) {
     for (unsigned i = 0; i < el.depth; i++)
         if (el.held[i] == m)
-            spec_abort_exclusive(); /* relock: let the real mutex decide */
+            tk_section_abort_exclusive(); /* relock: let the real mutex decide */
     if (el.depth >= EL_MAX_NESTED)
-        spec_abort_exclusive();
+        tk_section_abort_exclusive();
     if (mutex_word(m) != 0)
-        spec_abort_busy();
+        tk_section_abort_busy();
     el.held[el.depth++] = m;
 }
 
@@ -420,7 +382,7 @@ EL_API int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abs
     if (!elidable(m) || from_self(caller))
         return real(m, abstime);
     if (el.depth)
-        spec_abort_exclusive(); /* may have to sleep: a section cannot */
+        tk_section_abort_exclusive(); /* may have to sleep: a section cannot */
     struct el_ent *e = TXKIT_UNLIKELY(tk_cfg.stats_off) ? NULL : lookup(m, caller);
     int rc = real(m, abstime);
     if (rc == 0)
@@ -432,7 +394,7 @@ EL_API int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex_t 
     if (!elidable(m) || from_self(caller))
         return real(m);
     if (el.depth)
-        spec_abort_exclusive(); /* its EBUSY must be the real mutex's answer */
+        tk_section_abort_exclusive(); /* its EBUSY must be the real mutex's answer */
     struct el_ent *e = TXKIT_UNLIKELY(tk_cfg.stats_off) ? NULL : lookup(m, caller);
     int rc = real(m);
     if (rc == 0)
@@ -448,10 +410,10 @@ EL_API int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *
         if (el.held[i] == m)
             break;
     if (i == UINT32_MAX)
-        spec_abort_exclusive(); /* not elided by us: redo everything for real */
+        tk_section_abort_exclusive(); /* not elided by us: redo everything for real */
     el.held[i] = el.held[--el.depth];
     if (el.depth == 0) {
-        spec_end();
+        tk_section_end();
         count_optimistic(el.cnt, el.tries);
         adapt(el.ent, 0);
         el.ent = NULL;
@@ -463,7 +425,7 @@ EL_API int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *
 EL_API int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m,
                             int (*real)(pthread_cond_t *, pthread_mutex_t *)) {
     if (el.depth)
-        spec_abort_exclusive(); /* restarts holding the real mutex */
+        tk_section_abort_exclusive(); /* restarts holding the real mutex */
     return real(cv, m);
 }
 
@@ -472,7 +434,7 @@ EL_API int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
                                  int (*real)(pthread_cond_t *, pthread_mutex_t *,
                                              const struct timespec *)) {
     if (el.depth)
-        spec_abort_exclusive();
+        tk_section_abort_exclusive();
     return real(cv, m, abstime);
 }
 
