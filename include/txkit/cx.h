@@ -65,7 +65,7 @@ extern TXKIT_API const cx_policy_t cx_policy_default;
 typedef struct cx_lock {
     union {
         volatile uint64_t word; /* 0 free, 1 held exclusively */
-    } tickets;
+    } state;
     uint32_t flags;        /* runtime-private */
     uint32_t site;         /* statistics site index + 1, 0 until first entry */
     uint32_t win_entries, win_exclusive, skip, reserved;

@@ -38,7 +38,7 @@ const cx_policy_t cx_policy_default = CX_POLICY_DEFAULT_INIT;
 
 enum { CX_NONE = 0, CX_SPEC = 1, CX_EXCL = 2, CX_TXSUB = 3 };
 
-static inline bool is_free(const cx_lock_t *l) { return l->tickets.word == 0; }
+static inline bool is_free(const cx_lock_t *l) { return l->state.word == 0; }
 
 /* --------------------------------------------------------------- statistics */
 
@@ -111,7 +111,7 @@ static void wait_free(const cx_lock_t *l) {
 
 static inline bool take(cx_lock_t *l) {
     uint64_t free = 0;
-    return __atomic_compare_exchange_n(&l->tickets.word, &free, 1, false, __ATOMIC_SEQ_CST,
+    return __atomic_compare_exchange_n(&l->state.word, &free, 1, false, __ATOMIC_SEQ_CST,
                                        __ATOMIC_RELAXED);
 }
 
@@ -138,7 +138,7 @@ static int excl_try(cx_lock_t *l) {
     return 0;
 }
 
-static void excl_release(cx_lock_t *l) { __atomic_store_n(&l->tickets.word, 0, __ATOMIC_RELEASE); }
+static void excl_release(cx_lock_t *l) { __atomic_store_n(&l->state.word, 0, __ATOMIC_RELEASE); }
 
 static void push_held(tk_thread *t, cx_lock_t *l) {
     if (t->cx.nheld >= TK_CX_MAX_HELD)
@@ -264,7 +264,7 @@ static void subscribe(tk_thread *t, cx_lock_t *l) {
     if (m == &tk_method_stm) {
         if (!(__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED))
             __atomic_fetch_or(&l->flags, CX_F_SUBSCRIBED, __ATOMIC_SEQ_CST);
-        if (TX_LOAD(&l->tickets.word) != 0)
+        if (TX_LOAD(&l->state.word) != 0)
             tx_restart();
         if (t->cx.nsubs >= TK_CX_MAX_HELD)
             TK_FATAL("a transaction depends on more than %d cx locks", TK_CX_MAX_HELD);
@@ -289,7 +289,7 @@ int tk_cx_hold_subscribed(tk_thread *t) {
     }
     for (unsigned i = 0; i < t->cx.nsubs; i++) {
         push_held(t, t->cx.subs[i]);
-        tk_stm_rlog_refresh(t, (const void *)&t->cx.subs[i]->tickets.word);
+        tk_stm_rlog_refresh(t, (const void *)&t->cx.subs[i]->state.word);
     }
     t->cx.nsubs = 0;
     return 0;
