@@ -373,26 +373,6 @@ static double median_mops(const struct bench_row *r)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void cpu_model(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c += 1 + (c[1] == ' ');
-                c[strcspn(c, "\n")] = '\0';
-                snprintf(buf, len, "%s", c);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
 
 static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *ri)
 {
@@ -403,7 +383,7 @@ static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *r
     host[sizeof host - 1] = '\0';
     if (uname(&un) != 0)
         memset(&un, 0, sizeof un);
-    cpu_model(cpu, sizeof cpu);
+    bench_cpu_model(cpu, sizeof cpu);
     for (int i = 0; i < o->b.nthreads; i++)
         snprintf(thr + strlen(thr), sizeof thr - strlen(thr), "%s%d", i ? "," : "", o->b.threads[i]);
     for (int i = 0; i < o->nio; i++)

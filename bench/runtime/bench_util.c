@@ -852,7 +852,7 @@ int bench_run_rows(const struct bench_opts *o, struct bench_row *rows, int nrows
 static char g_host[256];
 static char g_stamp[32];
 
-static void cpu_model(char *buf, size_t len)
+void bench_cpu_model(char *buf, size_t len)
 {
     snprintf(buf, len, "unknown");
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -923,7 +923,7 @@ void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_
             *p = '_';
     gmtime_r(&now, &tm);
     strftime(g_stamp, sizeof g_stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    cpu_model(cpu, sizeof cpu);
+    bench_cpu_model(cpu, sizeof cpu);
     double load1 = load_average(load, sizeof load);
     join_methods(o, meth, sizeof meth);
     join_threads(o, thr, sizeof thr);

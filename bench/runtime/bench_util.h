@@ -327,4 +327,7 @@ int bench_run_rows(const struct bench_opts *o, struct bench_row *rows, int nrows
 int bench_report(const struct bench_desc *d, const struct bench_opts *o,
                  const struct bench_row *rows, int nrows);
 
+/* bench_cpu_model() - the CPU's model name from /proc/cpuinfo ("unknown"). */
+void bench_cpu_model(char *buf, size_t len);
+
 #endif /* TXKIT_BENCH_UTIL_H */
