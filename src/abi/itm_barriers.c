@@ -14,42 +14,18 @@
 
 #define ITM_API __attribute__((visibility("default")))
 
-static void slow_load(void *dst, const void *src, size_t n) {
-    char *d = dst;
-    const char *s = src;
-    while (n) {
-        size_t k = tk_piece((uintptr_t)s, n);
-        _txkit_load_bytes(d, s, k);
-        d += k;
-        s += k;
-        n -= k;
-    }
-}
-
-static void slow_store(void *dst, const void *src, size_t n) {
-    char *d = dst;
-    const char *s = src;
-    while (n) {
-        size_t k = tk_piece((uintptr_t)d, n);
-        _txkit_store_bytes(d, s, k);
-        d += k;
-        s += k;
-        n -= k;
-    }
-}
-
 static inline void itm_load(void *dst, const void *src, size_t n) {
     if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_LOAD)))
         __builtin_memcpy(dst, src, n);
     else
-        slow_load(dst, src, n);
+        tk_copy(dst, src, n, 1, 0, 0); /* pieces of <= 8 bytes through the barrier */
 }
 
 static inline void itm_store(void *dst, const void *src, size_t n) {
     if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE)))
         __builtin_memcpy(dst, src, n);
     else
-        slow_store(dst, src, n);
+        tk_copy(dst, src, n, 0, 1, 0);
 }
 
 /* _ITM_L*: memory only this transaction uses (e.g. a local whose address

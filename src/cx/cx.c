@@ -88,14 +88,17 @@ static void count_end(tk_thread *t, struct tks_counters *c, int method) {
     tk_stats_close(t);
 }
 
-static void count_abort(tk_thread *t, struct tks_counters *c, int cause, int to_exclusive) {
-    if (TXKIT_UNLIKELY(tk_cfg.stats_off))
+void tk_section_count_abort(struct tks_counters *c, int cause, int to_exclusive) {
+    if (!c || TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
+    tk_thread *t = tk_cur;
     tk_stats_open(t);
     TK_COUNT(c->aborts[TXKIT_HTM], 1);
     TK_COUNT(c->aborts_by_cause[cause], 1);
     if (to_exclusive)
         TK_COUNT(c->to_serial, 1);
+    if (cause == TXKIT_CAUSE_UNSUPPORTED || cause == TXKIT_CAUSE_IRREVOCABLE)
+        TK_COUNT(c->irrevocable, 1); /* needed the lock for I/O */
     tk_stats_close(t);
 }
 
@@ -160,28 +163,22 @@ static int pop_held(tk_thread *t, cx_lock_t *l) {
 
 /* ------------------------------------------------------ adaptive policy */
 
-/* Should this entry try optimistically? Racy counters: hints only. */
-static bool try_optimistic(cx_lock_t *l) {
-    if (!tk_g.hybrid)
-        return false;
-    uint32_t skip = __atomic_load_n(&l->skip, __ATOMIC_RELAXED);
-    if (skip) {
-        __atomic_store_n(&l->skip, skip - 1, __ATOMIC_RELAXED);
-        return false;
+/* Racy counters: hints only. */
+void tk_section_adapt(uint32_t *entries, uint32_t *exclusive, uint32_t *skip,
+                      const cx_policy_t *p, int ended_exclusive) {
+    uint32_t n = __atomic_load_n(entries, __ATOMIC_RELAXED) + 1;
+    uint32_t x = __atomic_load_n(exclusive, __ATOMIC_RELAXED) + (ended_exclusive != 0);
+    if (n >= p->window) {
+        if (x * 100 > n * p->exclusive_pct)
+            __atomic_store_n(skip, p->quiet_entries, __ATOMIC_RELAXED);
+        n = x = 0;
     }
-    return true;
+    __atomic_store_n(entries, n, __ATOMIC_RELAXED);
+    __atomic_store_n(exclusive, x, __ATOMIC_RELAXED);
 }
 
 static void adapt(cx_lock_t *l, int ended_exclusive) {
-    uint32_t n = __atomic_load_n(&l->win_entries, __ATOMIC_RELAXED) + 1;
-    uint32_t x = __atomic_load_n(&l->win_exclusive, __ATOMIC_RELAXED) + (ended_exclusive != 0);
-    if (n >= l->policy.window) {
-        if (x * 100 > n * l->policy.exclusive_pct)
-            __atomic_store_n(&l->skip, l->policy.quiet_entries, __ATOMIC_RELAXED);
-        n = x = 0;
-    }
-    __atomic_store_n(&l->win_entries, n, __ATOMIC_RELAXED);
-    __atomic_store_n(&l->win_exclusive, x, __ATOMIC_RELAXED);
+    tk_section_adapt(&l->win_entries, &l->win_exclusive, &l->skip, &l->policy, ended_exclusive);
 }
 
 /* --------------------------------------------------- optimistic (hardware) */
@@ -330,7 +327,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
         if (++t->inside_sample_ctr >= TK_INSIDE_SAMPLE)
             tk_sample_inside(t, site, cnt);
     }
-    if (!want_exclusive && try_optimistic(l)) {
+    if (!want_exclusive && tk_section_try(&l->skip)) {
         for (;;) {
             wait_free(l); /* outside any transaction */
             int status = spec_begin(l);
@@ -344,10 +341,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
             int hopeless;
             int cause = tk_section_classify((unsigned)status, &hopeless);
             c->tries += cause != TXKIT_CAUSE_LOCKED;
-            count_abort(t, cnt, cause, hopeless || c->tries >= l->policy.htm_tries);
-            if (cause == TXKIT_CAUSE_UNSUPPORTED || cause == TXKIT_CAUSE_IRREVOCABLE)
-                if (!tk_cfg.stats_off)
-                    TK_COUNT(cnt->irrevocable, 1); /* needed the lock for I/O */
+            tk_section_count_abort(cnt, cause, hopeless || c->tries >= l->policy.htm_tries);
             if (hopeless || c->tries >= l->policy.htm_tries)
                 break;
             if (cause == TXKIT_CAUSE_CONFLICT)

@@ -57,13 +57,7 @@ static inline bool elidable(const pthread_mutex_t *m) {
     return (mutex_kind(m) & EL_KIND_NONDEFAULT) == 0;
 }
 
-/* Explicit abort codes (next to cx.c's 0xe1/0xe2 and txkit's 0xf*). */
-
-/* Policy: cx_policy_default's values. */
-#define EL_HTM_TRIES 3u
-#define EL_WINDOW 64u
-#define EL_EXCLUSIVE_PCT 50u
-#define EL_QUIET 512u
+/* Policy: cx_policy_default (tries, adaptation window), plus waiting: */
 #define EL_WAIT_SPINS 2000u /* spins outside a transaction for a held mutex ... */
 #define EL_BUSY_TRIES 16u   /* ... and how often, before sleeping in the real lock */
 #define EL_MAX_NESTED 8u
@@ -200,45 +194,17 @@ static void count_optimistic(struct tks_counters *c, unsigned tries) {
     tk_stats_close(t);
 }
 
-static void count_abort(struct tks_counters *c, int cause, int to_exclusive) {
-    if (!c)
-        return;
-    tk_thread *t = tk_cur;
-    tk_stats_open(t);
-    TK_COUNT(c->aborts[TXKIT_HTM], 1);
-    TK_COUNT(c->aborts_by_cause[cause], 1);
-    if (to_exclusive)
-        TK_COUNT(c->to_serial, 1);
-    if (cause == TXKIT_CAUSE_UNSUPPORTED || cause == TXKIT_CAUSE_IRREVOCABLE)
-        TK_COUNT(c->irrevocable, 1); /* needed the mutex for a system call */
-    tk_stats_close(t);
-}
 
 /* ------------------------------------------------------ adaptive policy */
 
 static bool try_optimistic(struct el_ent *e) {
-    if (!tk_g.hybrid || !e || _txkit_tls.depth > 0)
-        return false;
-    uint32_t skip = __atomic_load_n(&e->skip, __ATOMIC_RELAXED);
-    if (skip) {
-        __atomic_store_n(&e->skip, skip - 1, __ATOMIC_RELAXED);
-        return false;
-    }
-    return true;
+    return e && _txkit_tls.depth == 0 && tk_section_try(&e->skip);
 }
 
+/* A mutex follows cx's default adaptive policy. */
 static void adapt(struct el_ent *e, int ended_exclusive) {
-    if (!e)
-        return;
-    uint32_t n = __atomic_load_n(&e->win_n, __ATOMIC_RELAXED) + 1;
-    uint32_t x = __atomic_load_n(&e->win_x, __ATOMIC_RELAXED) + (ended_exclusive != 0);
-    if (n >= EL_WINDOW) {
-        if (x * 100 > n * EL_EXCLUSIVE_PCT)
-            __atomic_store_n(&e->skip, EL_QUIET, __ATOMIC_RELAXED);
-        n = x = 0;
-    }
-    __atomic_store_n(&e->win_n, n, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->win_x, x, __ATOMIC_RELAXED);
+    if (e)
+        tk_section_adapt(&e->win_n, &e->win_x, &e->skip, &cx_policy_default, ended_exclusive);
 }
 
 /* ------------------------------------------------------- hardware sections */
@@ -284,14 +250,14 @@ static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, 
         int hopeless;
         int cause = tk_section_classify((unsigned)status, &hopeless);
         if (cause == TXKIT_CAUSE_LOCKED) { /* held for real: wait outside, again */
-            count_abort(c, cause, busy + 1 >= EL_BUSY_TRIES);
+            tk_section_count_abort(c, cause, busy + 1 >= EL_BUSY_TRIES);
             if (++busy >= EL_BUSY_TRIES)
                 return false;
             continue;
         }
         ++*tries;
-        bool give_up = hopeless || *tries >= EL_HTM_TRIES;
-        count_abort(c, cause, give_up);
+        bool give_up = hopeless || *tries >= cx_policy_default.htm_tries;
+        tk_section_count_abort(c, cause, give_up);
         if (give_up)
             return false;
         if (cause == TXKIT_CAUSE_CONFLICT)

@@ -28,4 +28,27 @@ __attribute__((target("rtm"), noreturn)) static inline void tk_section_abort_bus
  * help (the section then takes the lock). */
 TK_HIDDEN int tk_section_classify(unsigned status, int *hopeless);
 
+/* Count an aborted hardware attempt of a section in c (NULL: not counted).
+ * to_exclusive: the section now takes the lock; an abort that needed the lock
+ * for I/O (system call, cx_need_exclusive) also counts as irrevocable. */
+TK_HIDDEN void tk_section_count_abort(struct tks_counters *c, int cause, int to_exclusive);
+
+/* The adaptive policy of a lock (cx_policy_t), on its racy hint counters. */
+struct cx_policy;
+/* Should this entry try optimistically? (Uses up one skipped entry if not.) */
+static inline bool tk_section_try(uint32_t *skip) {
+    if (!tk_g.hybrid)
+        return false;
+    uint32_t n = __atomic_load_n(skip, __ATOMIC_RELAXED);
+    if (n) {
+        __atomic_store_n(skip, n - 1, __ATOMIC_RELAXED);
+        return false;
+    }
+    return true;
+}
+/* A section ended (exclusive or not): after a window of entries mostly
+ * exclusive, skip optimistic tries for quiet_entries entries. */
+TK_HIDDEN void tk_section_adapt(uint32_t *entries, uint32_t *exclusive, uint32_t *skip,
+                                const struct cx_policy *p, int ended_exclusive);
+
 #endif /* TK_CX_SECTION_H */
