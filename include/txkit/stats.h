@@ -121,6 +121,38 @@ struct txkit_rtm_info {
 /** txkit_rtm_info() - fill *out (detection runs once per process). */
 TXKIT_API void txkit_rtm_info(struct txkit_rtm_info *out);
 
+/**
+ * DOC: application counters
+ * A program can publish counters of its own next to txkit's (a cache's hits,
+ * its object count, ...). They live in the process's statistics segment, so
+ * `txkit stat` shows them live and adds them up across processes (all the
+ * children of a forking server, say); `txkit stat --json` names them.
+ * Up to TXKIT_MAX_COUNTERS per process; names up to 47 bytes, like
+ * "cache.hits". The functions are async-signal-safe, never block, and accept
+ * NULL (a counter that could not be created) as a no-op.
+ * A child made by fork() starts with its own counters at zero.
+ */
+#define TXKIT_MAX_COUNTERS 64
+typedef struct txkit_counter txkit_counter_t;
+/** enum txkit_counter_kind - how `txkit stat` shows a counter. */
+enum txkit_counter_kind {
+    TXKIT_COUNTER_EVENTS = 0, /* a running total: shown as a rate per interval */
+    TXKIT_COUNTER_LEVEL = 1,  /* a level (objects, bytes): shown as is */
+};
+/**
+ * txkit_counter() - the counter called name, created at its first use.
+ * Return: the counter (the same one for the same name), or NULL when the name
+ * is empty or too long, the table is full, or statistics are off
+ * (TXKIT_STATS=off); errno says which (EINVAL, ENOSPC, ENOTSUP).
+ */
+TXKIT_API txkit_counter_t *txkit_counter(const char *name, int kind);
+/** txkit_counter_add() - add delta (may be negative) atomically. */
+TXKIT_API void txkit_counter_add(txkit_counter_t *c, int64_t delta);
+/** txkit_counter_set() - store value (for levels). */
+TXKIT_API void txkit_counter_set(txkit_counter_t *c, int64_t value);
+/** txkit_counter_get() - the current value (0 for NULL). */
+TXKIT_API int64_t txkit_counter_get(const txkit_counter_t *c);
+
 /** txkit_version() - the library's version string, e.g. "0.1.0". */
 TXKIT_API const char *txkit_version(void);
 

@@ -15,6 +15,7 @@
  *   struct tks_header
  *   struct tks_thread  threads[max_threads]     at threads_offset
  *   struct tks_site    sites[max_sites]         at sites_offset
+ *   struct tks_ucounter ucounters[max_ucounters] at ucounters_offset
  *   struct tks_counters matrix[max_threads][max_sites]   at matrix_offset
  *
  * Each thread owns one threads[] slot and its matrix row, and is their only
@@ -24,7 +25,12 @@
  * matrix is a sparse file: rows and sites never used cost nothing.
  *
  * A dump (TXKIT_STATS=FILE) has the same layout with max_threads = 1 (all
- * threads added up) and max_sites = nsites, so one reader serves both.
+ * threads added up) and max_sites = nsites, so one reader serves both; its
+ * application counters come last.
+ *
+ * Application counters (txkit_counter(), include/txkit/stats.h) are shared by
+ * the threads of the process: updated with atomic adds, never under the
+ * seqlock. ucounters_offset 0 means there are none.
  */
 #ifndef TK_STATS_FORMAT_H
 #define TK_STATS_FORMAT_H
@@ -38,6 +44,7 @@
 #define TKS_NMETHODS 4   /* txkit_method_t: auto (unused), htm, stm, serial */
 #define TKS_NCAUSES 12   /* room for txkit_cause_t (9 today) */
 #define TKS_HIST 8
+#define TKS_MAX_UCOUNTERS 64u /* TXKIT_MAX_COUNTERS */
 
 /* Site 0 collects transactions of sites beyond max_sites. */
 #define TKS_SITE_OTHER 0u
@@ -63,7 +70,10 @@ struct tks_counters {
     uint64_t inside_hist[TKS_HIST];
     uint64_t inside_max;
     uint64_t explicit_code;               /* last foreign _xabort code */
-    uint64_t reserved[4];
+    uint64_t cm_decided;                  /* conflicts a contention manager decided */
+    uint64_t cm_inversions;               /* ... against the thread of higher conflict priority */
+    uint64_t sched_waits;                 /* retries deferred by transaction-aware scheduling */
+    uint64_t sched_queued;                /* transactions that waited in their site's queue */
 }; /* 64 x 8 = 512 bytes */
 
 enum tks_thread_state { TKS_FREE = 0, TKS_LIVE = 1, TKS_EXITED = 2 };
@@ -94,6 +104,15 @@ struct tks_site {
     char func[80];     /* function, or symbol+offset */
 }; /* 264 bytes */
 
+enum tks_ucounter_kind { TKS_UC_EVENTS = 0, TKS_UC_LEVEL = 1 };
+
+struct tks_ucounter {
+    uint32_t state;    /* 1 once name and kind are written */
+    uint32_t kind;     /* enum tks_ucounter_kind */
+    int64_t value;
+    char name[48];     /* NUL-terminated */
+}; /* 64 bytes */
+
 struct tks_header {
     char magic[8];          /* TKS_MAGIC */
     uint32_t version;       /* TKS_VERSION */
@@ -112,7 +131,11 @@ struct tks_header {
     uint32_t reserved0;
     char name[16];          /* process name (comm) */
     char cmdline[128];      /* argv, spaces between, truncated */
-    uint64_t reserved[8];
+    uint64_t ucounters_offset; /* 0: no application counters */
+    uint32_t max_ucounters;
+    uint32_t nucounters;    /* used so far (high-water mark) */
+    char cm[16];            /* the contention manager in use ("backoff", "prio", ...) */
+    uint64_t reserved[4];
 };
 
 static inline uint64_t tks_matrix_index(const struct tks_header *h, uint32_t thread, uint32_t site) {

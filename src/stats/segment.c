@@ -40,7 +40,8 @@ static unsigned my_nsites, my_nthreads;
 static size_t page_up(size_t n) { return (n + PAGE - 1) & ~(size_t)(PAGE - 1); }
 static size_t threads_off(void) { return page_up(sizeof(struct tks_header)); }
 static size_t sites_off(void) { return threads_off() + page_up(TKS_MAX_THREADS * sizeof(struct tks_thread)); }
-static size_t matrix_off(void) { return sites_off() + page_up(TKS_MAX_SITES * sizeof(struct tks_site)); }
+static size_t ucounters_off(void) { return sites_off() + page_up(TKS_MAX_SITES * sizeof(struct tks_site)); }
+static size_t matrix_off(void) { return ucounters_off() + page_up(TKS_MAX_UCOUNTERS * sizeof(struct tks_ucounter)); }
 static size_t segment_size(void) {
     return matrix_off() + (size_t)TKS_MAX_THREADS * TKS_MAX_SITES * sizeof(struct tks_counters);
 }
@@ -49,6 +50,9 @@ struct tks_thread *tk_seg_threads(void) {
     return (struct tks_thread *)((char *)seg + seg->threads_offset);
 }
 static struct tks_site *seg_sites(void) { return (struct tks_site *)((char *)seg + seg->sites_offset); }
+static struct tks_ucounter *seg_ucounters(void) {
+    return (struct tks_ucounter *)((char *)seg + seg->ucounters_offset);
+}
 struct tks_counters *tk_seg_row(unsigned slot) {
     return (struct tks_counters *)((char *)seg + seg->matrix_offset) +
            tks_matrix_index(seg, slot, 0);
@@ -107,7 +111,10 @@ static void fill_header(struct tks_header *h, size_t size) {
     h->threads_offset = threads_off();
     h->sites_offset = sites_off();
     h->matrix_offset = matrix_off();
+    h->ucounters_offset = ucounters_off();
+    h->max_ucounters = TKS_MAX_UCOUNTERS;
     h->file_size = size;
+    snprintf(h->cm, sizeof h->cm, "%s", tk_cm->name);
     h->nthreads = my_nthreads = 1; /* slot 0: threads that exited, added up */
     h->nsites = my_nsites = 1;     /* site 0: sites beyond TKS_MAX_SITES */
     struct tks_site *other = (struct tks_site *)((char *)h + h->sites_offset);
@@ -212,6 +219,8 @@ static int create_shared(size_t size, char *why, size_t wlen) {
     return 0;
 }
 
+static void ucounters_republish(void);
+
 /* Called with seg_lock held. */
 static void seg_create(void) {
     size_t size = segment_size();
@@ -232,6 +241,95 @@ static void seg_create(void) {
                     why);
     }
     seg_size = size;
+    ucounters_republish();
+}
+
+
+/* ------------------------------------------------- application counters
+ * The handles are private (they survive fork(), the segment does not): a
+ * handle is an index into the segment's table, whose names are written again
+ * into each new segment. */
+struct txkit_counter {
+    unsigned idx;
+};
+static struct txkit_counter uc_handles[TKS_MAX_UCOUNTERS];
+static char uc_names[TKS_MAX_UCOUNTERS][48];
+static uint32_t uc_kinds[TKS_MAX_UCOUNTERS];
+static unsigned uc_count;
+
+/* seg_lock held, seg set: names and kinds of every counter, values at zero. */
+static void ucounters_republish(void) {
+    struct tks_ucounter *u = seg_ucounters();
+    for (unsigned i = 0; i < uc_count; i++) {
+        memcpy(u[i].name, uc_names[i], sizeof u[i].name);
+        u[i].kind = uc_kinds[i];
+        __atomic_store_n(&u[i].state, 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&seg->nucounters, uc_count, __ATOMIC_RELEASE);
+}
+
+txkit_counter_t *txkit_counter(const char *name, int kind) {
+    size_t len = name ? strlen(name) : 0;
+    if (len == 0 || len >= sizeof uc_names[0] ||
+        (kind != TXKIT_COUNTER_EVENTS && kind != TXKIT_COUNTER_LEVEL)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (tk_cfg.stats_off) {
+        errno = ENOTSUP;
+        return NULL;
+    }
+    pthread_mutex_lock(&seg_lock);
+    if (!seg)
+        seg_create();
+    struct txkit_counter *c = NULL;
+    for (unsigned i = 0; i < uc_count && !c; i++)
+        if (strcmp(uc_names[i], name) == 0)
+            c = &uc_handles[i];
+    if (!c && uc_count < TKS_MAX_UCOUNTERS) {
+        unsigned i = uc_count++;
+        memcpy(uc_names[i], name, len + 1);
+        uc_kinds[i] = (uint32_t)kind;
+        uc_handles[i].idx = i;
+        c = &uc_handles[i];
+        struct tks_ucounter *u = &seg_ucounters()[i];
+        memcpy(u->name, uc_names[i], sizeof u->name);
+        u->kind = (uint32_t)kind;
+        __atomic_store_n(&u->state, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&seg->nucounters, uc_count, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&seg_lock);
+    if (!c)
+        errno = ENOSPC;
+    return c;
+}
+
+/* The counter's value in the current segment; after fork() the child's
+ * segment is made at its first use. */
+static int64_t *uc_value(const txkit_counter_t *c) {
+    struct tks_header *h = __atomic_load_n(&seg, __ATOMIC_ACQUIRE);
+    if (TXKIT_UNLIKELY(!h)) {
+        pthread_mutex_lock(&seg_lock);
+        if (!seg)
+            seg_create();
+        h = seg;
+        pthread_mutex_unlock(&seg_lock);
+    }
+    return &((struct tks_ucounter *)((char *)h + h->ucounters_offset))[c->idx].value;
+}
+
+void txkit_counter_add(txkit_counter_t *c, int64_t delta) {
+    if (c)
+        __atomic_fetch_add(uc_value(c), delta, __ATOMIC_RELAXED);
+}
+
+void txkit_counter_set(txkit_counter_t *c, int64_t value) {
+    if (c)
+        __atomic_store_n(uc_value(c), value, __ATOMIC_RELAXED);
+}
+
+int64_t txkit_counter_get(const txkit_counter_t *c) {
+    return c ? __atomic_load_n(uc_value(c), __ATOMIC_RELAXED) : 0;
 }
 
 void tk_seg_thread_attach(tk_thread *t) {
@@ -400,7 +498,11 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
     h.threads_offset = sizeof h;
     h.sites_offset = h.threads_offset + sizeof(struct tks_thread);
     h.matrix_offset = h.sites_offset + nsites * sizeof(struct tks_site);
-    h.file_size = h.matrix_offset + nsites * sizeof(struct tks_counters);
+    unsigned nuc = uc_count;
+    h.ucounters_offset = nuc ? h.matrix_offset + nsites * sizeof(struct tks_counters) : 0;
+    h.max_ucounters = h.nucounters = nuc;
+    h.file_size = h.matrix_offset + nsites * sizeof(struct tks_counters) +
+                  nuc * sizeof(struct tks_ucounter);
     /* in a dump, tid says how many threads ran transactions */
     struct tks_thread th = {.state = TKS_EXITED, .tid = threads_seen};
     struct tks_counters *sum = calloc(nsites, sizeof *sum);
@@ -426,7 +528,8 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
     } else {
         int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(&th, sizeof th, 1, f) == 1 &&
                  fwrite(seg_sites(), sizeof(struct tks_site), nsites, f) == nsites &&
-                 fwrite(sum, sizeof *sum, nsites, f) == nsites;
+                 fwrite(sum, sizeof *sum, nsites, f) == nsites &&
+                 fwrite(seg_ucounters(), sizeof(struct tks_ucounter), nuc, f) == nuc;
         ok = (fclose(f) == 0) && ok;
         if (ok && rename(tmp, path) == 0)
             rc = 0;

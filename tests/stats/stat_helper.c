@@ -1,7 +1,7 @@
 /* stat_helper - a txkit process with known statistics, for the txkit stat tests.
  *
  *   stat_helper [--tx N] [--threads T] [--name NAME] [--pace-us U] [--no-fault]
- *               [--itm N] [--wait-seconds S]
+ *               [--itm N] [--counter N] [--wait-seconds S]
  *
  * Runs N transactions at one TX_ATOMIC site. With fault injection (the
  * default: txkit_set_fault(TXKIT_STM, 1.0)) every software attempt aborts at
@@ -112,7 +112,7 @@ static int check(const char *what, unsigned long long got, unsigned long long wa
 }
 
 int main(int argc, char **argv) {
-    unsigned long tx = 100, threads = 0, itm = 0, cxn = 0, wait_s = 60;
+    unsigned long tx = 100, threads = 0, itm = 0, cxn = 0, wait_s = 60, counter = 0;
     int fault = 1, self_check = 1;
     const char *name = NULL;
     for (int i = 1; i < argc; i++) {
@@ -130,6 +130,8 @@ int main(int argc, char **argv) {
             cxn = arg_num(a, v), i++;
         else if (strcmp(a, "--itm") == 0)
             itm = arg_num(a, v), i++;
+        else if (strcmp(a, "--counter") == 0)
+            counter = arg_num(a, v), i++;
         else if (strcmp(a, "--wait-seconds") == 0)
             wait_s = arg_num(a, v), i++;
         else if (strcmp(a, "--no-fault") == 0)
@@ -189,6 +191,23 @@ int main(int argc, char **argv) {
 #endif
     if (cxn)
         stat_cx_work((unsigned)cxn);
+    if (counter) {
+        /* Application counters: N events one by one, and a level of N. */
+        txkit_counter_t *ev = txkit_counter("test.events", TXKIT_COUNTER_EVENTS);
+        txkit_counter_t *lv = txkit_counter("test.level", TXKIT_COUNTER_LEVEL);
+        if (!ev || !lv || txkit_counter("test.events", TXKIT_COUNTER_EVENTS) != ev ||
+            txkit_counter("", TXKIT_COUNTER_EVENTS) != NULL) {
+            fprintf(stderr, "stat_helper: txkit_counter failed\n");
+            return 1;
+        }
+        for (unsigned long k = 0; k < counter; k++)
+            txkit_counter_add(ev, 1);
+        txkit_counter_set(lv, (int64_t)counter);
+        if (txkit_counter_get(ev) != (int64_t)counter || txkit_counter_get(lv) != (int64_t)counter) {
+            fprintf(stderr, "stat_helper: counter values wrong\n");
+            return 1;
+        }
+    }
 
     if (!self_check) {
         printf("{\"pid\": %ld, \"tx\": %lu, \"itm\": %lu, \"line\": %d, \"self_check\": false}\n",

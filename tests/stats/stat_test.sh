@@ -93,6 +93,24 @@ row() { awk -v k="$2" '$1 == k { line = $0 } END { print line }' "$1"; }
 
 case $case in
 
+counters)
+  # Application counters: summed by name over processes; a fork()ed child
+  # would start from zero (its own segment).
+  start_helper a --tx 1 --no-fault --counter 5 --name alpha; a=$hpid
+  start_helper b --tx 1 --no-fault --counter 7 --name beta; b=$hpid
+  "$bin" stat --json >"$tmp/out.json" 2>"$tmp/err" || fail "txkit stat --json: $(cat "$tmp/err")"
+  check "$tmp/out.json" "
+c = {u['name']: u for u in d['counters']}
+assert c['test.events']['value'] == 12 and c['test.events']['kind'] == 'events', c
+assert c['test.level']['value'] == 12 and c['test.level']['kind'] == 'level', c
+assert c['test.events']['processes'] == 2, c
+per = {p['pid']: {u['name']: u['value'] for u in p['counters']} for p in d['processes']}
+assert per[$a] == {'test.events': 5, 'test.level': 5}, per
+assert per[$b] == {'test.events': 7, 'test.level': 7}, per
+"
+  "$bin" stat >"$tmp/out.txt" || fail "txkit stat"
+  grep -Eq '^  test.events +12  events, 2 processes' "$tmp/out.txt" || fail "counters in the table: $(cat "$tmp/out.txt")"
+  ;;
 multiproc)
   start_helper a --tx 10 --name alpha; a=$hpid
   start_helper b --tx 25 --threads 2 --name beta; b=$hpid

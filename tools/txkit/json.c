@@ -102,6 +102,11 @@ void jw_u64(struct jw *w, const char *key, uint64_t v) {
     fprintf(w->f, "%" PRIu64, v);
 }
 
+void jw_i64(struct jw *w, const char *key, int64_t v) {
+    member(w, key);
+    fprintf(w->f, "%" PRId64, v);
+}
+
 void jw_double(struct jw *w, const char *key, double v) {
     member(w, key);
     if (isfinite(v))

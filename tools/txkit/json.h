@@ -20,6 +20,7 @@ void jw_array(struct jw *w, const char *key);
 void jw_end_object(struct jw *w);
 void jw_end_array(struct jw *w);
 void jw_u64(struct jw *w, const char *key, uint64_t v);
+void jw_i64(struct jw *w, const char *key, int64_t v);
 void jw_double(struct jw *w, const char *key, double v); /* null when not finite */
 void jw_null(struct jw *w, const char *key);
 void jw_bool(struct jw *w, const char *key, int v);

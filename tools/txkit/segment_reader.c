@@ -196,6 +196,14 @@ static int validate(const struct tks_header *h, uint64_t st_size, unsigned flags
         return BAD("counter matrix (offset %llu, %u x %u records) runs past the end of the file "
                    "(%llu bytes)",
                    (ull)h->matrix_offset, h->max_threads, h->max_sites, (ull)h->file_size);
+    uint64_t uend;
+    if (h->ucounters_offset &&
+        (h->ucounters_offset % 8 || h->ucounters_offset < h->header_size ||
+         h->max_ucounters > TKS_MAX_UCOUNTERS ||
+         !region_end(h->ucounters_offset, h->max_ucounters, sizeof(struct tks_ucounter), &uend) ||
+         uend > h->file_size))
+        return BAD("application counters (offset %llu, %u) out of the file or misaligned",
+                   (ull)h->ucounters_offset, h->max_ucounters);
     if (h->is_dump && h->max_threads != 1)
         return BAD("a dump with %u thread slots (a dump has one)", h->max_threads);
     if (flags & TKR_SEGMENT) {
@@ -386,6 +394,27 @@ static void read_counters(const struct snap_args *a) {
     }
 }
 
+/* Application counters: those whose name is written, in table order. */
+static void read_ucounters(const struct snap_args *a) {
+    const struct tks_header *h = a->h;
+    struct tkr_proc *p = a->p;
+    p->nucounters = 0;
+    if (!h->ucounters_offset || !p->ucounters)
+        return;
+    const struct tks_ucounter *u = (const struct tks_ucounter *)(a->m->base + h->ucounters_offset);
+    unsigned n = __atomic_load_n(&((const struct tks_header *)a->m->base)->nucounters, __ATOMIC_ACQUIRE);
+    if (n > h->max_ucounters)
+        n = h->max_ucounters;
+    for (unsigned i = 0; i < n; i++) {
+        if (__atomic_load_n(&u[i].state, __ATOMIC_ACQUIRE) != 1)
+            continue;
+        struct tkr_ucounter *d = &p->ucounters[p->nucounters++];
+        copy_field(d->name, sizeof d->name, u[i].name, sizeof u[i].name);
+        d->kind = u[i].kind == TKS_UC_LEVEL ? TKS_UC_LEVEL : TKS_UC_EVENTS;
+        d->value = __atomic_load_n(&u[i].value, __ATOMIC_RELAXED);
+    }
+}
+
 /* Guarded phase 2: sites and counters. */
 static int snapshot(const struct snap_args *a) {
     if (sigsetjmp(bus_jb, 1))
@@ -393,6 +422,7 @@ static int snapshot(const struct snap_args *a) {
     bus_armed = 1;
     read_sites(a);
     read_counters(a);
+    read_ucounters(a);
     bus_armed = 0;
     return 0;
 }
@@ -400,6 +430,9 @@ static int snapshot(const struct snap_args *a) {
 /* ------------------------------------------------------------ one file */
 
 void tkr_proc_free(struct tkr_proc *p) {
+    free(p->ucounters);
+    p->ucounters = NULL;
+    p->nucounters = 0;
     free(p->sites);
     free(p->counters);
     p->sites = NULL;
@@ -547,6 +580,12 @@ enum tkr_result tkr_read(int dirfd, const char *name, unsigned flags, struct tkr
         goto out;
     }
     p->nsites = nsites;
+    if (h.ucounters_offset && h.max_ucounters &&
+        !(p->ucounters = calloc(h.max_ucounters, sizeof *p->ucounters))) {
+        snprintf(why, wlen, "out of memory");
+        tkr_proc_free(p);
+        goto out;
+    }
     struct datamap dm;
     datamap_build(&dm, fd, h.matrix_offset,
                   h.matrix_offset + (uint64_t)h.max_threads * h.max_sites * sizeof(struct tks_counters));
@@ -566,6 +605,7 @@ enum tkr_result tkr_read(int dirfd, const char *name, unsigned flags, struct tkr
     p->ns_per_tick = lf.ns_per_tick;
     copy_field(p->name, sizeof p->name, h.name, sizeof h.name);
     copy_field(p->cmdline, sizeof p->cmdline, h.cmdline, sizeof h.cmdline);
+    copy_field(p->cm, sizeof p->cm, h.cm, sizeof h.cm);
     if (dead) {
         if (flags & TKR_REMOVE_GONE)
             remove_dead(dirfd, name, &st);

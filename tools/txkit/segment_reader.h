@@ -29,6 +29,13 @@ struct tkr_site {
     char func[sizeof(((struct tks_site *)0)->func) + 1];
 };
 
+/* An application counter (txkit_counter()), copied out and made printable. */
+struct tkr_ucounter {
+    char name[49];
+    uint32_t kind;  /* enum tks_ucounter_kind */
+    int64_t value;
+};
+
 /* One process (a live segment) or one dump, copied out of its file. */
 struct tkr_proc {
     char file[TKR_FILE_MAX]; /* name in the directory, or the path given */
@@ -43,6 +50,9 @@ struct tkr_proc {
     unsigned torn;           /* records accepted after the seqlock retries ran out */
     struct tkr_site *sites;         /* [nsites] */
     struct tks_counters *counters;  /* [nsites], summed over the threads */
+    char cm[17];                    /* contention manager, "" if not said */
+    unsigned nucounters;
+    struct tkr_ucounter *ucounters; /* [nucounters] */
 };
 
 enum tkr_result {

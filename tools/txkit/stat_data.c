@@ -249,6 +249,39 @@ static int period_counts(struct tks_counters *out, const struct tkr_proc *p, str
     return 0;
 }
 
+/* Add p's application counters to r, by name. An event counter counts what
+ * grew since the last reading of the same process (all of it the first time). */
+static int add_ucounters(struct st_report *r, const struct tkr_proc *p, struct st_prev_proc *e) {
+    for (unsigned i = 0; i < p->nucounters; i++) {
+        const struct tkr_ucounter *u = &p->ucounters[i];
+        int64_t v = u->value;
+        if (u->kind == TKS_UC_EVENTS && e && i < TKS_MAX_UCOUNTERS) {
+            int64_t prev = i < e->nuc ? e->uc[i] : 0;
+            e->uc[i] = v;
+            v -= prev;
+        }
+        struct st_ucounter *d = NULL;
+        for (size_t k = 0; k < r->nucounters && !d; k++)
+            if (strcmp(r->ucounters[k].name, u->name) == 0 && r->ucounters[k].kind == u->kind)
+                d = &r->ucounters[k];
+        if (!d) {
+            struct st_ucounter *a = realloc(r->ucounters, (r->nucounters + 1) * sizeof *a);
+            if (!a)
+                return -1;
+            r->ucounters = a;
+            d = &a[r->nucounters++];
+            memset(d, 0, sizeof *d);
+            snprintf(d->name, sizeof d->name, "%s", u->name);
+            d->kind = u->kind;
+        }
+        d->value += v;
+        d->nprocs++;
+    }
+    if (e && p->nucounters > e->nuc)
+        e->nuc = p->nucounters < TKS_MAX_UCOUNTERS ? p->nucounters : TKS_MAX_UCOUNTERS;
+    return 0;
+}
+
 static void ref_fill(struct st_ref *r, uint64_t pid, const char *name, const char *file) {
     memset(r, 0, sizeof *r);
     r->pid = pid;
@@ -290,6 +323,8 @@ int st_build(struct st_report *r, const struct tkr_proc *const *procs, size_t n,
         for (unsigned s = 0; s < p->nsites; s++)
             if (active(&sp->sites[s]) && merge_add(&m, &p->sites[s], &sp->sites[s], p) != 0)
                 goto oom;
+        if (add_ucounters(r, p, h ? history_find(h, p) : NULL) != 0)
+            goto oom;
     }
     free(m.table);
     m.table = NULL;
@@ -347,6 +382,7 @@ void st_report_free(struct st_report *r) {
     free(r->sites);
     free(r->gone);
     free(r->exited);
+    free(r->ucounters);
     memset(r, 0, sizeof *r);
 }
 

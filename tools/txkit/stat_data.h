@@ -59,6 +59,13 @@ struct st_ref {                     /* a process mentioned by pid and name */
     int removed;
 };
 
+struct st_ucounter {                /* an application counter, over the processes */
+    char name[49];
+    uint32_t kind;                  /* enum tks_ucounter_kind */
+    int64_t value;                  /* events: in the period; levels: now */
+    unsigned nprocs;                /* processes that have it */
+};
+
 struct st_report {
     int since_start;                /* totals since each process started */
     double seconds;                 /* length of the interval (not since_start) */
@@ -75,6 +82,8 @@ struct st_report {
     struct st_ref *gone, *exited;
     size_t ngone, nexited;
     const struct tkr_scan *scan;    /* problems */
+    struct st_ucounter *ucounters;  /* by name, in order of first appearance */
+    size_t nucounters;
 };
 
 /* Per-process state between intervals: the last counts seen. */
@@ -84,6 +93,8 @@ struct st_prev_proc {
     char file[256];
     unsigned nsites;
     struct tks_counters *c;
+    unsigned nuc;
+    int64_t uc[TKS_MAX_UCOUNTERS];  /* event counters at the last reading */
     int seen;
 };
 

@@ -247,6 +247,24 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
     if (r->nprocs != 1)
         table_row(f, "", "total", r->total_threads, &r->total, r->total_lost_ns);
 
+    /* Contention management and scheduling (issue-7 counters), when anything happened. */
+    const struct tks_counters *t = &r->total;
+    if (t->cm_decided || t->sched_waits || t->sched_queued) {
+        const char *cm = r->nprocs == 1 && r->procs[0].p->cm[0] ? r->procs[0].p->cm : "";
+        fprintf(f, "contention%s%s: %llu conflicts decided, %llu priority inversions (%.1f%%); "
+                   "scheduling: %llu waits, %llu queued\n",
+                cm[0] ? " manager " : "", cm, (ull)t->cm_decided, (ull)t->cm_inversions,
+                pct(t->cm_inversions, t->cm_decided), (ull)t->sched_waits, (ull)t->sched_queued);
+    }
+    if (r->nucounters) {
+        fprintf(f, "counters%s:\n", r->since_start ? "" : " (events in this interval, levels now)");
+        for (size_t i = 0; i < r->nucounters; i++) {
+            const struct st_ucounter *u = &r->ucounters[i];
+            fprintf(f, "  %-32s %14lld  %s, %u process%s\n", u->name, (long long)u->value,
+                    u->kind == TKS_UC_LEVEL ? "level" : "events", u->nprocs, u->nprocs == 1 ? "" : "es");
+        }
+    }
+
     if (o->sites) {
         size_t n = o->top && o->top < r->nsites ? o->top : r->nsites;
         if (r->nsites == 0)
@@ -307,6 +325,10 @@ static void json_counters(struct jw *w, const struct tks_counters *c, double los
     jw_u64(w, "irrevocable", c->irrevocable);
     json_hist(w, "retries_hist", c->retries_hist);
     json_time(w, "time_lost_ms", lost_ns);
+    jw_u64(w, "cm_decided", c->cm_decided);
+    jw_u64(w, "cm_inversions", c->cm_inversions);
+    jw_u64(w, "sched_waits", c->sched_waits);
+    jw_u64(w, "sched_queued", c->sched_queued);
 }
 
 static void json_ref(struct jw *w, const struct st_ref *g, int counts) {
@@ -355,6 +377,15 @@ void st_print_json(FILE *f, const struct st_report *r, const struct st_print_opt
         else
             jw_null(&w, "ns_per_tick");
         jw_u64(&w, "unstable_reads", p->torn);
+        jw_string(&w, "cm", p->cm);
+        jw_array(&w, "counters");
+        for (unsigned k = 0; k < p->nucounters; k++) {
+            jw_object(&w, NULL);
+            jw_string(&w, "name", p->ucounters[k].name);
+            jw_i64(&w, "value", p->ucounters[k].value);
+            jw_end_object(&w);
+        }
+        jw_end_array(&w);
         json_counters(&w, &sp->total, sp->lost_ns);
         jw_end_object(&w);
     }
@@ -397,6 +428,18 @@ void st_print_json(FILE *f, const struct st_report *r, const struct st_print_opt
         json_hist(&w, "inside_hist", s->c.inside_hist);
         json_hist(&w, "rset_hist", s->c.rset_hist);
         json_hist(&w, "wset_hist", s->c.wset_hist);
+        jw_end_object(&w);
+    }
+    jw_end_array(&w);
+
+    jw_array(&w, "counters");
+    for (size_t i = 0; i < r->nucounters; i++) {
+        const struct st_ucounter *u = &r->ucounters[i];
+        jw_object(&w, NULL);
+        jw_string(&w, "name", u->name);
+        jw_string(&w, "kind", u->kind == TKS_UC_LEVEL ? "level" : "events");
+        jw_i64(&w, "value", u->value);
+        jw_u64(&w, "processes", u->nprocs);
         jw_end_object(&w);
     }
     jw_end_array(&w);
