@@ -6,5 +6,6 @@
 #include <txkit/tx.h>
 #include <txkit/stats.h>
 #include <txkit/cx.h>
+#include <txkit/cm.h>
 
 #endif /* TXKIT_H */

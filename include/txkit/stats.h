@@ -62,6 +62,13 @@ TXKIT_API const char *txkit_cause_name(int cause);
  * @ns_aborted:      wall time spent in attempts that aborted (every retry is
  *                   timed, first attempts one in 16: an unbiased estimate).
  * @explicit_code:   the last foreign _xabort code seen (TXKIT_CAUSE_EXPLICIT).
+ * @cm_decided:      conflicts between software transactions that the
+ *                   contention manager decided (any manager but backoff).
+ * @cm_inversions:   of those, decided against the thread of higher conflict
+ *                   priority (tx_get_priority()); ties are not inversions.
+ * @sched_waits:     retries that transaction-aware scheduling deferred
+ *                   (yield or sleep instead of an immediate retry).
+ * @sched_queued:    transactions that waited for their site's ticket.
  */
 typedef struct tx_stats {
     uint64_t threads;
@@ -75,6 +82,10 @@ typedef struct tx_stats {
     uint64_t retries_hist[TXKIT_RETRY_BUCKETS];
     uint64_t ns_aborted;
     uint64_t explicit_code;
+    uint64_t cm_decided;
+    uint64_t cm_inversions;
+    uint64_t sched_waits;
+    uint64_t sched_queued;
 } tx_stats_t;
 
 /**

@@ -329,6 +329,13 @@ static int stm_begin(tk_thread *t) {
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
      * nothing we read can change any more: irrevocable from the start. */
     t->ctl.irrevocable = t->ctl.irr_token;
+    if (tk_vis_on) {
+        tk_vis_begin(t); /* a contention manager decides conflicts (stm_vis.c) */
+        if (t->ctl.irrevocable) /* nobody can have seen us yet to kill us */
+            TK_ASSERT(tk_vis_pin(t));
+    } else {
+        t->vis_active = 0;
+    }
     return TK_OK;
 }
 
@@ -366,13 +373,23 @@ static int stm_commit(tk_thread *t) {
     if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
     if (t->wset.len == 0) { /* read-only: consistent at its last validation */
+        if (t->vis_active && !tk_vis_commit_point(t))
+            return TXKIT_CAUSE_CONFLICT; /* a manager decided against it */
+        tk_vis_end(t);
         unregister(t);
         return TK_OK;
     }
     if (!acquire_clock(t))
         return TXKIT_CAUSE_CONFLICT;
+    /* Killed while getting there: give the clock back unused. */
+    if (t->vis_active && !tk_vis_commit_point(t)) {
+        __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
+        return TXKIT_CAUSE_CONFLICT;
+    }
+    tk_g.last_writer_prio = t->prio;
     write_back(t);
     __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
+    tk_vis_end(t);
     unregister(t);
     return TK_OK;
 }
@@ -386,6 +403,7 @@ void tk_stm_ws_restore(tk_thread *t, const tk_wentry *saved, size_t n) {
 }
 
 static void stm_rollback(tk_thread *t) {
+    tk_vis_end(t);
     ws_clear(t);
     tk_undo_apply(t, 0); /* private memory logged by gcc's _ITM_L* barriers */
     unregister(t);
@@ -395,6 +413,8 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
     uintptr_t a = (uintptr_t)addr;
     if (t->wset.len && ws_overlay(t, dst, a, size) == size)
         return; /* read-after-write of bytes all written by us */
+    if (t->vis_active)
+        tk_vis_read(t, addr, size);
     uint64_t v = read_mem(addr, (uint32_t)size);
     while (TXKIT_UNLIKELY(!snapshot_current(t))) {
         if (!try_extend(t)) {
@@ -419,6 +439,8 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
         memcpy(addr, src, size); /* allocated by this attempt: private, in place */
         return;
     }
+    if (t->vis_active)
+        tk_vis_write(t, addr, size);
     uintptr_t a = (uintptr_t)addr;
     const unsigned char *s = src;
     while (size) {
@@ -447,6 +469,8 @@ static int stm_make_irrevocable(tk_thread *t) {
     /* cx locks it depends on must now be held for real: nobody may take them
      * exclusively under an irrevocable transaction. */
     if (t->cx.nsubs && tk_cx_hold_subscribed(t) != 0)
+        return TXKIT_CAUSE_IRREVOCABLE;
+    if (!tk_vis_pin(t)) /* killed by a winner before we could pin */
         return TXKIT_CAUSE_IRREVOCABLE;
     t->ctl.irrevocable = 1;
     return TK_OK;

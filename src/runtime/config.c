@@ -226,6 +226,21 @@ static void parse_stats(void) {
         snprintf(tk_cfg.stats_path, sizeof tk_cfg.stats_path, "%s", v);
 }
 
+static void parse_cm(void) {
+    const char *v = getenv("TXKIT_CM");
+    if (v && *v && tk_cm_select(v) != 0)
+        env_warn("TXKIT_CM", v, "unknown contention manager (backoff, timestamp, size, prio); using backoff");
+    v = getenv("TXKIT_SCHED");
+    if (!v || !*v)
+        return;
+    if (strcmp(v, "on") == 0 || strcmp(v, "1") == 0)
+        txkit_set_sched(1);
+    else if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)
+        txkit_set_sched(0);
+    else
+        env_warn("TXKIT_SCHED", v, "expected on or off; using off");
+}
+
 void tk_config_init(void) {
     tk_cpu_detect(&rtm);
     tk_g.hybrid = rtm.usable;
@@ -237,6 +252,7 @@ void tk_config_init(void) {
     parse_uint("TXKIT_STM_RETRIES", &tk_cfg.stm_retries, 0, 100000);
     parse_fault();
     parse_stats();
+    parse_cm();
 }
 
 __attribute__((constructor)) static void txkit_init(void) {

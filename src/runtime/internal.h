@@ -180,9 +180,22 @@ struct tk_thread {
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
 
-    /* -- contention management */
+    /* -- contention management (cm.c, methods/stm_vis.c) */
     uint64_t rng;
     unsigned consecutive_aborts;
+    int prio;                     /* conflict priority of the running transaction */
+    int prio_set;                 /* tx_set_priority(), or TX_PRIO_AUTO */
+    uint64_t prio_read_ns;        /* when prio was last derived from the scheduler */
+    int vis_slot;                 /* visible-TM slot + 1 (stm_vis.c), 0 for none yet */
+    int vis_active;               /* the running attempt's accesses are visible */
+    int vis_decided;              /* the attempt aborts by a manager's decision */
+    tk_vec vis_owned, vis_read;   /* uint32_t orec indexes owned / marked as read */
+    /* -- transaction-aware scheduling (sched.c) */
+    uint64_t sched_attempt_tsc;   /* start of the current attempt (when on) */
+    uint64_t sched_tx_lost;       /* ticks lost in aborted attempts of this transaction */
+    uint32_t sched_restart_ema;   /* restarts per transaction, x256 */
+    uint64_t sched_lost_ema;      /* ticks lost per transaction */
+    int sched_queue_held;         /* holds its site's queue */
 
     /* -- auto method: detecting that this thread runs alone */
     unsigned solo_countdown;      /* transactions until the next check */
@@ -247,6 +260,7 @@ TK_HIDDEN void tk_seg_fork_child(tk_thread *me);
 TK_HIDDEN void tk_seg_unpublish(void);
 TK_HIDDEN int tk_seg_dump(const char *path, char *why, size_t wlen);
 TK_HIDDEN void tk_seg_set_ns_per_tick(double v);
+TK_HIDDEN void tk_seg_set_cm(const char *name);
 TK_HIDDEN struct tks_thread *tk_seg_threads(void);
 TK_HIDDEN int tk_seg_dir(char *buf, size_t len);
 
@@ -286,6 +300,10 @@ TK_HIDDEN uint64_t tk_others_transactions(const tk_thread *self);
  * transactions are running, which is how those notice hardware writes. */
 struct tk_global {
     _Alignas(TK_CACHELINE) volatile uint64_t clock;
+    /* Same line as the clock, written by the software committer that holds
+     * it: who wrote last, so an aborted reader can tell whether backoff
+     * decided its conflict against a higher priority (statistics only). */
+    int last_writer_prio;
     _Alignas(TK_CACHELINE) volatile uint64_t hw_commits;
     _Alignas(TK_CACHELINE) volatile uint64_t sw_active;
     _Alignas(TK_CACHELINE) volatile uint32_t serial_pending;
@@ -380,18 +398,50 @@ TK_HIDDEN void tk_attempt_reset(tk_thread *t);
 
 /* ------------------------------------------------------- contention management */
 
-/* The interface a contention manager implements. Software TMs with visible
- * owners call resolve() on a conflict; NOrec has none and only reports aborts. */
-enum tk_cm_decision { TK_CM_ABORT_SELF, TK_CM_ABORT_OTHER, TK_CM_WAIT };
+/* The interface a contention manager implements (cm.c). With `visible` set,
+ * software transactions make their reads and writes visible (stm_vis.c), and
+ * wins() decides each conflict between two of them; without, NOrec runs and
+ * the manager only hears of aborts. */
 struct tk_cm {
     const char *name;
+    int visible;
     void (*on_begin)(tk_thread *t);
     void (*on_abort)(tk_thread *t, int cause);   /* may delay the retry */
     void (*on_commit)(tk_thread *t);
-    enum tk_cm_decision (*resolve)(tk_thread *self, tk_thread *other);
+    /* 1: self wins (other aborts), 0: self aborts */
+    int (*wins)(const struct _txkit_cm_party *self, const struct _txkit_cm_party *other);
 };
-extern const struct tk_cm tk_cm_backoff TK_HIDDEN;
 extern const struct tk_cm *tk_cm TK_HIDDEN;
+/* tk_cm->visible, read on the software barriers' slow paths. */
+extern int tk_vis_on TK_HIDDEN;
+TK_HIDDEN int tk_cm_select(const char *name);         /* 0 or -EINVAL */
+/* The thread's conflict priority, refreshed from the scheduler when older
+ * than a millisecond (cheap otherwise). */
+TK_HIDDEN int tk_prio_refresh(tk_thread *t);
+/* Count one decided conflict against loser_prio in favour of winner_prio. */
+TK_HIDDEN void tk_cm_count(tk_thread *t, int winner_prio, int loser_prio);
+/* Randomized exponential backoff before a retry (every manager uses it). */
+TK_HIDDEN void tk_backoff(tk_thread *t, int cause);
+
+/* Visible conflict detection for software TM (methods/stm_vis.c): NOrec keeps
+ * correctness; this layer makes conflicts known early, with an owner, so the
+ * manager decides who aborts. Called by stm_norec.c when tk_vis_on. */
+TK_HIDDEN void tk_vis_begin(tk_thread *t);
+TK_HIDDEN void tk_vis_read(tk_thread *t, const void *addr, size_t size);
+TK_HIDDEN void tk_vis_write(tk_thread *t, const void *addr, size_t size);
+TK_HIDDEN bool tk_vis_commit_point(tk_thread *t);  /* false: killed, abort */
+TK_HIDDEN bool tk_vis_pin(tk_thread *t);            /* irrevocable: never killed; false if killed */
+TK_HIDDEN void tk_vis_end(tk_thread *t);            /* release everything */
+TK_HIDDEN void tk_vis_thread_exit(tk_thread *t);
+
+/* Transaction-aware scheduling (sched.c). */
+extern int tk_sched_on TK_HIDDEN;
+TK_HIDDEN void tk_sched_attempt_start(tk_thread *t);
+/* After an abort: true when it waited (yield / futex) instead of the backoff. */
+TK_HIDDEN bool tk_sched_abort(tk_thread *t, int cause);
+TK_HIDDEN void tk_sched_commit(tk_thread *t);
+TK_HIDDEN void tk_sched_before_retry(tk_thread *t);  /* may queue at the site */
+TK_HIDDEN void tk_sched_release(tk_thread *t);       /* give the site's queue back */
 
 TK_HIDDEN uint64_t tk_rand(tk_thread *t);
 TK_HIDDEN void tk_spin_pause(unsigned iterations);

@@ -87,6 +87,10 @@ int tx_stats_get(tx_stats_t *out) {
     tk_seg_set_ns_per_tick(npt);
     out->ns_aborted = (uint64_t)((double)c.ticks_aborted * npt);
     out->explicit_code = c.explicit_code;
+    out->cm_decided = c.cm_decided;
+    out->cm_inversions = c.cm_inversions;
+    out->sched_waits = c.sched_waits;
+    out->sched_queued = c.sched_queued;
     return 0;
 }
 
@@ -128,6 +132,11 @@ void tx_stats_print(const tx_stats_t *s, FILE *f) {
         fprintf(f, " [%s] %llu", buckets[b], (unsigned long long)s->retries_hist[b]);
     fprintf(f, "\n  time lost in aborted attempts: %.3f ms (%.1f ns per abort)\n",
             (double)s->ns_aborted / 1e6, aborts ? (double)s->ns_aborted / (double)aborts : 0.0);
+    if (s->cm_decided || s->sched_waits || s->sched_queued)
+        fprintf(f, "  contention manager %s: %llu conflicts decided, %llu priority inversions; "
+                   "scheduling: %llu waits, %llu queued\n",
+                txkit_get_cm(), (unsigned long long)s->cm_decided, (unsigned long long)s->cm_inversions,
+                (unsigned long long)s->sched_waits, (unsigned long long)s->sched_queued);
 }
 
 /* At exit: TXKIT_STATS=1 prints a summary, TXKIT_STATS=FILE writes a dump

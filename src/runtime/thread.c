@@ -20,6 +20,8 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static void thread_exit(void *p) {
     tk_thread *t = p;
     tk_reclaim_all(t);
+    tk_vis_thread_exit(t);
+    tk_sched_release(t);
     tk_seg_thread_detach(t);
     pthread_mutex_lock(&reg_lock);
     if (t->prev)
@@ -118,6 +120,8 @@ tk_thread *tk_thread_get(void) {
     t->windex_mask = WINDEX_INITIAL - 1;
     t->wgen = 1;
     t->thread_method = -1;
+    t->prio_set = TX_PRIO_AUTO;
+    tk_prio_refresh(t);
     _txkit_tls.clock = &tk_g.clock;
     t->rng = tk_rdtsc() ^ ((uint64_t)(uintptr_t)t << 17) ^ (uint64_t)gettid();
     if (!t->rng)

@@ -232,6 +232,8 @@ static bool time_attempt(tk_thread *t, const struct tk_method *m) {
 /* Begin attempts until one runs. Returns inside the running attempt. */
 void tk_run_attempts(tk_thread *t) {
     for (;;) {
+        if (TXKIT_UNLIKELY(tk_sched_on) && t->ctl.attempts > 0)
+            tk_sched_before_retry(t); /* a hot site admits retries one at a time */
         const struct tk_method *m = choose_method(t);
         if (t->ctl.attempts > 0 && !tk_cfg.stats_off) {
             if (m == &tk_method_stm && t->ctl.m == &tk_method_htm && !t->ctl.fell_htm) {
@@ -246,10 +248,14 @@ void tk_run_attempts(tk_thread *t) {
         t->ctl.m = m;
         t->ctl.inject = tk_cfg.any_fault && tk_fault_hit(t, m->id);
         t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
+        if (TXKIT_UNLIKELY(tk_sched_on))
+            tk_sched_attempt_start(t);
         int r = m->begin(t);
         if (r == TK_OK) {
             /* The inline software read cannot see hardware commits: off in hybrid. */
-            _txkit_tls.access = m->access & (tk_g.hybrid ? ~TXKIT_ACC_FASTREAD : ~0u);
+            /* Hybrid: the inline read cannot see hardware commits; visible
+             * accesses (contention managers): it would not mark its reads. */
+            _txkit_tls.access = m->access & (tk_g.hybrid || t->vis_active ? ~TXKIT_ACC_FASTREAD : ~0u);
             _txkit_tls.depth = 1;
             return;
         }
@@ -262,6 +268,8 @@ void tk_run_attempts(tk_thread *t) {
 }
 
 void tk_start_transaction(tk_thread *t, txkit_site_t *site) {
+    if (TXKIT_UNLIKELY(t->sched_queue_held)) /* the last one ended without a commit */
+        tk_sched_release(t);
     t->ctl.site = site;
     t->ctl.m = NULL;
     t->ctl.attempts = 0;
@@ -341,8 +349,19 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     }
     if (cause == TXKIT_CAUSE_IRREVOCABLE && !t->ctl.irr_token)
         t->ctl.force_serial = 1;
-    if (m == &tk_method_stm)
-        t->ctl.stm_aborts++;
+    if (m == &tk_method_stm) {
+        /* Aborts a manager decided do not lead to the serial fallback: its
+         * order guarantees the winner's progress, and serial would ignore it. */
+        if (!t->vis_decided)
+            t->ctl.stm_aborts++;
+        t->vis_decided = 0;
+        /* NOrec decides by validation, against the reader: say how often that
+         * went against a higher priority than the last writer's (backoff). */
+        if (cause == TXKIT_CAUSE_CONFLICT && !tk_vis_on) {
+            tk_prio_refresh(t);
+            tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED), t->prio);
+        }
+    }
     if (!t->ctl.cancelling)
         tk_cm->on_abort(t, cause);
 }

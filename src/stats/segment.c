@@ -445,6 +445,13 @@ void tk_seg_sum(struct tks_counters *out, unsigned *threads) {
     pthread_mutex_unlock(&seg_lock);
 }
 
+void tk_seg_set_cm(const char *name) {
+    pthread_mutex_lock(&seg_lock);
+    if (seg)
+        snprintf(seg->cm, sizeof seg->cm, "%s", name);
+    pthread_mutex_unlock(&seg_lock);
+}
+
 void tk_seg_set_ns_per_tick(double v) {
     pthread_mutex_lock(&seg_lock);
     if (seg)

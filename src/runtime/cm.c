@@ -1,0 +1,261 @@
+/* cm.c - contention managers, the conflict priority of threads, and the
+ * waits every manager shares (the clock, the irrevocability token).
+ *
+ *   backoff    (default) software TM is NOrec: no owners, so no decisions;
+ *              whoever finds the conflict aborts, then waits a random number
+ *              of pause iterations below min(2^k * BASE, CAP) after its k-th
+ *              abort in a row, so two threads do not collide again in lock
+ *              step. With more runnable threads than CPUs, long waits yield.
+ *   timestamp  older first attempt wins;   size  larger read+write set wins;
+ *   prio       higher conflict priority, then larger, then older.
+ * The ordered managers run software TM with visible accesses (stm_vis.c) and
+ * decide every conflict there; the loser backs off as above.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "runtime/internal.h"
+
+#define BACKOFF_BASE 32u
+#define BACKOFF_CAP (1u << 14)
+#define SPINS_BEFORE_YIELD 2000u
+
+uint64_t tk_rand(tk_thread *t) {
+    uint64_t x = t->rng; /* xorshift64* */
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    t->rng = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+void tk_spin_pause(unsigned iterations) {
+    for (unsigned i = 0; i < iterations; i++)
+        tk_cpu_relax();
+}
+
+/* A thread that waits for the clock while another runs solo (auto method,
+ * serially, back to back) would wait for ever-shorter gaps: revoke solo mode. */
+static void revoke_solo(void) {
+    uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
+    if (s > TK_SOLO_SHARED && s != (uintptr_t)tk_cur)
+        __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+}
+
+uint64_t tk_wait_clock_even(void) {
+    unsigned spins = 0;
+    for (;;) {
+        uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
+        if (!(c & 1))
+            return c;
+        if (spins == 0)
+            revoke_solo();
+        if (++spins < SPINS_BEFORE_YIELD)
+            tk_cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
+void tk_wait_no_irrevocable(const tk_thread *t) {
+    for (unsigned spins = 0; tk_irr_other(t);)
+        if (++spins < SPINS_BEFORE_YIELD)
+            tk_cpu_relax();
+        else
+            sched_yield();
+}
+
+void tk_irr_take(tk_thread *t) {
+    if (t->ctl.irr_token)
+        return;
+    for (;;) {
+        uintptr_t none = 0;
+        if (__atomic_compare_exchange_n(&tk_g.irr_owner, &none, (uintptr_t)t, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            break;
+        tk_wait_no_irrevocable(t);
+    }
+    t->ctl.irr_token = 1;
+}
+
+void tk_irr_release(tk_thread *t) {
+    if (!t->ctl.irr_token)
+        return;
+    __atomic_store_n(&tk_g.irr_owner, 0, __ATOMIC_RELEASE);
+    t->ctl.irr_token = 0;
+}
+
+void tk_backoff(tk_thread *t, int cause) {
+    if (cause == TXKIT_CAUSE_LOCKED) /* waiting for the clock is the right delay */
+        return;
+    unsigned k = ++t->consecutive_aborts;
+    unsigned limit = k >= 10 ? BACKOFF_CAP : BACKOFF_BASE << k;
+    if (limit > BACKOFF_CAP)
+        limit = BACKOFF_CAP;
+    unsigned n = (unsigned)(tk_rand(t) % limit);
+    if (n > SPINS_BEFORE_YIELD && tk_thread_count() > tk_cfg.ncpus)
+        sched_yield();
+    else
+        tk_spin_pause(n);
+}
+
+/* ------------------------------------------------------- conflict priority */
+
+/* From the scheduler: real-time policies above every normal one, then 20 -
+ * nice (1..40), SCHED_IDLE lowest. getpriority(PRIO_PROCESS, 0) is the
+ * calling thread's nice on Linux. */
+static int derive_prio(void) {
+    int pol = sched_getscheduler(0);
+    if (pol == SCHED_FIFO || pol == SCHED_RR) {
+        struct sched_param sp;
+        return sched_getparam(0, &sp) == 0 ? 100 + sp.sched_priority : 100;
+    }
+    if (pol == SCHED_IDLE)
+        return 0;
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    return errno ? 20 : 20 - nice;
+}
+
+#define PRIO_REFRESH_NS 1000000ull
+
+int tk_prio_refresh(tk_thread *t) {
+    if (t->prio_set != TX_PRIO_AUTO)
+        return t->prio = t->prio_set;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (t->prio_read_ns == 0 || now - t->prio_read_ns >= PRIO_REFRESH_NS) {
+        t->prio = derive_prio();
+        t->prio_read_ns = now ? now : 1;
+    }
+    return t->prio;
+}
+
+int tx_set_priority(int prio) {
+    if (prio != TX_PRIO_AUTO && (prio < -1000 || prio > 1000))
+        return -EINVAL;
+    tk_thread *t = tk_self();
+    t->prio_set = prio;
+    t->prio_read_ns = 0;
+    if (_txkit_tls.depth == 0) /* never during a transaction */
+        tk_prio_refresh(t);
+    return 0;
+}
+
+int tx_get_priority(void) {
+    tk_thread *t = tk_self();
+    if (_txkit_tls.depth == 0)
+        tk_prio_refresh(t);
+    return t->prio;
+}
+
+void tk_cm_count(tk_thread *t, int winner_prio, int loser_prio) {
+    if (tk_cfg.stats_off || !t->cnt)
+        return;
+    tk_stats_open(t);
+    TK_COUNT(t->cnt->cm_decided, 1);
+    if (loser_prio > winner_prio)
+        TK_COUNT(t->cnt->cm_inversions, 1);
+    tk_stats_close(t);
+}
+
+/* ---------------------------------------------------------------- managers */
+
+static void cm_begin(tk_thread *t) {
+    if (tk_vis_on && t->ctl.attempts == 0)
+        tk_prio_refresh(t); /* fixed for the whole transaction */
+}
+
+static void cm_abort(tk_thread *t, int cause) {
+    if (tk_sched_on && tk_sched_abort(t, cause))
+        return;
+    tk_backoff(t, cause);
+}
+
+static void cm_commit(tk_thread *t) {
+    t->consecutive_aborts = 0;
+    if (tk_sched_on || t->sched_queue_held)
+        tk_sched_commit(t);
+}
+
+/* Total orders: a tie on every key is broken by id, so two distinct parties
+ * never both win or both lose. */
+static int older(const struct _txkit_cm_party *a, const struct _txkit_cm_party *b) {
+    if (a->start != b->start)
+        return a->start < b->start;
+    return a->id < b->id;
+}
+static int wins_backoff(const struct _txkit_cm_party *self, const struct _txkit_cm_party *other) {
+    (void)self, (void)other;
+    return 0; /* the one that found the conflict backs off */
+}
+static int wins_timestamp(const struct _txkit_cm_party *self, const struct _txkit_cm_party *other) {
+    return older(self, other);
+}
+static int wins_size(const struct _txkit_cm_party *self, const struct _txkit_cm_party *other) {
+    if (self->size != other->size)
+        return self->size > other->size;
+    return older(self, other);
+}
+static int wins_prio(const struct _txkit_cm_party *self, const struct _txkit_cm_party *other) {
+    if (self->prio != other->prio)
+        return self->prio > other->prio;
+    return wins_size(self, other);
+}
+
+#define CM(n, vis, w) {.name = n, .visible = vis, .on_begin = cm_begin, .on_abort = cm_abort, \
+                       .on_commit = cm_commit, .wins = w}
+static const struct tk_cm managers[] = {
+    CM("backoff", 0, wins_backoff),
+    CM("timestamp", 1, wins_timestamp),
+    CM("size", 1, wins_size),
+    CM("prio", 1, wins_prio),
+};
+
+const struct tk_cm *tk_cm = &managers[0];
+int tk_vis_on;
+
+static const struct tk_cm *cm_by_name(const char *name) {
+    for (size_t i = 0; name && i < sizeof managers / sizeof managers[0]; i++)
+        if (strcmp(managers[i].name, name) == 0)
+            return &managers[i];
+    return NULL;
+}
+
+int tk_cm_select(const char *name) {
+    const struct tk_cm *m = cm_by_name(name);
+    if (!m)
+        return -EINVAL;
+    tk_cm = m;
+    __atomic_store_n(&tk_vis_on, m->visible, __ATOMIC_RELEASE);
+    tk_seg_set_cm(m->name);
+    return 0;
+}
+
+int txkit_set_cm(const char *name) {
+    const struct tk_cm *m = cm_by_name(name);
+    if (!m)
+        return -EINVAL;
+    if (m == tk_cm)
+        return 0;
+    /* NOrec stays underneath either way, so switching under running
+     * transactions is safe: those begun before only go undecided. */
+    if (_txkit_tls.depth)
+        return -EBUSY;
+    return tk_cm_select(name);
+}
+
+const char *txkit_get_cm(void) { return tk_cm->name; }
+
+int _txkit_cm_decide(const char *cm, const struct _txkit_cm_party *self,
+                     const struct _txkit_cm_party *other) {
+    const struct tk_cm *m = cm_by_name(cm);
+    if (!m || !self || !other)
+        return -EINVAL;
+    return m->wins(self, other);
+}
