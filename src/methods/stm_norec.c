@@ -373,18 +373,23 @@ static int stm_commit(tk_thread *t) {
     if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
     if (t->wset.len == 0) { /* read-only: consistent at its last validation */
-        if (t->vis_active && !tk_vis_commit_point(t))
+        if (!tk_vis_read_commit(t))
             return TXKIT_CAUSE_CONFLICT; /* a manager decided against it */
         tk_vis_end(t);
         unregister(t);
         return TK_OK;
     }
-    if (!acquire_clock(t))
-        return TXKIT_CAUSE_CONFLICT;
-    /* Killed while getting there: give the clock back unused. */
-    if (t->vis_active && !tk_vis_commit_point(t)) {
+    for (;;) {
+        if (!acquire_clock(t))
+            return TXKIT_CAUSE_CONFLICT;
+        int r = t->vis_active ? tk_vis_commit_point(t) : TK_OK;
+        if (r == TK_OK)
+            break;
+        /* Killed, or a reader that beats us must finish first: give the
+         * clock back unused (and wait for that reader). */
         __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
-        return TXKIT_CAUSE_CONFLICT;
+        if (r < 0 || !tk_vis_wait_for(t, r))
+            return TXKIT_CAUSE_CONFLICT;
     }
     tk_g.last_writer_prio = t->prio;
     write_back(t);
@@ -439,8 +444,6 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
         memcpy(addr, src, size); /* allocated by this attempt: private, in place */
         return;
     }
-    if (t->vis_active)
-        tk_vis_write(t, addr, size);
     uintptr_t a = (uintptr_t)addr;
     const unsigned char *s = src;
     while (size) {
@@ -454,6 +457,8 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
         s += n;
         size -= n;
     }
+    if (t->vis_active)
+        tk_vis_write(t);
 }
 
 /* Become irrevocable without stopping the world: take the token, so that no

@@ -186,10 +186,11 @@ struct tk_thread {
     int prio;                     /* conflict priority of the running transaction */
     int prio_set;                 /* tx_set_priority(), or TX_PRIO_AUTO */
     uint64_t prio_read_ns;        /* when prio was last derived from the scheduler */
-    int vis_slot;                 /* visible-TM slot + 1 (stm_vis.c), 0 for none yet */
+    int vis_slot;                 /* visible-TM slot + 1 (stm_vis.c), 0 none yet, -1 none free */
+    unsigned vis_nread;           /* reads of the running attempt */
+    uint64_t vis_sig_touched;     /* words of the read signature set */
     int vis_active;               /* the running attempt's accesses are visible */
     int vis_decided;              /* the attempt aborts by a manager's decision */
-    tk_vec vis_owned, vis_read;   /* uint32_t orec indexes owned / marked as read */
     /* -- transaction-aware scheduling (sched.c) */
     uint64_t sched_attempt_tsc;   /* start of the current attempt (when on) */
     uint64_t sched_tx_lost;       /* ticks lost in aborted attempts of this transaction */
@@ -423,13 +424,17 @@ TK_HIDDEN void tk_cm_count(tk_thread *t, int winner_prio, int loser_prio);
 /* Randomized exponential backoff before a retry (every manager uses it). */
 TK_HIDDEN void tk_backoff(tk_thread *t, int cause);
 
-/* Visible conflict detection for software TM (methods/stm_vis.c): NOrec keeps
- * correctness; this layer makes conflicts known early, with an owner, so the
- * manager decides who aborts. Called by stm_norec.c when tk_vis_on. */
+/* Visible reads for software TM (methods/stm_vis.c): NOrec keeps
+ * correctness; this layer lets a committing writer see whose reads it would
+ * invalidate, so the manager decides who gives way. Called by stm_norec.c. */
 TK_HIDDEN void tk_vis_begin(tk_thread *t);
 TK_HIDDEN void tk_vis_read(tk_thread *t, const void *addr, size_t size);
-TK_HIDDEN void tk_vis_write(tk_thread *t, const void *addr, size_t size);
-TK_HIDDEN bool tk_vis_commit_point(tk_thread *t);  /* false: killed, abort */
+TK_HIDDEN void tk_vis_write(tk_thread *t);          /* after adding to the write set */
+TK_HIDDEN bool tk_vis_read_commit(tk_thread *t);    /* read-only: false when killed */
+/* Writer, clock held: TK_OK; -1 killed (abort); else the slot of a reader
+ * that won: give the clock back, tk_vis_wait_for() it, then try again. */
+TK_HIDDEN int tk_vis_commit_point(tk_thread *t);
+TK_HIDDEN bool tk_vis_wait_for(tk_thread *t, int slot); /* false: killed */
 TK_HIDDEN bool tk_vis_pin(tk_thread *t);            /* irrevocable: never killed; false if killed */
 TK_HIDDEN void tk_vis_end(tk_thread *t);            /* release everything */
 TK_HIDDEN void tk_vis_thread_exit(tk_thread *t);

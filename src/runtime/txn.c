@@ -352,15 +352,18 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     if (m == &tk_method_stm) {
         /* Aborts a manager decided do not lead to the serial fallback: its
          * order guarantees the winner's progress, and serial would ignore it. */
-        if (!t->vis_decided)
+        if (!t->vis_decided) {
             t->ctl.stm_aborts++;
-        t->vis_decided = 0;
-        /* NOrec decides by validation, against the reader: say how often that
-         * went against a higher priority than the last writer's (backoff). */
-        if (cause == TXKIT_CAUSE_CONFLICT && !tk_vis_on) {
-            tk_prio_refresh(t);
-            tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED), t->prio);
+            /* NOrec decided by validation, against this reader: count it, and
+             * whether that went against a higher priority than the last
+             * writer's (every conflict of backoff; missed ones of the others). */
+            if (cause == TXKIT_CAUSE_CONFLICT) {
+                if (!tk_vis_on)
+                    tk_prio_refresh(t);
+                tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED), t->prio);
+            }
         }
+        t->vis_decided = 0;
     }
     if (!t->ctl.cancelling)
         tk_cm->on_abort(t, cause);
