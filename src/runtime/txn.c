@@ -179,6 +179,16 @@ static void htm_policy(tk_thread *t, int cause) {
         else
             t->ctl.force_serial = 1;
         return;
+    case TXKIT_CAUSE_CONFLICT:
+        /* The CPU decided that conflict, blind to priorities: with a manager
+         * that orders transactions, retry where it decides (software). */
+        if (tk_vis_on && software_possible(t)) {
+            t->ctl.htm_tries = tk_cfg.htm_retries;
+            return;
+        }
+        t->ctl.htm_tries++;
+        tk_cm->on_abort(t, cause);
+        return;
     default:
         t->ctl.htm_tries++;
         tk_cm->on_abort(t, cause);
