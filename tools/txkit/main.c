@@ -81,6 +81,12 @@ static int cmd_info(void) {
     if (m == TXKIT_AUTO)
         printf("  order:        %s\n", r.usable ? "htm -> stm -> serial (serial while one thread runs alone)"
                                                 : "stm -> serial (serial while one thread runs alone; no RTM)");
+    const char *cm_env = getenv("TXKIT_CM");
+    printf("contention:     %s%s\n", txkit_get_cm(), cm_env && *cm_env ? " (from TXKIT_CM)" : " (default)");
+    int sched = txkit_set_sched(0);
+    txkit_set_sched(sched);
+    printf("scheduling:     %s (transaction-aware; TXKIT_SCHED)\n", sched ? "on" : "off");
+    printf("priority:       %d (this thread's conflict priority)\n", tx_get_priority());
     printf("threads:        %d (CPUs this process may run on; benchmarks default to this)\n", cpus);
     return 0;
 }
