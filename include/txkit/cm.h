@@ -16,7 +16,8 @@
  * and nice value (SCHED_FIFO / SCHED_RR: 100 + rt priority; SCHED_OTHER and
  * SCHED_BATCH: 20 - nice, so 1..40; SCHED_IDLE: 0). Higher wins. It is read at
  * transaction start (at most once per millisecond per thread, the cost of
- * asking the kernel) and never changes during a transaction.
+ * asking the kernel, timed by CLOCK_MONOTONIC_COARSE: a nice change shows
+ * within a few ms) and never changes during a transaction.
  *
  * Hardware transactions (RTM) cannot be arbitrated by software: the CPU
  * aborts whichever transaction it chooses. See README.md, "Contention
@@ -34,8 +35,9 @@ TXKIT_BEGIN_DECLS
 /**
  * txkit_set_cm() - choose the contention manager of the process (also the
  * environment variable TXKIT_CM): "backoff", "timestamp", "size" or "prio".
- * Return: 0, -EINVAL for an unknown name, -EBUSY while a transaction of this
- * or another thread is running software TM (call it at start-up).
+ * Switching while other threads run transactions is safe (NOrec stays
+ * underneath): transactions begun before only go undecided.
+ * Return: 0, -EINVAL for an unknown name, -EBUSY inside a transaction.
  */
 TXKIT_API int txkit_set_cm(const char *name);
 

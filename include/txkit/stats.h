@@ -62,8 +62,10 @@ TXKIT_API const char *txkit_cause_name(int cause);
  * @ns_aborted:      wall time spent in attempts that aborted (every retry is
  *                   timed, first attempts one in 16: an unbiased estimate).
  * @explicit_code:   the last foreign _xabort code seen (TXKIT_CAUSE_EXPLICIT).
- * @cm_decided:      conflicts between software transactions that the
- *                   contention manager decided (any manager but backoff).
+ * @cm_decided:      conflicts between software transactions decided: by the
+ *                   contention manager (timestamp, size, prio), or, under
+ *                   backoff, aborts on a failed validation (decided against
+ *                   the reader; the other side is the last writer).
  * @cm_inversions:   of those, decided against the thread of higher conflict
  *                   priority (tx_get_priority()); ties are not inversions.
  * @sched_waits:     retries that transaction-aware scheduling deferred

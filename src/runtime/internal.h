@@ -431,6 +431,7 @@ TK_HIDDEN void tk_vis_begin(tk_thread *t);
 TK_HIDDEN void tk_vis_read(tk_thread *t, const void *addr, size_t size);
 TK_HIDDEN void tk_vis_write(tk_thread *t);          /* after adding to the write set */
 TK_HIDDEN bool tk_vis_read_commit(tk_thread *t);    /* read-only: false when killed */
+TK_HIDDEN void tk_vis_note_abort(tk_thread *t);     /* before rollback: killed = decided */
 /* Writer, clock held: TK_OK; -1 killed (abort); else the slot of a reader
  * that won: give the clock back, tk_vis_wait_for() it, then try again. */
 TK_HIDDEN int tk_vis_commit_point(tk_thread *t);

@@ -345,6 +345,8 @@ counted:
 /* Roll back a software attempt and leave the thread outside any transaction. */
 void tk_abort_attempt(tk_thread *t, int cause) {
     const struct tk_method *m = t->ctl.m;
+    if (t->vis_active)
+        tk_vis_note_abort(t);
     m->rollback(t);
     count_abort(t, m, cause);
     t->ctl.irrevocable = 0;

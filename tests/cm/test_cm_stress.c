@@ -1,0 +1,285 @@
+/* test_cm_stress.c - contention managers under concurrency.
+ *
+ *   test_cm_stress noinvert CM [THREADS [SECONDS]]
+ *       Threads with conflict priorities 1..4 (tx_set_priority) move amounts
+ *       between random slots of a small array (each transaction reads 4 slots,
+ *       writes 2). Oracles: the array's sum never changes (also checked by
+ *       read-only transactions while the run goes on); the manager decided
+ *       conflicts (cm_decided > 0); under prio no decision went against the
+ *       higher priority (cm_inversions == 0).
+ *   test_cm_stress livelock CM on|off THREADS [OPS [LIMIT_S]]
+ *       Every transaction reads the same three words, works a little and
+ *       increments them; all threads start together; every thread must
+ *       commit its OPS transactions (2000) within LIMIT_S seconds (20), and
+ *       each word must end at THREADS x OPS. Under prio the threads have
+ *       priorities 1..4, so the lower ones must get through as well.
+ * The manager is set with txkit_set_cm before the first transaction, the
+ * method is whatever TXKIT_METHOD says (CTest sets stm).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <txkit/cm.h>
+
+#include "test_util.h"
+
+#define MAX_THREADS 64
+
+static const char *g_cm;
+
+static void set_cm(const char *cm)
+{
+    int rc = txkit_set_cm(cm);
+    if (rc != 0) {
+        fprintf(stderr, "txkit_set_cm(%s): %s\n", cm, strerror(-rc));
+        exit(2);
+    }
+    g_cm = cm;
+}
+
+/* ------------------------------------------------------------- noinvert */
+
+#define NSLOTS 16
+#define SLOT_INIT 1000
+
+static int64_t g_slots[NSLOTS];
+static atomic_int g_stop;
+static atomic_long g_bad_sums;
+
+struct worker {
+    pthread_t th;
+    int id, prio, seen_prio;
+    uint64_t rng, commits, audits;
+};
+
+static void *noinvert_worker(void *arg)
+{
+    struct worker *w = arg;
+    CHECK_EQ(tx_set_priority(w->prio), 0);
+    w->seen_prio = tx_get_priority();
+    while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
+        if (tk_rand(&w->rng) % 16 == 0) {
+            /* audit: a consistent view of the whole array */
+            TX_ATOMIC {
+                int64_t sum = 0;
+                for (int s = 0; s < NSLOTS; s++)
+                    sum += TX_LOAD(&g_slots[s]);
+                if (sum != (int64_t)NSLOTS * SLOT_INIT)
+                    atomic_fetch_add(&g_bad_sums, 1); /* opacity: even a doomed attempt sees a consistent sum */
+            }
+            w->audits++;
+            continue;
+        }
+        int pick[4];
+        for (int k = 0; k < 4; k++) {
+            int dup;
+            do {
+                pick[k] = (int)(tk_rand(&w->rng) % NSLOTS);
+                dup = 0;
+                for (int j = 0; j < k; j++)
+                    dup |= pick[j] == pick[k];
+            } while (dup);
+        }
+        int64_t amount = (int64_t)(tk_rand(&w->rng) % 50) + 1;
+        TX_ATOMIC {
+            int64_t v[4];
+            for (int k = 0; k < 4; k++)
+                v[k] = TX_LOAD(&g_slots[pick[k]]);
+            /* a little work so that transactions overlap */
+            for (volatile int spin = 0; spin < 100; spin++)
+                ;
+            int64_t d = v[0] + v[2] >= v[1] + v[3] ? -amount : amount;
+            TX_STORE(&g_slots[pick[0]], v[0] + d);
+            TX_STORE(&g_slots[pick[1]], v[1] - d);
+        }
+        w->commits++;
+    }
+    return NULL;
+}
+
+static int noinvert(const char *cm, int nthreads, double seconds)
+{
+    set_cm(cm);
+    for (int s = 0; s < NSLOTS; s++)
+        g_slots[s] = SLOT_INIT;
+    struct worker w[MAX_THREADS];
+    memset(w, 0, sizeof w);
+    tx_stats_t b = tk_stats();
+    for (int i = 0; i < nthreads; i++) {
+        w[i].id = i;
+        w[i].prio = i % 4 + 1;
+        w[i].rng = tk_seed((uint64_t)i + 11);
+        CHECK_EQ(pthread_create(&w[i].th, NULL, noinvert_worker, &w[i]), 0);
+    }
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+    atomic_store(&g_stop, 1);
+    for (int i = 0; i < nthreads; i++)
+        CHECK_EQ(pthread_join(w[i].th, NULL), 0);
+    tx_stats_t e = tk_stats();
+    uint64_t commits = 0, audits = 0;
+    for (int i = 0; i < nthreads; i++) {
+        commits += w[i].commits;
+        audits += w[i].audits;
+        CHECK_MSG(w[i].seen_prio == w[i].prio, "thread %d: tx_get_priority() = %d after tx_set_priority(%d)",
+                  i, w[i].seen_prio, w[i].prio);
+    }
+    int64_t sum = 0;
+    for (int s = 0; s < NSLOTS; s++)
+        sum += g_slots[s];
+    uint64_t decided = e.cm_decided - b.cm_decided, inv = e.cm_inversions - b.cm_inversions;
+    printf("noinvert cm=%s threads=%d method=%s: %llu transfers, %llu audits, %llu aborts, "
+           "cm_decided %llu, cm_inversions %llu, to_serial %llu\n",
+           cm, nthreads, txkit_method_name(txkit_get_method()), (unsigned long long)commits,
+           (unsigned long long)audits, (unsigned long long)(tx_stats_aborts(&e) - tx_stats_aborts(&b)),
+           (unsigned long long)decided, (unsigned long long)inv,
+           (unsigned long long)(e.to_serial - b.to_serial));
+    CHECK_EQ(sum, (int64_t)NSLOTS * SLOT_INIT);
+    CHECK_EQ(atomic_load(&g_bad_sums), 0);
+    CHECK(commits > 1000);
+    CHECK(audits > 0);
+    if (strcmp(cm, "backoff") != 0)
+        CHECK_MSG(decided > 0, "%s decided no conflict in %llu transfers", cm,
+                  (unsigned long long)commits);
+    if (strcmp(cm, "prio") == 0)
+        CHECK_EQ(inv, 0);
+    else
+        CHECK(inv <= decided);
+    printf("ok\n");
+    return 0;
+}
+
+/* ------------------------------------------------------------- livelock */
+
+static int64_t g_hot[3];
+static pthread_barrier_t g_start;
+
+struct lworker {
+    pthread_t th;
+    int id, prio, ops;
+    atomic_int done;
+    double secs;
+};
+
+static void *livelock_worker(void *arg)
+{
+    struct lworker *w = arg;
+    if (strcmp(g_cm, "prio") == 0)
+        CHECK_EQ(tx_set_priority(w->prio), 0);
+    pthread_barrier_wait(&g_start); /* all contend from the first transaction */
+    double t0 = tk_now();
+    for (int k = 0; k < w->ops; k++) {
+        TX_ATOMIC {
+            int64_t v[3];
+            for (int j = 0; j < 3; j++)
+                v[j] = TX_LOAD(&g_hot[j]);
+            /* long enough to be overlapped, and preempted now and then */
+            for (volatile int spin = 0; spin < 300; spin++)
+                ;
+            for (int j = 0; j < 3; j++)
+                TX_STORE(&g_hot[j], v[j] + 1);
+        }
+    }
+    w->secs = tk_now() - t0;
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static int livelock(const char *cm, int sched, int nthreads, int ops, double limit)
+{
+    set_cm(cm);
+    txkit_set_sched(sched);
+    static struct lworker w[MAX_THREADS];
+    tx_stats_t b = tk_stats();
+    CHECK_EQ(pthread_barrier_init(&g_start, NULL, (unsigned)nthreads), 0);
+    double t0 = tk_now();
+    for (int i = 0; i < nthreads; i++) {
+        w[i].id = i;
+        w[i].prio = i % 4 + 1;
+        w[i].ops = ops;
+        CHECK_EQ(pthread_create(&w[i].th, NULL, livelock_worker, &w[i]), 0);
+    }
+    /* the bound: every thread done within limit seconds, or fail naming them */
+    for (;;) {
+        int all = 1;
+        for (int i = 0; i < nthreads; i++)
+            all &= atomic_load(&w[i].done);
+        if (all)
+            break;
+        if (tk_now() - t0 > limit) {
+            fflush(stdout);
+            fprintf(stderr, "livelock cm=%s sched=%s: after %.1f s these threads have not committed "
+                            "their %d transactions:", cm, sched ? "on" : "off", limit, ops);
+            for (int i = 0; i < nthreads; i++)
+                if (!atomic_load(&w[i].done))
+                    fprintf(stderr, " %d(prio %d)", i, w[i].prio);
+            fprintf(stderr, "; counters now %lld %lld %lld\n", (long long)g_hot[0],
+                    (long long)g_hot[1], (long long)g_hot[2]);
+            tk_fail(__FILE__, __LINE__, __func__, "every thread commits within the bound");
+        }
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < nthreads; i++)
+        CHECK_EQ(pthread_join(w[i].th, NULL), 0);
+    tx_stats_t e = tk_stats();
+    double slowest = 0;
+    for (int i = 0; i < nthreads; i++)
+        if (w[i].secs > slowest)
+            slowest = w[i].secs;
+    printf("livelock cm=%s sched=%s threads=%d method=%s: %d x %d transactions in %.3f s "
+           "(slowest thread %.3f s), %llu aborts, cm_decided %llu, sched_waits %llu, "
+           "sched_queued %llu, to_serial %llu\n",
+           cm, sched ? "on" : "off", nthreads, txkit_method_name(txkit_get_method()), nthreads, ops,
+           tk_now() - t0, slowest, (unsigned long long)(tx_stats_aborts(&e) - tx_stats_aborts(&b)),
+           (unsigned long long)(e.cm_decided - b.cm_decided),
+           (unsigned long long)(e.sched_waits - b.sched_waits),
+           (unsigned long long)(e.sched_queued - b.sched_queued),
+           (unsigned long long)(e.to_serial - b.to_serial));
+    for (int j = 0; j < 3; j++)
+        CHECK_EQ(g_hot[j], (int64_t)nthreads * ops);
+    CHECK_EQ(tx_stats_commits(&e) - tx_stats_commits(&b), (uint64_t)nthreads * (uint64_t)ops);
+    printf("ok\n");
+    return 0;
+}
+
+static long arg_long(const char *what, const char *s, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "%s: '%s' is not an integer in [%ld, %ld]\n", what, s, lo, hi);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    tk_skip_unless_method_usable(argv[0]);
+    if (argc >= 3 && strcmp(argv[1], "noinvert") == 0) {
+        int n = argc > 3 ? (int)arg_long("THREADS", argv[3], 1, MAX_THREADS) : 4;
+        double secs = argc > 4 ? (double)arg_long("SECONDS", argv[4], 1, 60) : 1.0;
+        return noinvert(argv[2], n, secs);
+    }
+    if (argc >= 5 && strcmp(argv[1], "livelock") == 0) {
+        int sched;
+        if (strcmp(argv[3], "on") == 0)
+            sched = 1;
+        else if (strcmp(argv[3], "off") == 0)
+            sched = 0;
+        else {
+            fprintf(stderr, "livelock: scheduling '%s' is not on or off\n", argv[3]);
+            return 2;
+        }
+        int n = (int)arg_long("THREADS", argv[4], 1, MAX_THREADS);
+        int ops = argc > 5 ? (int)arg_long("OPS", argv[5], 1, 100000000) : 2000;
+        double limit = argc > 6 ? (double)arg_long("LIMIT_S", argv[6], 1, 600) : 20.0;
+        return livelock(argv[2], sched, n, ops, limit);
+    }
+    fprintf(stderr, "usage: %s noinvert CM [THREADS [SECONDS]]\n"
+                    "       %s livelock CM on|off THREADS [OPS [LIMIT_S]]\n",
+            argv[0], argv[0]);
+    return 2;
+}
