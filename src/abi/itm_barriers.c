@@ -14,16 +14,28 @@
 
 #define ITM_API __attribute__((visibility("default")))
 
+/* Aligned words (gcc's pointers and counters) take the inline software read
+ * of TX_LOAD, and anything within one 8-byte word goes to the method
+ * directly; only wider or straddling accesses are split by tk_copy. */
 static inline void itm_load(void *dst, const void *src, size_t n) {
-    if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_LOAD)))
+    unsigned acc = _txkit_tls.access;
+    if (TXKIT_LIKELY(!(acc & TXKIT_ACC_LOAD))) {
         __builtin_memcpy(dst, src, n);
-    else
+    } else if ((n == 8 || n == 4) && !((uintptr_t)src & (n - 1))) {
+        uint64_t w = _txkit_load_sw(src, (unsigned)n, acc);
+        __builtin_memcpy(dst, &w, n);
+    } else if (n <= 8 && tk_piece((uintptr_t)src, n) == n) {
+        _txkit_load_bytes(dst, src, n);
+    } else {
         tk_copy(dst, src, n, 1, 0, 0); /* pieces of <= 8 bytes through the barrier */
+    }
 }
 
 static inline void itm_store(void *dst, const void *src, size_t n) {
     if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE)))
         __builtin_memcpy(dst, src, n);
+    else if (n <= 8 && tk_piece((uintptr_t)dst, n) == n)
+        _txkit_store_bytes(dst, src, n);
     else
         tk_copy(dst, src, n, 0, 1, 0);
 }
