@@ -17,6 +17,16 @@
  *                  side effects are deferred to commit actions, not transactified;
  *   TXC_SYNC_CX    a txkit cx lock (optimistic hardware section, lock fallback).
  *
+ * How the hot path stays cheap (txcache_core.c has the details): a hit writes
+ * one counter in the entry's slot for the CPU it runs on (a cache line of its
+ * own; one slot per CPU, see txc_config.slots), so hits on the same entry from
+ * different CPUs never conflict; the hit and miss statistics are relaxed
+ * atomics counted after the section; and the heap is not sifted on hits: its
+ * keys are lower bounds of the priorities (which only grow), and eviction
+ * re-keys the top lazily until the top's key is exact, which gives exactly
+ * the LRU / GDSF order. The same design runs in every sync mode: only the
+ * synchronization differs.
+ *
  * Thread safety: every function may be called from any thread, except
  * txc_destroy(), which must not race with other calls on the same cache.
  * Errors are negative errno values; nothing here ever exits.
@@ -42,7 +52,12 @@ struct txc_config {
     uint64_t max_object_size; /* bodies larger than this are not cached */
     txc_policy_t policy;
     txc_sync_t sync;
-    uint32_t buckets;         /* hash buckets; 0: chosen from max_objects */
+    uint32_t buckets;         /* hash buckets (rounded up to a power of 2);
+                               * 0: 2 * max_objects, at least 64, at most 2^20 */
+    uint32_t slots;           /* per-entry counter slots, rounded up to a power
+                               * of 2, at most 64; 0: one per CPU. A hit counts
+                               * in its CPU's slot, so hits on one entry from
+                               * different CPUs do not conflict. */
 };
 
 /* Defaults: 1000 objects, 100 MB, bodies 1 B .. 1 MB, GDSF, lock. */
@@ -78,16 +93,23 @@ const void *txc_entry_body(const txc_entry *e, size_t *len);
  * txc_entry_new: NULL with -EFBIG / -ERANGE in *err when a known length is
  * outside [min_object_size, max_object_size], -ENOMEM when out of memory. */
 txc_entry *txc_entry_new(txc_cache *c, const void *key, size_t klen, int64_t body_len, int *err);
+/* (-EINVAL in *err for an empty key or a body_len below -1.) */
 int txc_entry_set_meta(txc_entry *e, const void *meta, size_t len);  /* 0 or -ENOMEM */
 /* Append body bytes: 0, -EFBIG past max_object_size (give the entry up), -ENOMEM. */
 int txc_entry_append(txc_entry *e, const void *data, size_t n);
 /* Publish: replaces an entry with the same key, evicts by priority to fit the
  * limits. Consumes the builder's reference. 0, -ERANGE (body below
- * min_object_size or above the limits even when empty): not cached. */
+ * min_object_size or above the limits even when empty, or a body whose length
+ * differs from a known body_len given to txc_entry_new: a truncated response):
+ * not cached; -ENOMEM (no memory to grow the eviction heap, only without a
+ * max_objects limit); -EINVAL (not a builder entry of this cache). */
 int txc_insert(txc_cache *c, txc_entry *e);
 void txc_entry_abandon(txc_entry *e);          /* give up a builder entry */
 /* Remove key: 0, or -ENOENT. */
 int txc_remove(txc_cache *c, const void *key, size_t klen);
+/* 1 if key is cached now, else 0: no reference, no priority change, no
+ * statistics (for tests and status pages). */
+int txc_contains(txc_cache *c, const void *key, size_t klen);
 
 struct txc_stats {
     uint64_t lookups, hits, misses;
@@ -97,6 +119,9 @@ struct txc_stats {
     uint64_t live_entries;                 /* entries not yet freed (cache + references) */
 };
 void txc_stats_get(txc_cache *c, struct txc_stats *out);
+/* Entries not yet freed in all caches of the process, destroyed ones
+ * included (an entry referenced when its cache was destroyed lives on). */
+uint64_t txc_live_entries_all(void);
 
 /* Check every invariant (heap order, index positions, counts, byte totals,
  * limits); for tests. 0, or -EFAULT with a message in err. Quiescent caches only. */

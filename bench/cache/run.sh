@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# bench/cache/run.sh BUILD_DIR [OUTDIR] - the mod_cache_tx core under Zipf
+# request streams, every sync mode, and tx on both libitm-ABI runtimes.
+#
+# Three runs of txkit-bench-cache (GDSF, 1000 pages, 500 objects cached),
+# s = 0.1, 1, 2 and 1, 2, 4 threads, lock measured in each run so that every
+# ratio compares measurements taken side by side:
+#   auto    lock, tx, cx; tx run by txkit (linked first) with TXKIT_METHOD=auto
+#   stm     lock, tx; txkit with TXKIT_METHOD=stm
+#   libitm  lock, tx; GCC's libitm.so.1 preloaded, so that its _ITM_* come first
+#           in the lookup scope (ITM_DEFAULT_METHOD as in the environment).
+#           The binary reports where _ITM_beginTransaction bound; the script
+#           checks that it is libitm and says so.
+# Output in OUTDIR (default BUILD_DIR/bench-results/cache): cache-<run>.csv,
+# cache.csv (all rows), log.txt (the tables), summary.txt (tx/lock and
+# cx/lock at 2 threads for s = 1, 2) and cache.png (ops/s vs threads, one
+# panel per s) when gnuplot is installed. About 30 s with the defaults.
+#
+# Environment: TXKIT_BENCH_SECONDS (per measurement, default 0.4),
+# TXKIT_BENCH_RUNS (median of, default 1).
+# Exit status: 0; 1 if a measurement failed its checks or the libitm run did
+# not run on libitm; 2 on a usage error or missing binary.
+set -u
+
+BUILD=${1:-}
+if [ -z "$BUILD" ]; then
+    echo "usage: bench/cache/run.sh BUILD_DIR [OUTDIR]" >&2
+    exit 2
+fi
+OUT=${2:-$BUILD/bench-results/cache}
+SECS=${TXKIT_BENCH_SECONDS:-0.4}
+RUNS=${TXKIT_BENCH_RUNS:-1}
+BIN=$BUILD/bench/cache/txkit-bench-cache
+if [ ! -x "$BIN" ]; then
+    echo "run.sh: $BIN not found (build the txkit-bench-cache target first)" >&2
+    exit 2
+fi
+case $RUNS in
+    '' | *[!0-9]* | 0) echo "run.sh: TXKIT_BENCH_RUNS='$RUNS' is not a positive integer" >&2; exit 2 ;;
+esac
+mkdir -p "$OUT" || exit 2
+rm -f "$OUT"/cache-*.csv "$OUT/cache.csv" "$OUT/cache.png"
+LOG=$OUT/log.txt
+: >"$LOG"
+status=0
+common=(--zipf 0.1,1,2 --threads 1,2,4 --seconds "$SECS" --runs "$RUNS" --quiet)
+
+run() { # name, then env assignments and binary arguments
+    local name=$1
+    shift
+    echo "== $name: $*" | tee -a "$LOG"
+    env "$@" "${common[@]}" --csv "$OUT/cache-$name.csv" >"$OUT/$name.out" 2>&1
+    local rc=$?
+    cat "$OUT/$name.out" >>"$LOG"
+    cat "$OUT/$name.out"
+    rm -f "$OUT/$name.out"
+    [ $rc -eq 0 ] || { echo "run.sh: the $name run failed (exit $rc)" | tee -a "$LOG"; status=1; }
+}
+
+run auto TXKIT_METHOD=auto "$BIN" --sync lock,tx,cx
+run stm TXKIT_METHOD=stm "$BIN" --sync lock,tx
+
+LIBITM=$(${CC:-gcc} -print-file-name=libitm.so.1 2>/dev/null)
+if [ -n "$LIBITM" ] && [ -f "$LIBITM" ]; then
+    run libitm LD_PRELOAD="$LIBITM" "$BIN" --sync lock,tx
+    if ! grep -q '^tx mode runs on: libitm' "$LOG"; then
+        echo "run.sh: the libitm run did not run on GCC's libitm (see $LOG)" | tee -a "$LOG"
+        status=1
+    fi
+else
+    echo "run.sh: GCC's libitm.so.1 not found: no libitm run" | tee -a "$LOG"
+fi
+
+# all rows, one header
+first=1
+for f in "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-libitm.csv; do
+    [ -f "$f" ] || continue
+    if [ $first = 1 ]; then cat "$f"; first=0; else tail -n +2 "$f"; fi
+done >"$OUT/cache.csv"
+
+# summary: ratio to lock (same run) at 2 threads, s = 1 and 2
+{
+    echo "ratio to lock (same run, side by side) at 2 threads; target >= 1.5"
+    printf '%-22s %8s %8s\n' "sync" "s=1" "s=2"
+    for f in "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-libitm.csv; do
+        [ -f "$f" ] || continue
+        awk -F, 'NR > 1 && $8 == 2 && $2 != "lock" && ($7 == 1 || $7 == 2) {
+                     r[$3 "|" $7] = $17; seen[$3] = 1 }
+                 END { for (l in seen) printf "%-22s %8s %8s\n", l, r[l "|1"], r[l "|2"] }' "$f"
+    done
+} | tee "$OUT/summary.txt" | tee -a "$LOG"
+
+if command -v gnuplot >/dev/null 2>&1; then
+    # one data file per (label, s): threads ops/s; lock and cx from the auto run
+    dat=$OUT/plot
+    mkdir -p "$dat"
+    rm -f "$dat"/*.dat
+    for f in "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-libitm.csv; do
+        [ -f "$f" ] || continue
+        run=$(basename "$f" .csv)
+        awk -F, -v d="$dat" -v run="$run" 'NR > 1 {
+                if (run != "cache-auto" && $2 != "tx") next
+                lab = $3; gsub(/[^A-Za-z0-9]/, "_", lab)
+                file = d "/" lab "_s" $7 ".dat"
+                if (!(file in started)) { print "# " $3 > file; started[file] = 1 }
+                print $8, $14 >> file }' "$f"
+    done
+    plots=""
+    for s in 0.1 1 2; do
+        p=""
+        for d in "$dat"/*_s$s.dat; do
+            [ -f "$d" ] || continue
+            lab=$(head -n 1 "$d" | sed 's/^# //')
+            p="$p${p:+, }'$d' using 1:2 with linespoints title '$lab'"
+        done
+        plots="$plots
+set title 'Zipf s = $s'
+plot $p"
+    done
+    gnuplot <<EOF 2>>"$LOG" && echo "plot: $OUT/cache.png" || echo "run.sh: gnuplot failed (see $LOG)"
+set terminal png size 1500,500 noenhanced
+set output '$OUT/cache.png'
+set multiplot layout 1,3 title 'txkit-bench-cache: mod_cache_tx core, ops/s vs threads ($(hostname))'
+set xlabel 'threads'
+set ylabel 'requests/s'
+set logscale x 2
+set xtics (1, 2, 4)
+set key top left
+set yrange [0:*]
+$plots
+unset multiplot
+EOF
+else
+    echo "run.sh: gnuplot is not installed: no plot (apt-get install gnuplot-nox)" | tee -a "$LOG"
+fi
+echo "results: $OUT (cache.csv, summary.txt, log.txt)"
+exit $status

@@ -1,0 +1,363 @@
+/* txcache.c - configuration, entry builders and memory of the cache core.
+ * Nothing here touches shared structure: see txcache_core.c for that. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "txcache_int.h"
+
+void txc_config_default(struct txc_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->max_objects = 1000;
+    c->max_bytes = 100ull << 20;
+    c->min_object_size = 1;
+    c->max_object_size = 1ull << 20;
+    c->policy = TXC_POLICY_GDSF;
+    c->sync = TXC_SYNC_LOCK;
+    c->buckets = 0;
+}
+
+__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+int txc_config_check(const struct txc_config *c, char *err, size_t errlen)
+{
+    if (!c)
+        return bad(err, errlen, "no configuration");
+    if ((unsigned)c->policy > TXC_POLICY_GDSF)
+        return bad(err, errlen, "policy must be LRU or GDSF (got %d)", (int)c->policy);
+    if ((unsigned)c->sync > TXC_SYNC_CX)
+        return bad(err, errlen, "sync must be lock, tx or cx (got %d)", (int)c->sync);
+#ifndef TXC_HAVE_GNU_TM
+    if (c->sync == TXC_SYNC_TX)
+        return bad(err, errlen, "sync tx is not available: txcache was built without gcc -fgnu-tm");
+#endif
+    if (c->max_object_size == 0)
+        return bad(err, errlen, "max_object_size must be > 0");
+    if (c->max_object_size < c->min_object_size)
+        return bad(err, errlen, "max_object_size must be >= min_object_size (%llu < %llu)",
+                   (unsigned long long)c->max_object_size, (unsigned long long)c->min_object_size);
+    if (c->max_bytes && c->max_object_size > c->max_bytes)
+        return bad(err, errlen, "max_object_size must be <= max_bytes (%llu > %llu)",
+                   (unsigned long long)c->max_object_size, (unsigned long long)c->max_bytes);
+    if (c->max_object_size > (UINT64_MAX >> 2))
+        return bad(err, errlen, "max_object_size is too large");
+    if (c->buckets > (1u << 24))
+        return bad(err, errlen, "buckets must be <= %u (got %u)", 1u << 24, c->buckets);
+    if (c->slots > TXC_SLOTS_MAX)
+        return bad(err, errlen, "slots must be <= %d (got %u)", TXC_SLOTS_MAX, c->slots);
+    return 0;
+}
+
+const char *txc_sync_name(txc_sync_t s)
+{
+    switch (s) {
+    case TXC_SYNC_LOCK: return "lock";
+    case TXC_SYNC_TX: return "tx";
+    case TXC_SYNC_CX: return "cx";
+    }
+    return "?";
+}
+
+int txc_sync_parse(const char *s, txc_sync_t *out)
+{
+    static const txc_sync_t all[] = {TXC_SYNC_LOCK, TXC_SYNC_TX, TXC_SYNC_CX};
+    for (size_t i = 0; s && i < sizeof all / sizeof all[0]; i++)
+        if (strcasecmp(s, txc_sync_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    return -EINVAL;
+}
+
+const char *txc_policy_name(txc_policy_t p)
+{
+    return p == TXC_POLICY_LRU ? "LRU" : p == TXC_POLICY_GDSF ? "GDSF" : "?";
+}
+
+int txc_policy_parse(const char *s, txc_policy_t *out)
+{
+    if (s && strcasecmp(s, "LRU") == 0)
+        *out = TXC_POLICY_LRU;
+    else if (s && strcasecmp(s, "GDSF") == 0)
+        *out = TXC_POLICY_GDSF;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+/* ------------------------------------------------------------ thread slots */
+
+static unsigned next_thread;
+static __thread unsigned my_thread_plus1;
+
+unsigned txc_my_slot(const txc_cache *c)
+{
+    /* the CPU (glibc reads it from rseq: no system call) */
+    int cpu = sched_getcpu();
+    if (__builtin_expect(cpu < 0, 0)) { /* no getcpu: one slot per thread */
+        if (!my_thread_plus1)
+            my_thread_plus1 = __atomic_add_fetch(&next_thread, 1, __ATOMIC_RELAXED);
+        cpu = (int)my_thread_plus1;
+    }
+    return (unsigned)cpu & (c->nslots - 1);
+}
+
+static __thread uint64_t last_stamp;
+
+uint64_t txc_stamp(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    /* strictly increasing per thread, so one thread's accesses are ordered */
+    if (now <= last_stamp)
+        now = last_stamp + 1;
+    last_stamp = now;
+    return now;
+}
+
+/* ------------------------------------------------------------------ memory */
+
+static uint64_t live_all; /* entries of every cache, not yet freed */
+
+uint64_t txc_live_entries_all(void) { return __atomic_load_n(&live_all, __ATOMIC_RELAXED); }
+
+static void cache_unref(txc_cache *c)
+{
+    if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        pthread_mutex_destroy(&c->mu);
+        cx_destroy(&c->cx);
+        free(c);
+    }
+}
+
+void txc_payload_free(void *arg)
+{
+    struct txc_payload *pl = arg;
+    txc_cache *c = pl->cache;
+    free(pl->meta);
+    free(pl);
+    __atomic_sub_fetch(&live_all, 1, __ATOMIC_RELAXED);
+    cache_unref(c);
+}
+
+void txc_entry_free_now(txc_entry *e)
+{
+    struct txc_payload *pl = e->pl;
+    free(e);
+    txc_payload_free(pl);
+}
+
+/* ---------------------------------------------------------------- builders */
+
+static uint64_t hash_key(const void *key, size_t len)
+{
+    /* 8 bytes a step (URLs are 30-100 bytes), multiply-xorshift mixing */
+    const unsigned char *p = key;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (len * 0xff51afd7ed558ccdull);
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 29;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, len);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    return h;
+}
+
+uint64_t txc_hash(const void *key, size_t len) { return hash_key(key, len); }
+
+txc_entry *txc_entry_new(txc_cache *c, const void *key, size_t klen, int64_t body_len, int *err)
+{
+    int dummy;
+    if (!err)
+        err = &dummy;
+    *err = 0;
+    if (!c || !key || klen == 0 || body_len < -1) {
+        *err = -EINVAL;
+        return NULL;
+    }
+    if (body_len >= 0) {
+        if ((uint64_t)body_len > c->cfg.max_object_size) {
+            *err = -EFBIG;
+            return NULL;
+        }
+        if ((uint64_t)body_len < c->cfg.min_object_size) {
+            *err = -ERANGE;
+            return NULL;
+        }
+    }
+    size_t cap = body_len >= 0 ? (size_t)body_len : 4096;
+    if (body_len < 0 && cap > c->cfg.max_object_size)
+        cap = (size_t)c->cfg.max_object_size;
+    txc_entry *e = NULL;
+    /* the slots are cache lines: the header must be line-aligned */
+    size_t koff = sizeof *e + (size_t)c->nslots * sizeof(struct txc_slot);
+    size_t hsize = (koff + klen + TXC_LINE - 1) & ~(size_t)(TXC_LINE - 1);
+    if (posix_memalign((void **)&e, TXC_LINE, hsize) != 0) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    struct txc_payload *pl = malloc(sizeof *pl + cap);
+    if (!pl) {
+        free(e);
+        *err = -ENOMEM;
+        return NULL;
+    }
+    memset(e, 0, koff);
+    e->nslots = c->nslots;
+    e->key = (unsigned char *)e + koff;
+    memcpy(e->key, key, klen);
+    e->klen = klen;
+    e->hash = hash_key(key, klen);
+    e->cache = c;
+    e->pl = pl;
+    e->declared = body_len;
+    e->state = TXC_BUILDING;
+    pl->cache = c;
+    pl->meta = NULL;
+    pl->meta_len = 0;
+    pl->body_len = 0;
+    pl->cap = cap;
+    __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&live_all, 1, __ATOMIC_RELAXED);
+    return e;
+}
+
+int txc_entry_set_meta(txc_entry *e, const void *meta, size_t len)
+{
+    unsigned char *m = NULL;
+    if (len) {
+        m = malloc(len);
+        if (!m)
+            return -ENOMEM;
+        memcpy(m, meta, len);
+    }
+    free(e->pl->meta);
+    e->pl->meta = m;
+    e->pl->meta_len = len;
+    return 0;
+}
+
+int txc_entry_append(txc_entry *e, const void *data, size_t n)
+{
+    struct txc_payload *pl = e->pl;
+    uint64_t max = e->cache->cfg.max_object_size;
+    if (n > max || pl->body_len > max - n)
+        return -EFBIG;
+    size_t need = pl->body_len + n;
+    if (need > pl->cap) {
+        size_t cap = pl->cap ? pl->cap : 4096;
+        while (cap < need)
+            cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+        if (cap > max)
+            cap = (size_t)max;
+        struct txc_payload *np = realloc(pl, sizeof *pl + cap);
+        if (!np)
+            return -ENOMEM;
+        np->cap = cap;
+        e->pl = pl = np;
+    }
+    if (n)
+        memcpy(pl->body + pl->body_len, data, n);
+    pl->body_len = need;
+    return 0;
+}
+
+const void *txc_entry_key(const txc_entry *e, size_t *len)
+{
+    if (len)
+        *len = e->klen;
+    return e->key;
+}
+
+const void *txc_entry_meta(const txc_entry *e, size_t *len)
+{
+    if (len)
+        *len = e->pl->meta_len;
+    return e->pl->meta;
+}
+
+const void *txc_entry_body(const txc_entry *e, size_t *len)
+{
+    if (len)
+        *len = e->pl->body_len;
+    return e->pl->body;
+}
+
+/* ------------------------------------------------------------------ create */
+
+txc_cache *txc_create(const struct txc_config *cfg, char *err, size_t errlen)
+{
+    if (txc_config_check(cfg, err, errlen) != 0)
+        return NULL;
+    txc_cache *c = NULL;
+    if (posix_memalign((void **)&c, TXC_LINE, sizeof *c) != 0) {
+        bad(err, errlen, "out of memory");
+        return NULL;
+    }
+    memset(c, 0, sizeof *c);
+    c->cfg = *cfg;
+    uint64_t nb = cfg->buckets;
+    if (nb == 0) {
+        /* twice the objects: most lookups read one chain link (each link is
+         * a transactional read in tx mode) */
+        nb = cfg->max_objects ? 2 * cfg->max_objects : 4096;
+        if (nb < 64)
+            nb = 64;
+        if (nb > (1u << 20))
+            nb = 1u << 20;
+    }
+    uint64_t p = 1;
+    while (p < nb)
+        p <<= 1;
+    c->mask = p - 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    uint32_t want = cfg->slots ? cfg->slots : ncpu > 0 ? (uint32_t)ncpu : 1;
+    if (want > TXC_SLOTS_MAX)
+        want = TXC_SLOTS_MAX;
+    c->nslots = 1;
+    while (c->nslots < want)
+        c->nslots <<= 1;
+    c->table = calloc(p, sizeof *c->table);
+    /* with a modest object limit the heap never grows: no allocation inside
+     * critical sections (a system call there sends cx sections exclusive) */
+    c->heap_cap = cfg->max_objects && cfg->max_objects <= 65536 ? cfg->max_objects : 1024;
+    c->heap = malloc(c->heap_cap * sizeof *c->heap);
+    if (!c->table || !c->heap) {
+        free(c->table);
+        free(c->heap);
+        free(c);
+        bad(err, errlen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    cx_init(&c->cx, NULL);
+    c->refs = 1;
+    return c;
+}
+
+void txc_cache_unref_internal(txc_cache *c) { cache_unref(c); }

@@ -1,0 +1,132 @@
+/* txcache_int.h - private layout of the cache core (txcache.c, txcache_core.c).
+ *
+ * Who touches what, and how:
+ *  - immutable after txc_insert publishes an entry (hash, key, size, payload
+ *    pointer, cache): read inside critical sections without instrumentation
+ *    (transaction_pure helpers), which is safe because an entry header is
+ *    only ever freed through the TM runtime's free (txkit's limbo list, GCC
+ *    libitm's privatization barrier) or after the lock is released;
+ *  - shared mutable fields (chains, heap, counts, states, thread slots): only
+ *    inside a critical section of the cache's sync mode, never with atomics;
+ *  - the payload (meta + body): written only while the entry is private to
+ *    its builder, read in place by reference holders outside any critical
+ *    section, freed after the last reference (a commit action in tx mode);
+ *  - c->refs and the process-wide live count: atomic read-modify-write,
+ *    never inside a critical section.
+ */
+#ifndef TXCACHE_INT_H
+#define TXCACHE_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <txkit/cx.h>
+
+#include "txcache.h"
+
+#ifdef TXC_HAVE_GNU_TM
+#define TXC_SAFE __attribute__((transaction_safe))
+#define TXC_PURE __attribute__((transaction_pure))
+#else
+#define TXC_SAFE
+#define TXC_PURE
+#endif
+
+#define TXC_LINE 64
+/* Slots: a hit counts itself in the slot of the CPU it runs on (its own cache
+ * line in the entry), so threads running at the same time write disjoint
+ * lines and never conflict, and an entry carries one line per CPU (not per
+ * thread), which keeps what eviction reads small. A thread that migrates
+ * uses another slot next time; any slot is correct, sharing only costs
+ * conflicts. nslots is a power of 2 <= TXC_SLOTS_MAX. */
+#define TXC_SLOTS_MAX 64
+/* GDSF: priority = L + (1 + hits) * TXC_GDSF_K / size, L the queue clock. */
+#define TXC_GDSF_K (1ull << 20)
+
+enum txc_state { TXC_BUILDING = 0, TXC_CACHED = 1, TXC_DROPPED = 2 };
+
+/* One thread slot's share of an entry: references taken (lookups and
+ * txc_entry_ref) and released through this slot. A reference may be released
+ * by another thread than the one that took it, so only the sums mean
+ * something: references held = sum(acq) - sum(rel); uses (GDSF's frequency)
+ * = sum(acq). One counter per hit instead of a count and a frequency: the hit
+ * transaction writes one word of the entry. */
+struct txc_slot {
+    uint64_t acq;
+    uint64_t rel;
+    uint64_t last;   /* LRU: stamp of the last hit; GDSF: queue clock then */
+} __attribute__((aligned(TXC_LINE)));
+
+/* A thread slot's operation counters in the cache. Stores and evictions are
+ * counted inside their sections (transactional words); hits and misses, the
+ * hot ones, after the section with relaxed atomics on a line of their own:
+ * plain statistics need not commit with the lookup, and no word is accessed
+ * both ways. */
+struct txc_cstats {
+    uint64_t inserts, replaced, rejected, evictions, removals;
+    uint64_t hits __attribute__((aligned(TXC_LINE)));   /* atomic, outside sections */
+    uint64_t misses;                                    /* atomic, outside sections */
+} __attribute__((aligned(TXC_LINE)));
+
+/* Meta and body: one allocation for the body (grows while streaming), the
+ * meta on its own. Freed as a unit by txc_payload_free(). */
+struct txc_payload {
+    struct txc_cache *cache;
+    unsigned char *meta;
+    size_t meta_len;
+    size_t body_len;
+    size_t cap;            /* of body */
+    unsigned char body[];
+};
+
+struct txc_entry {
+    /* immutable once published */
+    uint64_t hash;
+    size_t klen;
+    uint64_t size;             /* charged: key + meta + body */
+    struct txc_cache *cache;
+    struct txc_payload *pl;
+    int64_t declared;          /* body length given to txc_entry_new, or -1 */
+    /* shared, inside critical sections only */
+    struct txc_entry *next;    /* hash chain */
+    struct txc_entry *dead_next; /* lock/cx: freed after the section */
+    uint64_t heap_pos;
+    uint64_t born;             /* LRU: stamp at insert; GDSF: L at insert */
+    int state;                 /* enum txc_state */
+    uint32_t nslots;           /* immutable: the cache's */
+    unsigned char *key;        /* immutable: after the slots */
+    struct txc_slot slot[];    /* nslots lines */
+};
+
+struct txc_hnode {
+    uint64_t key;              /* priority when last computed: a lower bound */
+    struct txc_entry *e;
+};
+
+struct txc_cache {
+    /* immutable */
+    struct txc_config cfg;
+    struct txc_entry **table;
+    uint64_t mask;
+    uint32_t nslots;
+    /* atomic, outside critical sections: live entries + 1 while not destroyed */
+    uint64_t refs __attribute__((aligned(TXC_LINE)));
+    /* the locks, each on its own line */
+    pthread_mutex_t mu __attribute__((aligned(TXC_LINE)));
+    cx_lock_t cx __attribute__((aligned(TXC_LINE)));
+    /* shared mutable state: written by stores and evictions only */
+    struct txc_hnode *heap __attribute__((aligned(TXC_LINE)));
+    uint64_t heap_len, heap_cap;
+    uint64_t objects, bytes;
+    uint64_t qclock;           /* GDSF aging: priority of the last eviction */
+    struct txc_cstats st[TXC_SLOTS_MAX];
+};
+
+/* txcache.c */
+void txc_payload_free(void *pl);       /* frees a payload, drops its cache ref */
+void txc_entry_free_now(txc_entry *e); /* header and payload, outside any section */
+unsigned txc_my_slot(const txc_cache *c);
+uint64_t txc_stamp(void);              /* per thread strictly increasing, ns */
+uint64_t txc_hash(const void *key, size_t len);
+void txc_cache_unref_internal(txc_cache *c); /* drops the handle's or an entry's ref */
+
+#endif /* TXCACHE_INT_H */
