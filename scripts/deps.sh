@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the Debian packages txkit needs, only those missing.
-#   scripts/deps.sh build      compiler, cmake, pkg-config, spin (model check)
+#   scripts/deps.sh build      compiler, cmake, pkg-config, spin (model check),
+#                              Apache + apache2-dev, man2html, wrk, curl (mod_cache_tx)
 #   scripts/deps.sh demo       + gnuplot (PNG plots of the benchmarks)
 set -euo pipefail
-want=(build-essential cmake pkg-config spin)
+want=(build-essential cmake pkg-config spin apache2 apache2-dev man2html wrk curl)
 case "${1:-build}" in
   build) ;;
   demo) want+=(gnuplot-nox) ;;
