@@ -426,6 +426,18 @@ other_user)
   "$bin" stat --json >"$tmp/f.json" 2>"$tmp/f.err" || fail "txkit stat with a foreign file"
   grep -q "foreign.seg: owned by uid $nobody_uid, not by you (uid 0)" "$tmp/f.err" || fail "$(cat "$tmp/f.err")"
   check "$tmp/f.json" "assert [p['pid'] for p in d['processes']] == [$a]; exact(proc($a), H[$a])"
+  # -u: nobody may not read root's, root may read nobody's (a server's children).
+  as_nobody env -u TXKIT_STATS_DIR "$bin" stat -u root >/dev/null 2>"$tmp/u.err" && fail "nobody used -u root"
+  grep -q "only root may read another user's statistics" "$tmp/u.err" || fail "-u as nobody: $(cat "$tmp/u.err")"
+  ndir=$tmp/nobody-stats
+  mkdir -m 0700 "$ndir" && chown nobody "$ndir"
+  as_nobody env TXKIT_STATS_DIR="$ndir" "$helper" --tx 3 --no-fault >"$tmp/n.out" 2>"$tmp/n.err" &
+  npid=$!
+  pids+=("$npid")
+  for _ in $(seq 200); do grep -q '^{' "$tmp/n.out" 2>/dev/null && break; sleep 0.05; done
+  TXKIT_STATS_DIR="$ndir" "$bin" stat --json -u nobody >"$tmp/u.json" 2>"$tmp/u.err" || fail "stat -u nobody: $(cat "$tmp/u.err")"
+  check "$tmp/u.json" "assert [p['name'] for p in d['processes']] == ['stat_helper'], d['processes']; assert d['total']['commits'] == 3"
+  TXKIT_STATS_DIR="$ndir" "$bin" stat --json >/dev/null 2>"$tmp/u.err" && fail "root read nobody's directory without -u"
   ;;
 
 clock)

@@ -209,14 +209,19 @@ static int validate(const struct tks_header *h, uint64_t st_size, unsigned flags
     if (flags & TKR_SEGMENT) {
         if (h->is_dump)
             return BAD("a TXKIT_STATS=FILE dump, not a live segment (read it with txkit report)");
-        if ((uid_t)h->uid != getuid())
-            return BAD("written by uid %u, not by you (uid %u)", h->uid, (unsigned)getuid());
+        if ((uid_t)h->uid != tkr_uid())
+            return BAD("written by uid %u, not by uid %u", h->uid, (unsigned)tkr_uid());
         uint64_t npid = pid_of_name(name);
         if (h->pid == 0 || (npid && h->pid != npid))
             return BAD("the header says pid %llu, the file name says %llu", (ull)h->pid, (ull)npid);
     }
     return 0;
 }
+
+/* Whose statistics are read: the caller's, or another user's (-u, root only). */
+static uid_t reader_uid = (uid_t)-1;
+uid_t tkr_uid(void) { return reader_uid == (uid_t)-1 ? getuid() : reader_uid; }
+void tkr_set_uid(uid_t uid) { reader_uid = uid; }
 
 /* --------------------------------------------------------- mapped access */
 
@@ -485,9 +490,9 @@ enum tkr_result tkr_read(int dirfd, const char *name, unsigned flags, struct tkr
         snprintf(why, wlen, "not a regular file");
         goto out;
     }
-    if ((flags & TKR_SEGMENT) && st.st_uid != getuid()) {
+    if ((flags & TKR_SEGMENT) && st.st_uid != tkr_uid()) {
         snprintf(why, wlen, "owned by uid %u, not by you (uid %u)", (unsigned)st.st_uid,
-                 (unsigned)getuid());
+                 (unsigned)tkr_uid());
         goto out;
     }
     /* Modification time: a writer creating its segment has just set it. */
@@ -625,7 +630,7 @@ out:
 int tkr_default_dir(char *buf, size_t len) {
     const char *env = getenv("TXKIT_STATS_DIR");
     int n = env && *env ? snprintf(buf, len, "%s", env)
-                        : snprintf(buf, len, "/dev/shm/txkit-%u", (unsigned)getuid());
+                        : snprintf(buf, len, "/dev/shm/txkit-%u", (unsigned)tkr_uid());
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
@@ -646,10 +651,10 @@ int tkr_open_dir(const char *dir, int *fdp, char *why, size_t wlen) {
         snprintf(why, wlen, "%s is not a directory", dir);
         return -1;
     }
-    if (st.st_uid != getuid()) {
+    if (st.st_uid != tkr_uid()) {
         snprintf(why, wlen,
                  "%s belongs to uid %u, not to you (uid %u): refusing to read another user's statistics",
-                 dir, (unsigned)st.st_uid, (unsigned)getuid());
+                 dir, (unsigned)st.st_uid, (unsigned)tkr_uid());
         return -1;
     }
     if (st.st_mode & 077) {

@@ -72,6 +72,11 @@ enum tkr_result tkr_read(int dirfd, const char *name, unsigned flags, struct tkr
                          size_t wlen, char *note, size_t nlen);
 void tkr_proc_free(struct tkr_proc *p);
 
+/* Whose segments are read and trusted: the caller's (default), or another
+ * user's (txkit stat -u, checked by the caller). */
+uid_t tkr_uid(void);
+void tkr_set_uid(uid_t uid);
+
 /* The statistics directory: $TXKIT_STATS_DIR or /dev/shm/txkit-<uid>. */
 int tkr_default_dir(char *buf, size_t len);
 

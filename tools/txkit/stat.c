@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -22,7 +23,8 @@
 
 void stat_usage(FILE *f) {
     fprintf(f,
-            "usage: txkit stat [-p PID[,PID...]] [-n NAME] [--sites] [--top N] [--json] [INTERVAL [COUNT]]\n"
+            "usage: txkit stat [-p PID[,PID...]] [-n NAME] [-u USER] [--sites] [--top N] [--json]\n"
+            "                  [INTERVAL [COUNT]]\n"
             "  Transaction statistics of this user's running txkit processes, read from\n"
             "  their segments in $TXKIT_STATS_DIR (default /dev/shm/txkit-UID).\n"
             "  Without INTERVAL: the totals since each process started, once.\n"
@@ -32,6 +34,8 @@ void stat_usage(FILE *f) {
             "  -p, --pid PID[,PID...]  only these processes (repeatable)\n"
             "  -n, --name NAME         only processes of this name (the 15-character comm\n"
             "                          name, e.g. httpd; repeatable); -p and -n add up\n"
+            "  -u, --user USER         another user's processes (name or uid; root only),\n"
+            "                          e.g. the www-data children of a server started as root\n"
             "  -s, --sites             also the busiest atomic blocks, gcc -fgnu-tm\n"
             "                          transactions and locks, by commits in the period\n"
             "  -t, --top N             how many sites (default %d, 0 = all; with --json:\n"
@@ -144,6 +148,7 @@ static const struct option long_opts[] = {
     {"pid", required_argument, NULL, 'p'}, {"name", required_argument, NULL, 'n'},
     {"sites", no_argument, NULL, 's'},     {"top", required_argument, NULL, 't'},
     {"json", no_argument, NULL, 'j'},      {"help", no_argument, NULL, 'h'},
+    {"user", required_argument, NULL, 'u'},
     {NULL, 0, NULL, 0},
 };
 
@@ -154,7 +159,7 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, is_stat ? ":p:n:st:jh" : ":st:jh", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, is_stat ? ":p:n:u:st:jh" : ":st:jh", long_opts, NULL)) != -1) {
         uint64_t v;
         switch (c) {
         case 'p':
@@ -171,6 +176,23 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
             if (add_name(&o->sel, optarg) != 0)
                 goto bad;
             break;
+        case 'u': {
+            struct passwd *pw = getpwnam(optarg);
+            uint64_t id;
+            if (pw)
+                id = pw->pw_uid;
+            else if (parse_u64(optarg, 0, UINT32_MAX - 1, &id) != 0) {
+                fprintf(stderr, "txkit %s: -u %s: no such user\n", cmd, optarg);
+                goto bad;
+            }
+            if ((uid_t)id != getuid() && getuid() != 0) {
+                fprintf(stderr, "txkit %s: -u %s: only root may read another user's statistics\n", cmd,
+                        optarg);
+                goto bad;
+            }
+            tkr_set_uid((uid_t)id);
+            break;
+        }
         case 's':
             o->sites = 1;
             break;
@@ -192,7 +214,7 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
             fprintf(stderr, "txkit %s: option '%s' needs a value\n", cmd, argv[optind - 1]);
             goto bad;
         default:
-            if (optopt && (!is_stat && strchr("pn", optopt)))
+            if (optopt && (!is_stat && strchr("pnu", optopt)))
                 fprintf(stderr, "txkit %s: option '-%c' is for txkit stat only\n", cmd, optopt);
             else if (optopt)
                 fprintf(stderr, "txkit %s: unknown option '-%c'\n", cmd, optopt);
