@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build test demo install clean deps
+.PHONY: all build test demo bench-core install clean deps
 
 all: build
 
@@ -19,7 +19,19 @@ build: $(BUILD)/CMakeCache.txt
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
-demo: build
+# The Apache experiment at a small scale (bench/apache/run.sh --quick, a few
+# minutes): its packages first (apache2-dev before the build, for the module).
+demo:
+	scripts/deps.sh demo
+	bench/apache/run.sh --install-deps --deps-only
+	$(MAKE) build
+	@# a build configured before apache2-dev was there has no module: configure again
+	@if [ ! -f $(BUILD)/src/apache/mod_cache_tx.so ] && command -v apxs >/dev/null; then \
+	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null && cmake --build $(BUILD) -j $(JOBS); fi
+	bench/apache/run.sh --quick --build $(BUILD)
+
+# The core benchmark (the earlier demo): bench/run-core.sh.
+bench-core: build
 	scripts/deps.sh demo
 	bench/run-core.sh $(BUILD)
 
