@@ -71,6 +71,9 @@ TXKIT_API const char *txkit_cause_name(int cause);
  * @sched_waits:     retries that transaction-aware scheduling deferred
  *                   (yield or sleep instead of an immediate retry).
  * @sched_queued:    transactions that waited for their site's ticket.
+ * @cm_undecided:    under timestamp, size or prio: conflict aborts no manager
+ *                   decided (a writer that did not see this reader: hardware
+ *                   or serial transactions, rare races); not in cm_decided.
  */
 typedef struct tx_stats {
     uint64_t threads;
@@ -88,6 +91,7 @@ typedef struct tx_stats {
     uint64_t cm_inversions;
     uint64_t sched_waits;
     uint64_t sched_queued;
+    uint64_t cm_undecided;
 } tx_stats_t;
 
 /**

@@ -91,6 +91,7 @@ int tx_stats_get(tx_stats_t *out) {
     out->cm_inversions = c.cm_inversions;
     out->sched_waits = c.sched_waits;
     out->sched_queued = c.sched_queued;
+    out->cm_undecided = c.cm_undecided;
     return 0;
 }
 
@@ -133,9 +134,10 @@ void tx_stats_print(const tx_stats_t *s, FILE *f) {
     fprintf(f, "\n  time lost in aborted attempts: %.3f ms (%.1f ns per abort)\n",
             (double)s->ns_aborted / 1e6, aborts ? (double)s->ns_aborted / (double)aborts : 0.0);
     if (s->cm_decided || s->sched_waits || s->sched_queued)
-        fprintf(f, "  contention manager %s: %llu conflicts decided, %llu priority inversions; "
+        fprintf(f, "  contention manager %s: %llu conflicts decided, %llu priority inversions, %llu undecided; "
                    "scheduling: %llu waits, %llu queued\n",
                 txkit_get_cm(), (unsigned long long)s->cm_decided, (unsigned long long)s->cm_inversions,
+                (unsigned long long)s->cm_undecided,
                 (unsigned long long)s->sched_waits, (unsigned long long)s->sched_queued);
 }
 

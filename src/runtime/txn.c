@@ -366,13 +366,19 @@ void tk_abort_attempt(tk_thread *t, int cause) {
          * order guarantees the winner's progress, and serial would ignore it. */
         if (!t->vis_decided) {
             t->ctl.stm_aborts++;
-            /* NOrec decided by validation, against this reader: count it, and
-             * whether that went against a higher priority than the last
-             * writer's (every conflict of backoff; missed ones of the others). */
+            /* NOrec decided by validation, against this reader. Under backoff
+             * that is the decision: count it, and whether it went against a
+             * higher priority than the last writer's. Under the others it is
+             * a conflict the manager did not see: counted apart. */
             if (cause == TXKIT_CAUSE_CONFLICT) {
-                if (!tk_vis_on)
+                if (!tk_vis_on) {
                     tk_prio_refresh(t);
-                tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED), t->prio);
+                    tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED), t->prio);
+                } else if (!tk_cfg.stats_off && t->cnt) {
+                    tk_stats_open(t);
+                    TK_COUNT(t->cnt->cm_undecided, 1);
+                    tk_stats_close(t);
+                }
             }
         }
         t->vis_decided = 0;

@@ -74,7 +74,8 @@ struct tks_counters {
     uint64_t cm_inversions;               /* ... against the thread of higher conflict priority */
     uint64_t sched_waits;                 /* retries deferred by transaction-aware scheduling */
     uint64_t sched_queued;                /* transactions that waited in their site's queue */
-}; /* 64 x 8 = 512 bytes */
+    uint64_t cm_undecided;                /* conflict aborts a visible manager did not decide */
+}; /* 65 x 8 = 520 bytes */
 
 enum tks_thread_state { TKS_FREE = 0, TKS_LIVE = 1, TKS_EXITED = 2 };
 

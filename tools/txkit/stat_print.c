@@ -251,10 +251,11 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
     const struct tks_counters *t = &r->total;
     if (t->cm_decided || t->sched_waits || t->sched_queued) {
         const char *cm = r->nprocs == 1 && r->procs[0].p->cm[0] ? r->procs[0].p->cm : "";
-        fprintf(f, "contention%s%s: %llu conflicts decided, %llu priority inversions (%.1f%%); "
+        fprintf(f, "contention%s%s: %llu conflicts decided, %llu priority inversions (%.1f%%), %llu undecided; "
                    "scheduling: %llu waits, %llu queued\n",
                 cm[0] ? " manager " : "", cm, (ull)t->cm_decided, (ull)t->cm_inversions,
-                pct(t->cm_inversions, t->cm_decided), (ull)t->sched_waits, (ull)t->sched_queued);
+                pct(t->cm_inversions, t->cm_decided), (ull)t->cm_undecided, (ull)t->sched_waits,
+                (ull)t->sched_queued);
     }
     if (r->nucounters) {
         fprintf(f, "counters%s:\n", r->since_start ? "" : " (events in this interval, levels now)");
@@ -329,6 +330,7 @@ static void json_counters(struct jw *w, const struct tks_counters *c, double los
     jw_u64(w, "cm_inversions", c->cm_inversions);
     jw_u64(w, "sched_waits", c->sched_waits);
     jw_u64(w, "sched_queued", c->sched_queued);
+    jw_u64(w, "cm_undecided", c->cm_undecided);
 }
 
 static void json_ref(struct jw *w, const struct st_ref *g, int counts) {
