@@ -378,6 +378,48 @@ static int run_isolated(int (*fn)(void *arg, void *out, char *why, size_t len), 
     return rc;
 }
 
+/**
+ * measure_runs() - run one point nruns times, each in a child (run_isolated),
+ * saying on stdout which runs failed.
+ * @runs: room for nruns results of size bytes each.
+ * @key:  the value the median is taken by (throughput, or time).
+ * Return: the index of the median run, or -1 when a run could not be made;
+ * *failed is set on any failure.
+ */
+static int measure_runs(int (*fn)(void *arg, void *out, char *why, size_t len), void *arg,
+                        void *runs, size_t size, int nruns, double timeout,
+                        double (*key)(const void *result), const char *cm, int sched, int threads,
+                        int *failed)
+{
+    char *res = runs;
+    double k[99];
+    int good = 0;
+    char why[200] = "";
+    for (int run = 0; run < nruns; run++) {
+        int rc = run_isolated(fn, arg, res + (size_t)good * size, size, timeout, why, sizeof why);
+        if (rc < 0) {
+            printf("%-9s %-5s %3d  n/a: %s\n", cm, sched ? "on" : "off", threads, why);
+            *failed = 1;
+            return -1;
+        }
+        if (rc > 0) {
+            printf("%-9s %-5s %3d  %s\n", cm, sched ? "on" : "off", threads, why);
+            *failed = 1;
+        }
+        k[good] = key(res + (size_t)good * size);
+        good++;
+    }
+    int med = 0;
+    for (int x = 0; x < good; x++) {
+        int below = 0;
+        for (int y = 0; y < good; y++)
+            below += k[y] < k[x];
+        if (below == good / 2)
+            med = x;
+    }
+    return med;
+}
+
 static void print_header(const struct opts *o, const char *what)
 {
     char cpu[128];
@@ -482,6 +524,12 @@ struct inv_result {
     char cm[16];
     int sched, threads;
 };
+
+static double inv_key(const void *r)
+{
+    const struct inv_result *x = r;
+    return (double)x->commits / x->secs; /* throughput */
+}
 
 static struct inv_ctx g_inv;
 
@@ -796,36 +844,11 @@ static int cmd_inversion(const struct opts *o)
             for (int ci = 0; ci < o->ncms; ci++) {
                 struct inv_arg a = {o, o->cms[ci], o->scheds[si], o->threads[ti]};
                 struct inv_result runs[99];
-                double mt[99];
-                int good = 0;
-                char why[200] = "";
-                for (int run = 0; run < o->runs; run++) {
-                    int rc = run_isolated(inv_measure, &a, &runs[good], sizeof runs[good],
-                                          30 + 10 * o->seconds, why, sizeof why);
-                    if (rc < 0) {
-                        printf("%-9s %-5s %3d  n/a: %s\n", a.cm, a.sched ? "on" : "off", a.threads, why);
-                        failed = 1;
-                        break;
-                    }
-                    if (rc > 0) {
-                        printf("%-9s %-5s %3d  %s\n", a.cm, a.sched ? "on" : "off", a.threads, why);
-                        failed = 1;
-                    }
-                    mt[good] = (double)runs[good].commits / runs[good].secs;
-                    good++;
-                }
-                ok[ci] = good == o->runs;
+                int med = measure_runs(inv_measure, &a, runs, sizeof runs[0], o->runs,
+                                       30 + 10 * o->seconds, inv_key, a.cm, a.sched, a.threads, &failed);
+                ok[ci] = med >= 0;
                 if (!ok[ci])
                     continue;
-                /* median by throughput */
-                int med = 0;
-                for (int x = 0; x < good; x++) {
-                    int below = 0;
-                    for (int y = 0; y < good; y++)
-                        below += mt[y] < mt[x];
-                    if (below == good / 2)
-                        med = x;
-                }
                 res[ci] = runs[med];
                 struct inv_result *r = &res[ci];
                 double mtx = (double)r->commits / r->secs / 1e6;
@@ -952,6 +975,8 @@ struct pipe_result {
     int ok;
 };
 
+static double pipe_key(const void *r) { return ((const struct pipe_result *)r)->secs; }
+
 struct pipe_arg {
     const struct opts *o;
     const char *cm;
@@ -1037,32 +1062,10 @@ static int cmd_pipeline(const struct opts *o)
             for (int si = 0; si < o->nscheds; si++) {
                 struct pipe_arg a = {o, o->cms[ci], o->scheds[si], o->threads[ti]};
                 struct pipe_result runs[99];
-                int good = 0;
-                char why[200] = "";
-                for (int run = 0; run < o->runs; run++) {
-                    int rc = run_isolated(pipe_measure, &a, &runs[good], sizeof runs[good], 120, why,
-                                          sizeof why);
-                    if (rc < 0) {
-                        printf("%-9s %-5s %3d  n/a: %s\n", a.cm, a.sched ? "on" : "off", a.threads, why);
-                        failed = 1;
-                        break;
-                    }
-                    if (rc > 0) {
-                        printf("%-9s %-5s %3d  %s\n", a.cm, a.sched ? "on" : "off", a.threads, why);
-                        failed = 1;
-                    }
-                    good++;
-                }
-                if (good < o->runs)
+                int med = measure_runs(pipe_measure, &a, runs, sizeof runs[0], o->runs, 120, pipe_key,
+                                       a.cm, a.sched, a.threads, &failed);
+                if (med < 0)
                     continue;
-                int med = 0;
-                for (int x = 0; x < good; x++) {
-                    int below = 0;
-                    for (int y = 0; y < good; y++)
-                        below += runs[y].secs < runs[x].secs;
-                    if (below == good / 2)
-                        med = x;
-                }
                 struct pipe_result *r = &runs[med];
                 char tv[16] = "", rv[16] = "";
                 if (a.sched) {
@@ -1081,15 +1084,15 @@ static int cmd_pipeline(const struct opts *o)
                        r->ok ? "" : "  CHECK FAILED");
                 printf("  ran: pipeline cm=%s sched=%s threads=%d method=%s duration=%.3fs (median of "
                        "%d; all:",
-                       a.cm, a.sched ? "on" : "off", a.threads, g_method_name, r->secs, good);
-                for (int x = 0; x < good; x++)
+                       a.cm, a.sched ? "on" : "off", a.threads, g_method_name, r->secs, o->runs);
+                for (int x = 0; x < o->runs; x++)
                     printf(" %.3f", runs[x].secs);
                 printf(") to_serial %" PRIu64 " cm_decided %" PRIu64 "\n", r->d.to_serial,
                        r->d.cm_decided);
                 if (csv)
                     fprintf(csv, "pipeline,%s,%s,%d,%s,%d,%.4f,%" PRIu64 ",%.2f,%" PRIu64 ",%" PRIu64
                                  ",%" PRIu64 ",%" PRIu64 ",%s,%s,%d\n",
-                            a.cm, a.sched ? "on" : "off", a.threads, g_method_name, good, r->secs,
+                            a.cm, a.sched ? "on" : "off", a.threads, g_method_name, o->runs, r->secs,
                             r->d.aborts, (double)r->d.ns_aborted / 1e6, r->d.sched_waits,
                             r->d.sched_queued, r->d.to_serial, r->d.cm_decided, tv, rv, r->ok);
                 if (!r->ok)
@@ -1169,6 +1172,12 @@ struct hot_result {
     uint64_t over32; /* transactions that committed after more than 32 retries */
     int ok;
 };
+
+static double hot_key(const void *r)
+{
+    const struct hot_result *x = r;
+    return (double)x->commits / x->secs; /* throughput */
+}
 
 struct hot_arg {
     const struct opts *o;
@@ -1266,34 +1275,10 @@ static int cmd_hotcounter(const struct opts *o)
             for (int si = 0; si < o->nscheds; si++) {
                 struct hot_arg a = {o, o->cms[ci], o->scheds[si], o->threads[ti]};
                 struct hot_result runs[99];
-                double mt[99];
-                int good = 0;
-                char why[200] = "";
-                for (int run = 0; run < o->runs; run++) {
-                    int rc = run_isolated(hot_measure, &a, &runs[good], sizeof runs[good],
-                                          30 + 10 * o->seconds, why, sizeof why);
-                    if (rc < 0) {
-                        printf("%-9s %-5s %3d  n/a: %s\n", a.cm, a.sched ? "on" : "off", a.threads, why);
-                        failed = 1;
-                        break;
-                    }
-                    if (rc > 0) {
-                        printf("%-9s %-5s %3d  %s\n", a.cm, a.sched ? "on" : "off", a.threads, why);
-                        failed = 1;
-                    }
-                    mt[good] = (double)runs[good].commits / runs[good].secs;
-                    good++;
-                }
-                if (good < o->runs)
+                int med = measure_runs(hot_measure, &a, runs, sizeof runs[0], o->runs,
+                                       30 + 10 * o->seconds, hot_key, a.cm, a.sched, a.threads, &failed);
+                if (med < 0)
                     continue;
-                int med = 0;
-                for (int x = 0; x < good; x++) {
-                    int below = 0;
-                    for (int y = 0; y < good; y++)
-                        below += mt[y] < mt[x];
-                    if (below == good / 2)
-                        med = x;
-                }
                 struct hot_result *r = &runs[med];
                 double mtx = (double)r->commits / r->secs / 1e6;
                 if (strcmp(a.cm, "backoff") == 0 && !a.sched)
