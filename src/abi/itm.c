@@ -184,7 +184,7 @@ uint32_t tk_itm_begin(uint32_t props) {
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_ITM;
     t->ctl.props = props;
-    tk_start_transaction(t, site);
+    tk_start_transaction(t, site, t->ctl.jb.rsp);
     t->itm_txid = 0;
     tk_run_attempts(t);
     if (t->ctl.cancelled) /* cancelled inside hardware: all undone already */
@@ -245,7 +245,7 @@ static void rollback_to(tk_thread *t, tk_itm_cp *cp) {
         t->wgen = 1;
     }
     tk_stm_ws_restore(t, (const tk_wentry *)cp->wset.data, cp->wset.len);
-    tk_undo_apply(t, cp->ulog_len);
+    tk_undo_apply(t, cp->ulog_len, cp->jb.rsp); /* its frames below cp are gone */
     for (size_t i = cp->allocs_len; i < t->allocs.len; i++)
         free(TK_VEC_AT(&t->allocs, void *, i));
     t->allocs.len = cp->allocs_len;

@@ -49,7 +49,7 @@ static int serial_commit(tk_thread *t) {
 }
 
 static void serial_rollback(tk_thread *t) {
-    tk_undo_apply(t, 0);
+    tk_undo_apply(t, 0, tk_stack_private_top(t));
     release(t);
 }
 
@@ -94,16 +94,21 @@ void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
     }
 }
 
-void tk_undo_apply(tk_thread *t, size_t keep) {
+void tk_undo_apply(tk_thread *t, size_t keep, uintptr_t dead_top) {
+    uintptr_t dead = dead_top > t->stk_lo ? dead_top - t->stk_lo : 0;
     for (size_t i = t->ulog.len; i-- > keep;) {
         tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+        if ((uintptr_t)u->addr - t->stk_lo < dead)
+            continue; /* a frame that is gone: maybe the rollback's own now */
         memcpy(u->addr, &u->old, u->size);
     }
     t->ulog.len = keep;
 }
 
 static void serial_store(tk_thread *t, void *addr, const void *src, size_t size) {
-    if (!t->ctl.irrevocable)
+    /* The transaction's own frames need no undo, unless a nested block that
+     * may be cancelled needs the part of them that outlives it. */
+    if (!t->ctl.irrevocable && (t->itm_cps.len || !tk_stack_private(t, addr, size)))
         tk_undo_log(t, addr, size);
     memcpy(addr, src, size);
 }

@@ -81,10 +81,12 @@ static inline bool snapshot_current(const tk_thread *t) {
     return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == t->hsnap;
 }
 
+/* Entries of memory this attempt owns and writes in place (its own stack
+ * frames, blocks it allocated) may differ by its own writes: not conflicts. */
 static bool rlog_valid(const tk_thread *t) {
     for (const tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
-        if (read_mem(r->addr, r->size) != r->val &&
-            !(t->captured.len && tk_captured(t, r->addr, r->size))) /* our own, in place */
+        if (read_mem(r->addr, r->size) != r->val && !tk_stack_private(t, r->addr, r->size) &&
+            !(t->captured.len && tk_captured(t, r->addr, r->size)))
             return false;
     return true;
 }
@@ -410,11 +412,15 @@ void tk_stm_ws_restore(tk_thread *t, const tk_wentry *saved, size_t n) {
 static void stm_rollback(tk_thread *t) {
     tk_vis_end(t);
     ws_clear(t);
-    tk_undo_apply(t, 0); /* private memory logged by gcc's _ITM_L* barriers */
+    tk_undo_apply(t, 0, tk_stack_private_top(t)); /* _ITM_L*, nested-cancel stack logs */
     unregister(t);
 }
 
 static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
+    if (tk_stack_private(t, addr, size)) { /* our own frames: written in place */
+        memcpy(dst, addr, size);
+        return;
+    }
     uintptr_t a = (uintptr_t)addr;
     if (t->wset.len && ws_overlay(t, dst, a, size) == size)
         return; /* read-after-write of bytes all written by us */
@@ -440,6 +446,15 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
 }
 
 static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
+    if (tk_stack_private(t, addr, size)) {
+        /* The attempt's own frames: in place, like gcc's direct accesses to
+         * them; undone only for a nested block that may be cancelled (the
+         * frames above it outlive the cancel). */
+        if (t->itm_cps.len)
+            tk_undo_log(t, addr, size);
+        memcpy(addr, src, size);
+        return;
+    }
     if (t->captured.len && tk_captured(t, addr, size)) {
         memcpy(addr, src, size); /* allocated by this attempt: private, in place */
         return;

@@ -209,6 +209,11 @@ struct tk_thread {
     /* -- configuration */
     int thread_method;            /* -1: follow the process */
 
+    /* -- the thread's stack [stk_lo, stk_hi) (thread.c, 0 when unknown), and
+     *    the part of it private to the running transaction (txn.c): the
+     *    frames below its outermost begin, [stk_lo, stk_lo + stk_span) */
+    uintptr_t stk_lo, stk_hi, stk_span;
+
     /* -- statistics: this thread's row of the published segment (stats/),
      *    written only by this thread; cnt is the current site's entry */
     struct tks_thread *slot;
@@ -251,6 +256,20 @@ static inline bool tk_captured(const tk_thread *t, const void *addr, size_t size
     return false;
 }
 TK_HIDDEN unsigned tk_thread_count(void);           /* threads with a descriptor */
+
+/* Stack memory below the outermost begin of the running transaction: frames
+ * the transaction itself made, which no other thread can reach and which are
+ * dead once it commits or restarts. Every method writes it in place (gcc
+ * reads a callee's own locals without barriers) and no rollback puts old
+ * values back there (the rollback's own frames may be there by then). */
+static inline bool tk_stack_private(const tk_thread *t, const void *addr, size_t size) {
+    uintptr_t off = (uintptr_t)addr - t->stk_lo;
+    return off < t->stk_span && size <= t->stk_span - off;
+}
+/* The end of the private part: frames below it die when the attempt ends. */
+static inline uintptr_t tk_stack_private_top(const tk_thread *t) {
+    return t->stk_lo + t->stk_span;
+}
 /* The statistics segment (stats/segment.c). */
 TK_HIDDEN void tk_seg_thread_attach(tk_thread *t);
 TK_HIDDEN void tk_seg_thread_detach(tk_thread *t);
@@ -358,7 +377,9 @@ TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
 TK_HIDDEN TK_NORETURN void tk_abort(tk_thread *t, int cause);  /* software abort + restart */
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
 TK_HIDDEN void tk_run_attempts(tk_thread *t);
-TK_HIDDEN void tk_start_transaction(tk_thread *t, txkit_site_t *site);
+/* stack_top: the stack pointer of the caller of the outermost begin; below
+ * it, the transaction's own frames (tk_stack_private). */
+TK_HIDDEN void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top);
 TK_HIDDEN void tk_finish_commit(tk_thread *t);
 TK_HIDDEN void tk_abort_attempt(tk_thread *t, int cause);
 TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line);
@@ -381,8 +402,10 @@ TK_HIDDEN void tk_stm_rlog_refresh(tk_thread *t, const void *addr);
 TK_HIDDEN int tk_configured_method(const tk_thread *t);
 /* Record the current bytes at addr, put back if the attempt aborts. */
 TK_HIDDEN void tk_undo_log(tk_thread *t, const void *addr, size_t size);
-/* Put back, newest first, what the undo log recorded after its first keep entries. */
-TK_HIDDEN void tk_undo_apply(tk_thread *t, size_t keep);
+/* Put back, newest first, what the undo log recorded after its first keep
+ * entries, except in the thread's stack below dead_top: frames that are gone
+ * once the rollback jumps back to its checkpoint (whose stack pointer that is). */
+TK_HIDDEN void tk_undo_apply(tk_thread *t, size_t keep, uintptr_t dead_top);
 /* Copy n bytes; src_tx / dst_tx: whether each side is shared (goes through
  * the barriers); move: the ranges may overlap (memmove). */
 TK_HIDDEN void tk_copy(void *dst, const void *src, size_t n, int src_tx, int dst_tx, int move);

@@ -122,6 +122,16 @@ tk_thread *tk_thread_get(void) {
     t->thread_method = -1;
     t->prio_set = TX_PRIO_AUTO;
     tk_prio_refresh(t);
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        void *lo;
+        size_t size;
+        if (pthread_attr_getstack(&attr, &lo, &size) == 0) {
+            t->stk_lo = (uintptr_t)lo;
+            t->stk_hi = (uintptr_t)lo + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
     _txkit_tls.clock = &tk_g.clock;
     t->rng = tk_rdtsc() ^ ((uint64_t)(uintptr_t)t << 17) ^ (uint64_t)gettid();
     if (!t->rng)

@@ -277,7 +277,8 @@ void tk_run_attempts(tk_thread *t) {
     }
 }
 
-void tk_start_transaction(tk_thread *t, txkit_site_t *site) {
+void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
+    t->stk_span = stack_top > t->stk_lo && stack_top <= t->stk_hi ? stack_top - t->stk_lo : 0;
     if (TXKIT_UNLIKELY(t->sched_queue_held)) /* the last one ended without a commit */
         tk_sched_release(t);
     t->ctl.site = site;
@@ -445,7 +446,7 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_C;
-    tk_start_transaction(t, site);
+    tk_start_transaction(t, site, t->ctl.jb.rsp);
     tk_run_attempts(t);
     return 1;
 }
@@ -485,7 +486,9 @@ int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thro
     tk_site_init(site, file, "txkit::atomic", line);
     t->ctl.kind = TK_KIND_CXX;
     t->ctl.thrower = thrower;
-    tk_start_transaction(t, site);
+    /* txkit::atomic calls the lambda from the frame that called us: its
+     * frames are below ours (a conservative bound for the private part). */
+    tk_start_transaction(t, site, (uintptr_t)__builtin_frame_address(0));
     tk_run_attempts(t);
     return 1;
 }
