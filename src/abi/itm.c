@@ -327,9 +327,58 @@ ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
         TK_FATAL("out of memory registering an undo action");
 }
 
+/* Remove [lo, hi) from the undo log: entries inside it go, entries that
+ * straddle it keep the bytes outside it (one may split in two, inserted in
+ * place so that the newest-first order of rollback stays). */
+static void undo_forget(tk_thread *t, uintptr_t lo, uintptr_t hi) {
+    for (size_t i = 0; i < t->ulog.len; i++) {
+        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+        uintptr_t a = (uintptr_t)u->addr, e = a + u->size;
+        if (e <= lo || a >= hi)
+            continue;
+        if (a < lo && e > hi) { /* keep [a, lo) here and [hi, e) right after it */
+            if (!tk_vec_push(&t->ulog, sizeof *u))
+                TK_FATAL("out of memory growing the undo log");
+            u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+            memmove(u + 2, u + 1, (t->ulog.len - i - 2) * sizeof *u);
+            u[1].addr = (void *)hi;
+            u[1].size = (uint32_t)(e - hi);
+            u[1].old = u->old >> (8 * (hi - a));
+            u->size = (uint32_t)(lo - a);
+            for (size_t k = 0; k < t->itm_cps.len; k++) { /* their marks moved by one */
+                tk_itm_cp *cp = &TK_VEC_AT(&t->itm_cps, tk_itm_cp, k);
+                if (cp->ulog_len > i)
+                    cp->ulog_len++;
+            }
+            i++;
+        } else if (a < lo) {
+            u->size = (uint32_t)(lo - a);
+        } else if (e > hi) {
+            u->old >>= 8 * (hi - a);
+            u->addr = (void *)hi;
+            u->size = (uint32_t)(e - hi);
+        } else {
+            u->size = 0; /* all dropped: puts nothing back */
+        }
+    }
+}
+
+/* The transaction forgets what it knows of [ptr, ptr+len): what it wrote
+ * there stays even if it is cancelled or rolled back (GCC's dropref tests).
+ * Only a serial attempt writes in place with an undo log, so any other
+ * attempt restarts serially; an irrevocable one undoes nothing anyway. */
 ITM_API void _ITM_dropReferences(void *ptr, size_t len) {
-    (void)ptr;
-    (void)len; /* nothing is cached by address */
+    tk_thread *t = tk_cur;
+    if (!t || _txkit_tls.depth == 0 || len == 0 || t->ctl.irrevocable || t->doomed)
+        return;
+    if (t->ctl.m->id != TXKIT_SERIAL) {
+        t->ctl.force_serial = 1;
+        if (t->ctl.m->id == TXKIT_HTM)
+            t->ctl.m->explicit_abort(t, -TK_XCODE_SERIAL);
+        tk_abort(t, TXKIT_CAUSE_EXPLICIT);
+    }
+    uintptr_t lo = (uintptr_t)ptr;
+    undo_forget(t, lo, len > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + len);
 }
 
 ITM_API void *_ITM_malloc(size_t size) { return tx_malloc(size); }

@@ -27,6 +27,9 @@ static int classify(tk_thread *t, unsigned status) {
         case TK_XCODE_CANCEL_NESTED:
             t->ctl.htm_tries = ~0u / 2; /* only software can undo part of a transaction */
             return TXKIT_CAUSE_EXPLICIT;
+        case TK_XCODE_SERIAL:
+            t->ctl.force_serial = 1;
+            return TXKIT_CAUSE_EXPLICIT;
         default:
             __atomic_store_n(&t->cnt->explicit_code, TK_XA_CODE(status), __ATOMIC_RELAXED);
             return TXKIT_CAUSE_EXPLICIT;
@@ -85,7 +88,8 @@ __attribute__((target("rtm"))) static int htm_make_irrevocable(tk_thread *t) {
     return TXKIT_CAUSE_IRREVOCABLE; /* not reached */
 }
 
-/* cause: a txkit_cause_t, or minus a TK_XCODE_CANCEL_* code (gcc cancel). */
+/* cause: a txkit_cause_t, or minus a TK_XCODE_CANCEL_* code (gcc cancel) or
+ * of TK_XCODE_SERIAL. */
 __attribute__((target("rtm"))) static void htm_explicit_abort(tk_thread *t, int cause) {
     (void)t;
     switch (cause) {
@@ -97,6 +101,9 @@ __attribute__((target("rtm"))) static void htm_explicit_abort(tk_thread *t, int 
         break;
     case -TK_XCODE_CANCEL_NESTED:
         _xabort(TK_XCODE_CANCEL_NESTED);
+        break;
+    case -TK_XCODE_SERIAL:
+        _xabort(TK_XCODE_SERIAL);
         break;
     default:
         _xabort(TK_XCODE_RESTART);
