@@ -173,8 +173,9 @@ static void htm_policy(tk_thread *t, int cause) {
         return;
     case TXKIT_CAUSE_IRREVOCABLE:
         /* Run again irrevocable from the start: in software holding the
-         * token where there are barriers to run, else serially. */
-        if (software_possible(t))
+         * token for TX_ATOMIC blocks, else (gcc code, which then runs
+         * uninstrumented functions; see tx_irrevocable) serially. */
+        if (t->ctl.kind != TK_KIND_ITM)
             tk_irr_take(t);
         else
             t->ctl.force_serial = 1;
@@ -616,6 +617,14 @@ void tx_irrevocable(void) {
     tk_thread *t = tk_cur;
     if (!t || _txkit_tls.depth == 0 || t->doomed || t->ctl.irrevocable)
         return;
+    if (t->ctl.kind == TK_KIND_ITM && t->ctl.m->id == TXKIT_STM) {
+        /* gcc goes irrevocable to run code it could not instrument: that code
+         * must find our writes in memory, and nobody may see its own writes
+         * half done. A software transaction holding the token keeps a write
+         * set and lets readers run: not enough. Run serially instead. */
+        t->ctl.force_serial = 1;
+        tk_abort(t, TXKIT_CAUSE_IRREVOCABLE);
+    }
     int r = t->ctl.m->make_irrevocable(t);
     if (r != TK_OK) {
         if (!t->ctl.irr_token)
