@@ -183,16 +183,15 @@ static void adapt(cx_lock_t *l, int ended_exclusive) {
 
 /* --------------------------------------------------- optimistic (hardware) */
 
-/* Start a hardware transaction that depends on l: -1 when running, else the
+/* Start a hardware transaction that depends on l: TK_XSTARTED when running, else the
  * abort status (execution comes back here when the CPU aborts it). */
-__attribute__((target("rtm"), noinline)) static int spec_begin(cx_lock_t *l) {
-    unsigned status = _xbegin();
-    if (status == _XBEGIN_STARTED) {
+__attribute__((noinline)) TK_RTM_FN static unsigned spec_begin(cx_lock_t *l) {
+    unsigned status = tk_xbegin();
+    if (status == TK_XSTARTED) {
         if (!is_free(l))
-            _xabort(TK_XCODE_SECTION_BUSY);
-        return -1;
+            TK_XABORT(TK_XCODE_SECTION_BUSY);
     }
-    return (int)status;
+    return status;
 }
 
 
@@ -330,8 +329,8 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
     if (!want_exclusive && tk_section_try(&l->skip)) {
         for (;;) {
             wait_free(l); /* outside any transaction */
-            int status = spec_begin(l);
-            if (status < 0) {
+            unsigned status = spec_begin(l);
+            if (status == TK_XSTARTED) {
                 c->depth = 1;
                 c->mode = CX_SPEC;
                 c->lock = l;
@@ -339,7 +338,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
                 return; /* the section runs in hardware */
             }
             int hopeless;
-            int cause = tk_section_classify((unsigned)status, &hopeless);
+            int cause = tk_section_classify(status, &hopeless);
             c->tries += cause != TXKIT_CAUSE_LOCKED;
             tk_section_count_abort(cnt, cause, hopeless || c->tries >= l->policy.htm_tries);
             if (hopeless || c->tries >= l->policy.htm_tries)
