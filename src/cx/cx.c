@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <txkit/cx.h>
 
@@ -161,6 +162,38 @@ static int pop_held(tk_thread *t, cx_lock_t *l) {
     return 0;
 }
 
+/* Locks owned by the running transaction attempt (held for real, or
+ * subscribed to): a growable list without duplicates. Owner thread only. */
+static bool list_has(struct cx_lock *const *v, unsigned n, const cx_lock_t *l) {
+    for (unsigned i = 0; i < n; i++)
+        if (v[i] == l)
+            return true;
+    return false;
+}
+
+static void list_push(struct cx_lock ***v, unsigned *n, unsigned *cap, cx_lock_t *l) {
+    if (*n == *cap) {
+        unsigned ncap = *cap ? 2 * *cap : 8;
+        struct cx_lock **nv = realloc(*v, ncap * sizeof *nv);
+        if (!nv)
+            TK_FATAL("out of memory recording the cx locks of a transaction");
+        *v = nv;
+        *cap = ncap;
+    }
+    (*v)[(*n)++] = l;
+}
+
+static void push_txheld(tk_thread *t, cx_lock_t *l) {
+    list_push(&t->cx.txheld, &t->cx.ntxheld, &t->cx.txheld_cap, l);
+}
+
+/* Release every lock the attempt holds, newest first, and its subscriptions. */
+static void release_txheld(tk_thread *t) {
+    while (t->cx.ntxheld)
+        excl_release(t->cx.txheld[--t->cx.ntxheld]);
+    t->cx.nsubs = 0;
+}
+
 /* ------------------------------------------------------ adaptive policy */
 
 /* Racy counters: hints only. */
@@ -242,36 +275,61 @@ int cx_destroy(cx_lock_t *l) {
 
 /* Inside a txkit transaction: make the transaction depend on the lock.
  *
+ * The dependency belongs to the attempt, not to the section: a lock taken
+ * for real stays held after cx_unlock() until the attempt has committed
+ * (its writes are all in memory) or has rolled back (serial undo applied),
+ * and a software subscription stays on the list that becoming irrevocable
+ * turns into held locks. Otherwise another thread could enter the lock and
+ * see, or be overwritten by, writes the attempt later undoes or writes back.
+ *
  * A transaction never waits for a lock it can still give up: it restarts
  * (and waits, outside, in its backoff). Waiting inside could deadlock with a
  * serial transaction that holds the global clock. Only an irrevocable one
  * waits: its lock holders never need the clock (tk_stm_external_write). */
-static void subscribe(tk_thread *t, cx_lock_t *l) {
+/* Owner thread, inside a transaction. trying (cx_trylock): -EBUSY instead
+ * of restarting or waiting when the lock is held by another thread. */
+static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
     const struct tk_method *m = t->ctl.m;
     if (m == &tk_method_htm || t->doomed) {
-        if (!is_free(l))
+        if (!is_free(l)) {
+            if (trying)
+                return -EBUSY;
             tx_restart(); /* a hardware abort; retried after backoff */
-        return;
+        }
+        return 0;
     }
+    if (list_has(t->cx.txheld, t->cx.ntxheld, l))
+        return 0; /* this attempt holds it already (an earlier or outer section) */
     if (t->ctl.irrevocable) {
-        excl_acquire(l);
-        push_held(t, l);
-        return;
+        if (trying) {
+            if (excl_try(l) != 0)
+                return -EBUSY;
+        } else {
+            excl_acquire(l);
+        }
+        push_txheld(t, l);
+        return 0;
     }
     if (m == &tk_method_stm) {
         if (!(__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED))
             __atomic_fetch_or(&l->flags, CX_F_SUBSCRIBED, __ATOMIC_SEQ_CST);
-        if (TX_LOAD(&l->state.word) != 0)
+        if (TX_LOAD(&l->state.word) != 0) {
+            if (trying)
+                return -EBUSY;
             tx_restart();
-        if (t->cx.nsubs >= TK_CX_MAX_HELD)
-            TK_FATAL("a transaction depends on more than %d cx locks", TK_CX_MAX_HELD);
-        t->cx.subs[t->cx.nsubs++] = l;
-        return;
+        }
+        if (!list_has(t->cx.subs, t->cx.nsubs, l))
+            list_push(&t->cx.subs, &t->cx.nsubs, &t->cx.subs_cap, l);
+        return 0;
     }
     /* serial with an undo log: take the lock for real, or restart */
-    if (excl_try(l) != 0)
+    if (excl_try(l) != 0) {
+        if (trying)
+            return -EBUSY;
         tx_restart();
-    push_held(t, l);
+    }
+    push_txheld(t, l);
+    return 0;
 }
 
 int tk_cx_hold_subscribed(tk_thread *t) {
@@ -285,7 +343,7 @@ int tk_cx_hold_subscribed(tk_thread *t) {
         return -EBUSY;
     }
     for (unsigned i = 0; i < t->cx.nsubs; i++) {
-        push_held(t, t->cx.subs[i]);
+        push_txheld(t, t->cx.subs[i]);
         tk_stm_rlog_refresh(t, (const void *)&t->cx.subs[i]->state.word);
     }
     t->cx.nsubs = 0;
@@ -303,7 +361,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
             if (!is_free(l))
                 tk_section_abort_busy();
         } else if (c->mode == CX_TXSUB) {
-            subscribe(t, l);
+            subscribe(t, l, 0);
         } else {
             excl_acquire(l);
             push_held(t, l);
@@ -313,7 +371,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
     if (_txkit_tls.depth > 0) {
         c->depth = 1;
         c->mode = CX_TXSUB;
-        subscribe(t, l);
+        subscribe(t, l, 0);
         return;
     }
     struct tks_counters *cnt = lock_counters(t, l, caller);
@@ -365,6 +423,14 @@ CX_API int cx_trylock(cx_lock_t *l) {
     struct tk_cx *c = &t->cx;
     if (c->mode == CX_SPEC) /* a speculative section cannot hold a lock for real */
         tk_section_abort_exclusive();
+    if (c->mode == CX_TXSUB || (c->depth == 0 && _txkit_tls.depth > 0)) {
+        /* inside a transaction: the attempt owns the lock (subscribe) */
+        if (subscribe(t, l, 1) != 0)
+            return -EBUSY;
+        if (c->depth++ == 0)
+            c->mode = CX_TXSUB;
+        return 0;
+    }
     if (excl_try(l) != 0)
         return -EBUSY;
     if (c->depth++ == 0) {
@@ -404,10 +470,7 @@ CX_API void cx_unlock(cx_lock_t *l) {
             adapt(c->lock, 1);
         }
         break;
-    default: /* CX_TXSUB: the transaction decides; release what serial took */
-        pop_held(t, l);
-        if (depth == 0)
-            t->cx.nsubs = 0;
+    default: /* CX_TXSUB: the attempt keeps its locks until it ends (subscribe) */
         break;
     }
     if (depth == 0) {
@@ -431,14 +494,20 @@ CX_API int cx_mode(void) {
     return t ? t->cx.mode : CX_NONE;
 }
 
-/* A software transaction that aborts while subscribed (or holding locks it
- * took in serial mode) leaves its sections: called by the engine. */
+/* Called by the engine once the aborted attempt has rolled back. */
 void tk_cx_reset_after_abort(tk_thread *t) {
+    release_txheld(t);
     if (t->cx.mode != CX_TXSUB)
-        return;
-    while (t->cx.nheld)
-        excl_release(t->cx.held[--t->cx.nheld]);
-    t->cx.nsubs = 0;
+        return; /* sections outside the transaction are still entered */
     t->cx.depth = 0;
     t->cx.mode = CX_NONE;
+}
+
+void tk_cx_release_at_commit(tk_thread *t) { release_txheld(t); }
+
+void tk_cx_thread_exit(tk_thread *t) {
+    free(t->cx.txheld);
+    free(t->cx.subs);
+    t->cx.txheld = t->cx.subs = NULL;
+    t->cx.ntxheld = t->cx.nsubs = t->cx.txheld_cap = t->cx.subs_cap = 0;
 }

@@ -117,9 +117,13 @@ struct tk_cx {
     struct tks_counters *cnt;     /* its statistics entry */
     unsigned tries;               /* hardware attempts of the current entry */
     unsigned nheld;
-    struct cx_lock *held[TK_CX_MAX_HELD]; /* held exclusively */
-    unsigned nsubs;
-    struct cx_lock *subs[TK_CX_MAX_HELD]; /* a software transaction depends on */
+    struct cx_lock *held[TK_CX_MAX_HELD]; /* held exclusively by sections outside transactions */
+    /* Owned by the running transaction attempt, not by its sections: kept
+     * after cx_unlock until the attempt commits or has rolled back. */
+    unsigned ntxheld, txheld_cap;
+    struct cx_lock **txheld;      /* held for real (serial, irrevocable) */
+    unsigned nsubs, subs_cap;
+    struct cx_lock **subs;        /* a software transaction depends on */
 };
 
 struct tk_thread {
@@ -370,8 +374,16 @@ TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
 /* A write outside transactions that software transactions must notice (an
  * exclusive cx acquisition): move the clock like a commit that wrote. */
 TK_HIDDEN void tk_stm_external_write(void);
-/* A software attempt aborted: forget the cx sections it had entered. */
+/* An attempt aborted and rolled back: release the cx locks it held, forget
+ * its subscriptions and the sections it had entered. Owner thread only. */
 TK_HIDDEN void tk_cx_reset_after_abort(tk_thread *t);
+/* An attempt committed: release the cx locks it held, forget its
+ * subscriptions. Owner thread only, after the method's commit. */
+TK_HIDDEN void tk_cx_release_at_commit(tk_thread *t);
+/* The transaction holds or depends on cx locks (cheap test, owner thread). */
+static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
+/* Free the thread's cx lock lists (thread exit). */
+TK_HIDDEN void tk_cx_thread_exit(tk_thread *t);
 /* Becoming irrevocable: take every cx lock the transaction depends on, or
  * none (then -EBUSY: restart, irrevocable from the start). */
 TK_HIDDEN int tk_cx_hold_subscribed(tk_thread *t);

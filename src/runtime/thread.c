@@ -45,6 +45,7 @@ static void thread_exit(void *p) {
     tk_vec_free(&t->handlers);
     tk_vec_free(&t->arena);
     free(t->windex);
+    tk_cx_thread_exit(t);
     free(t);
     tk_cur = NULL;
 }

@@ -316,6 +316,8 @@ static unsigned set_bucket(size_t n) {
 void tk_finish_commit(tk_thread *t) {
     struct tks_counters *c = t->cnt;
     const struct tk_method *m = t->ctl.m;
+    if (TXKIT_UNLIKELY(tk_cx_owned(t)))
+        tk_cx_release_at_commit(t); /* committed: its writes are all in memory */
     tk_irr_release(t);
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         goto counted;
@@ -352,8 +354,8 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     t->ctl.irrevocable = 0;
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
-    if (TXKIT_UNLIKELY(t->cx.mode))
-        tk_cx_reset_after_abort(t);
+    if (TXKIT_UNLIKELY(t->cx.mode || tk_cx_owned(t)))
+        tk_cx_reset_after_abort(t); /* after the rollback: locks it held */
     if (t->handlers.len | t->allocs.len | t->frees.len) {
         struct tk_txctl saved = t->ctl;
         tk_discard_effects(t, 0);
