@@ -255,6 +255,17 @@ static inline bool tk_captured(const tk_thread *t, const void *addr, size_t size
     return false;
 }
 TK_HIDDEN unsigned tk_thread_count(void);           /* threads with a descriptor */
+/* fork(): each module that has locks or per-thread global state gets these
+ * calls from the one set of fork handlers (thread.c), in a fixed order:
+ * PREPARE (take its locks, in the forking thread), then PARENT (give them
+ * back) or CHILD (the only thread left is `me`, possibly NULL: reset every
+ * lock and whatever belonged to the threads that are gone). */
+enum tk_fork_phase { TK_FORK_PREPARE, TK_FORK_PARENT, TK_FORK_CHILD };
+TK_HIDDEN void tk_txn_atfork(int phase);
+TK_HIDDEN void tk_cx_atfork(int phase);
+TK_HIDDEN void tk_itm_atfork(int phase);
+TK_HIDDEN void tk_vis_atfork(int phase, tk_thread *me);
+TK_HIDDEN void tk_sched_fork_child(tk_thread *me);
 /* The statistics segment (stats/segment.c). */
 TK_HIDDEN void tk_seg_thread_attach(tk_thread *t);
 TK_HIDDEN void tk_seg_thread_detach(tk_thread *t);
