@@ -299,6 +299,8 @@ int cx_destroy(cx_lock_t *l) {
  * of restarting or waiting when the lock is held by another thread. */
 static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
     const struct tk_method *m = t->ctl.m;
+    if (list_has(t->cx.held, t->cx.nheld, l))
+        return 0; /* an exclusive section around the transaction holds it */
     if (m == &tk_method_htm || t->doomed) {
         if (!is_free(l)) {
             if (trying)
@@ -362,6 +364,13 @@ int tk_cx_hold_subscribed(tk_thread *t) {
 static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
     tk_thread *t = tk_self();
     struct tk_cx *c = &t->cx;
+    if (c->mode == CX_EXCL && _txkit_tls.depth > 0) {
+        /* A transaction inside an exclusive section: its sections are its
+         * own (released with the attempt), the outer section's stay. */
+        c->txdepth++;
+        subscribe(t, l, 0);
+        return;
+    }
     if (c->depth > 0) { /* nested: flatten into the outermost section */
         c->depth++;
         if (c->mode == CX_SPEC) {
@@ -432,11 +441,13 @@ CX_API int cx_trylock(cx_lock_t *l) {
     struct tk_cx *c = &t->cx;
     if (c->mode == CX_SPEC) /* a speculative section cannot hold a lock for real */
         tk_section_abort_exclusive();
-    if (c->mode == CX_TXSUB || (c->depth == 0 && _txkit_tls.depth > 0)) {
+    if (c->mode == CX_TXSUB || (_txkit_tls.depth > 0 && (c->depth == 0 || c->mode == CX_EXCL))) {
         /* inside a transaction: the attempt owns the lock (subscribe) */
         if (subscribe(t, l, 1) != 0)
             return -EBUSY;
-        if (c->depth++ == 0)
+        if (c->mode == CX_EXCL)
+            c->txdepth++;
+        else if (c->depth++ == 0)
             c->mode = CX_TXSUB;
         return 0;
     }
@@ -456,8 +467,12 @@ CX_API int cx_trylock(cx_lock_t *l) {
 CX_API void cx_unlock(cx_lock_t *l) {
     tk_thread *t = tk_cur;
     struct tk_cx *c = t ? &t->cx : NULL;
-    if (t && t->doomed && (!c || c->depth == 0))
+    if (t && t->doomed && (!c || c->depth == 0 || c->mode == CX_EXCL))
         return; /* C++ unwinding out of an aborted transaction: already reset */
+    if (c && c->txdepth && _txkit_tls.depth > 0) {
+        c->txdepth--; /* the attempt keeps its locks until it ends (subscribe) */
+        return;
+    }
     if (!c || c->depth == 0)
         TK_FATAL("cx_unlock(%p) without a matching cx_optimistic/cx_exclusive", (void *)l);
     unsigned depth = --c->depth;
@@ -492,7 +507,9 @@ CX_API void cx_need_exclusive(void) {
     tk_thread *t = tk_cur;
     if (!t || t->cx.depth == 0)
         return;
-    if (t->cx.mode == CX_SPEC)
+    if (t->cx.txdepth && _txkit_tls.depth > 0)
+        tx_irrevocable();
+    else if (t->cx.mode == CX_SPEC)
         tk_section_abort_exclusive(); /* comes back in enter(), which goes exclusive */
     else if (t->cx.mode == CX_TXSUB)
         tx_irrevocable();
@@ -500,12 +517,15 @@ CX_API void cx_need_exclusive(void) {
 
 CX_API int cx_mode(void) {
     tk_thread *t = tk_cur;
+    if (t && t->cx.txdepth && _txkit_tls.depth > 0)
+        return CX_TXSUB;
     return t ? t->cx.mode : CX_NONE;
 }
 
 /* Called by the engine once the aborted attempt has rolled back. */
 void tk_cx_reset_after_abort(tk_thread *t) {
     release_txheld(t);
+    t->cx.txdepth = 0;
     if (t->cx.mode != CX_TXSUB)
         return; /* sections outside the transaction are still entered */
     t->cx.depth = 0;

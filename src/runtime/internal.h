@@ -113,6 +113,7 @@ struct cx_lock;
 struct tk_cx {
     int mode;                     /* 0 none, 1 optimistic, 2 exclusive, 3 subscribed */
     unsigned depth;               /* nesting depth of sections */
+    unsigned txdepth;             /* sections of a transaction run inside an exclusive one */
     struct cx_lock *lock;         /* the outermost section's lock */
     struct tks_counters *cnt;     /* its statistics entry */
     unsigned tries;               /* hardware attempts of the current entry */

@@ -240,7 +240,8 @@ static atomic_long other_saw;      /* ... and read rx = this */
 static atomic_int irr_runs;        /* code after tx_irrevocable() ran this often */
 static int scenario;
 
-enum { REL_RESTART, REL_IRREVOCABLE, REL_IRR_AFTER };
+enum { REL_RESTART, REL_IRREVOCABLE, REL_IRR_AFTER, REL_IN_EXCL };
+static cx_lock_t lo = CX_LOCK_INITIALIZER; /* REL_IN_EXCL: held around the transaction */
 
 static void wait_phase(int want) {
     for (long spins = 0; atomic_load(&phase) < want; spins++)
@@ -254,6 +255,8 @@ static void *release_tx(void *arg) {
     (void)arg;
     static int attempt; /* not a local: the restart longjmps back */
     attempt = 0;
+    if (scenario == REL_IN_EXCL)
+        cx_exclusive(&lo);
     TX_ATOMIC {
         attempt++;
         if (scenario == REL_IRREVOCABLE) {
@@ -271,10 +274,12 @@ static void *release_tx(void *arg) {
         if (attempt == 1) {
             atomic_store(&phase, 1);
             wait_phase(2);
-            if (scenario == REL_RESTART)
+            if (scenario == REL_RESTART || scenario == REL_IN_EXCL)
                 tx_restart(); /* rolls back x = v + 1 */
         }
     }
+    if (scenario == REL_IN_EXCL)
+        cx_unlock(&lo);
     return NULL;
 }
 
@@ -314,7 +319,7 @@ static void release_scenario(int which, const char *name) {
     if (got)
         CHECK_EQ(other_saw, 0); /* the transaction had not committed */
     CHECK_EQ(rx, 1 + 100 * got); /* nobody's update lost */
-    if (which != REL_RESTART)
+    if (which == REL_IRREVOCABLE || which == REL_IRR_AFTER)
         CHECK_EQ(irr_runs, 1); /* an irrevocable transaction never re-runs */
     CHECK_EQ(cx_destroy(&lr), 0);
 }
@@ -327,10 +332,37 @@ static cx_lock_t lmany[20] = {
     CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER};
 static long many[20];
 
+/* A transaction inside an exclusive section restarts inside its own
+ * section: the section is left with the attempt (not held twice). */
+static void restart_in_exclusive(void) {
+    static int attempt;
+    attempt = 0;
+    rx = 0;
+    cx_exclusive(&lo);
+    TX_ATOMIC {
+        cx_optimistic(&lr);
+        cx_optimistic(&lo); /* the outer section's lock: already ours */
+        TX_STORE(&rx, TX_LOAD(&rx) + 1);
+        if (++attempt == 1)
+            tx_restart();
+        cx_unlock(&lo);
+        cx_unlock(&lr);
+    }
+    CHECK_EQ(cx_mode(), 2);
+    cx_unlock(&lo);
+    CHECK_EQ(cx_mode(), 0);
+    CHECK_EQ(cx_destroy(&lo), 0);
+    CHECK_EQ(cx_destroy(&lr), 0);
+    CHECK_EQ(rx, 1);
+    printf("release/restart-inside-an-exclusive-section: ok\n");
+}
+
 static int release(void) {
     release_scenario(REL_RESTART, "restart");
     release_scenario(REL_IRREVOCABLE, "irrevocable");
     release_scenario(REL_IRR_AFTER, "irrevocable-after-section");
+    release_scenario(REL_IN_EXCL, "inside-an-exclusive-section");
+    restart_in_exclusive();
     /* One transaction: the same lock entered again (after and inside a
      * section), more locks than one section may nest, a trylock. */
     rx = 0;
