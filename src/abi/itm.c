@@ -420,8 +420,8 @@ void tk_itm_atfork(int phase) {
     } else if (phase == TK_FORK_PARENT) {
         pthread_rwlock_unlock(&clone_lock);
         pthread_mutex_unlock(&itm_sites_lock);
-    } else {
-        pthread_rwlock_unlock(&clone_lock);
+    } else { /* the only thread left: fresh locks */
+        pthread_rwlock_init(&clone_lock, NULL);
         pthread_mutex_init(&itm_sites_lock, NULL);
     }
 }
