@@ -294,8 +294,9 @@ int cx_destroy(cx_lock_t *l) {
  * A transaction never waits for a lock it can still give up: it restarts
  * (and waits, outside, in its backoff). Waiting inside could deadlock with a
  * serial transaction that holds the global clock. Only an irrevocable one
- * waits: its lock holders never need the clock (tk_stm_external_write). */
-/* Owner thread, inside a transaction. trying (cx_trylock): -EBUSY instead
+ * waits: its lock holders never need the clock (tk_stm_external_write).
+ *
+ * Owner thread, inside a transaction. trying (cx_trylock): -EBUSY instead
  * of restarting or waiting when the lock is held by another thread. */
 static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
     const struct tk_method *m = t->ctl.m;
