@@ -14,7 +14,8 @@
  * lock: a hardware attempt reads the word; a software one reads it through
  * the read barrier, and an exclusive acquirer of a lock that software
  * transactions subscribed to bumps the global clock, so they revalidate and
- * abort. A serial (or irrevocable) transaction takes the lock for real.
+ * abort. A serial (or irrevocable) transaction takes the lock for real, and
+ * keeps it until the attempt has committed or rolled back (subscribe).
  */
 #include <dlfcn.h>
 #include <errno.h>
