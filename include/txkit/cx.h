@@ -23,6 +23,9 @@
  * Nested sections flatten into the outermost one. Inside a TX_ATOMIC block,
  * cx_optimistic() makes the transaction depend on the lock instead (its
  * software or hardware attempt aborts if the lock is taken exclusively).
+ * There the lock belongs to the transaction, not to the section: where the
+ * transaction takes it for real (serial or irrevocable), it keeps it after
+ * cx_unlock() until it commits or has rolled back.
  *
  * Statistics per lock (site kind "lock"): entries, optimistic commits,
  * exclusive sections, aborts by cause, restarts for I/O, most threads inside
@@ -96,7 +99,8 @@ TXKIT_API void cx_optimistic(cx_lock_t *l);
 TXKIT_API void cx_exclusive(cx_lock_t *l);
 
 /**
- * cx_trylock() - take the lock exclusively if it is free now.
+ * cx_trylock() - take the lock exclusively if it is free now (inside a
+ * TX_ATOMIC block: make the transaction depend on it, as cx_optimistic).
  * Return: 0 when taken (end with cx_unlock()), -EBUSY otherwise.
  */
 TXKIT_API int cx_trylock(cx_lock_t *l);

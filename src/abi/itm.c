@@ -462,6 +462,19 @@ ITM_API void _ITM_deregisterTMCloneTable(void *table) {
     pthread_rwlock_unlock(&clone_lock);
 }
 
+void tk_itm_atfork(int phase) {
+    if (phase == TK_FORK_PREPARE) {
+        pthread_mutex_lock(&itm_sites_lock);
+        pthread_rwlock_rdlock(&clone_lock); /* no table half-registered */
+    } else if (phase == TK_FORK_PARENT) {
+        pthread_rwlock_unlock(&clone_lock);
+        pthread_mutex_unlock(&itm_sites_lock);
+    } else { /* the only thread left: fresh locks */
+        pthread_rwlock_init(&clone_lock, NULL);
+        pthread_mutex_init(&itm_sites_lock, NULL);
+    }
+}
+
 static void *find_clone(void *fn) {
     void *clone = NULL;
     struct clone_entry key = {fn, NULL};

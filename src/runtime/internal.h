@@ -113,13 +113,18 @@ struct cx_lock;
 struct tk_cx {
     int mode;                     /* 0 none, 1 optimistic, 2 exclusive, 3 subscribed */
     unsigned depth;               /* nesting depth of sections */
+    unsigned txdepth;             /* sections of a transaction run inside an exclusive one */
     struct cx_lock *lock;         /* the outermost section's lock */
     struct tks_counters *cnt;     /* its statistics entry */
     unsigned tries;               /* hardware attempts of the current entry */
     unsigned nheld;
-    struct cx_lock *held[TK_CX_MAX_HELD]; /* held exclusively */
-    unsigned nsubs;
-    struct cx_lock *subs[TK_CX_MAX_HELD]; /* a software transaction depends on */
+    struct cx_lock *held[TK_CX_MAX_HELD]; /* held exclusively by sections outside transactions */
+    /* Owned by the running transaction attempt, not by its sections: kept
+     * after cx_unlock until the attempt commits or has rolled back. */
+    unsigned ntxheld, txheld_cap;
+    struct cx_lock **txheld;      /* held for real (serial, irrevocable) */
+    unsigned nsubs, subs_cap;
+    struct cx_lock **subs;        /* a software transaction depends on */
 };
 
 struct tk_thread {
@@ -270,6 +275,18 @@ static inline bool tk_stack_private(const tk_thread *t, const void *addr, size_t
 static inline uintptr_t tk_stack_private_top(const tk_thread *t) {
     return t->stk_lo + t->stk_span;
 }
+
+/* fork(): each module that has locks or per-thread global state gets these
+ * calls from the one set of fork handlers (thread.c), in a fixed order:
+ * PREPARE (take its locks, in the forking thread), then PARENT (give them
+ * back) or CHILD (the only thread left is `me`, possibly NULL: reset every
+ * lock and whatever belonged to the threads that are gone). */
+enum tk_fork_phase { TK_FORK_PREPARE, TK_FORK_PARENT, TK_FORK_CHILD };
+TK_HIDDEN void tk_txn_atfork(int phase);
+TK_HIDDEN void tk_cx_atfork(int phase);
+TK_HIDDEN void tk_itm_atfork(int phase);
+TK_HIDDEN void tk_vis_atfork(int phase, tk_thread *me);
+TK_HIDDEN void tk_sched_fork_child(tk_thread *me);
 /* The statistics segment (stats/segment.c). */
 TK_HIDDEN void tk_seg_thread_attach(tk_thread *t);
 TK_HIDDEN void tk_seg_thread_detach(tk_thread *t);
@@ -391,8 +408,16 @@ TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
 /* A write outside transactions that software transactions must notice (an
  * exclusive cx acquisition): move the clock like a commit that wrote. */
 TK_HIDDEN void tk_stm_external_write(void);
-/* A software attempt aborted: forget the cx sections it had entered. */
+/* An attempt aborted and rolled back: release the cx locks it held, forget
+ * its subscriptions and the sections it had entered. Owner thread only. */
 TK_HIDDEN void tk_cx_reset_after_abort(tk_thread *t);
+/* An attempt committed: release the cx locks it held, forget its
+ * subscriptions. Owner thread only, after the method's commit. */
+TK_HIDDEN void tk_cx_release_at_commit(tk_thread *t);
+/* The transaction holds or depends on cx locks (cheap test, owner thread). */
+static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
+/* Free the thread's cx lock lists (thread exit). */
+TK_HIDDEN void tk_cx_thread_exit(tk_thread *t);
 /* Becoming irrevocable: take every cx lock the transaction depends on, or
  * none (then -EBUSY: restart, irrevocable from the start). */
 TK_HIDDEN int tk_cx_hold_subscribed(tk_thread *t);

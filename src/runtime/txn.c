@@ -318,6 +318,8 @@ static unsigned set_bucket(size_t n) {
 void tk_finish_commit(tk_thread *t) {
     struct tks_counters *c = t->cnt;
     const struct tk_method *m = t->ctl.m;
+    if (TXKIT_UNLIKELY(tk_cx_owned(t)))
+        tk_cx_release_at_commit(t); /* committed: its writes are all in memory */
     tk_irr_release(t);
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         goto counted;
@@ -354,8 +356,8 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     t->ctl.irrevocable = 0;
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
-    if (TXKIT_UNLIKELY(t->cx.mode))
-        tk_cx_reset_after_abort(t);
+    if (TXKIT_UNLIKELY(t->cx.mode || tk_cx_owned(t)))
+        tk_cx_reset_after_abort(t); /* after the rollback: locks it held */
     if (t->handlers.len | t->allocs.len | t->frees.len) {
         struct tk_txctl saved = t->ctl;
         tk_discard_effects(t, 0);
@@ -410,11 +412,21 @@ void tk_abort(tk_thread *t, int cause) {
 
 /* Give the site its index in the statistics segment (id = index + 1). The
  * first thread to get here registers it; racing ones wait for the id. */
+static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void tk_txn_atfork(int phase) {
+    if (phase == TK_FORK_PREPARE)
+        pthread_mutex_lock(&site_lock);
+    else if (phase == TK_FORK_PARENT)
+        pthread_mutex_unlock(&site_lock);
+    else
+        pthread_mutex_init(&site_lock, NULL);
+}
+
 void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line) {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     if (__atomic_load_n(&site->id, __ATOMIC_ACQUIRE))
         return;
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&site_lock);
     if (!site->id) {
         if (file && !site->file) {
             site->file = file;
@@ -428,7 +440,7 @@ void tk_site_init(txkit_site_t *site, const char *file, const char *func, int li
                                             site->line);
         __atomic_store_n(&site->id, idx + 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&site_lock);
 }
 
 tk_jmpbuf *tk_jb_slot(void) {
