@@ -430,7 +430,9 @@ EL_API void _txkit_elide_report(void) {
         uint32_t s = __atomic_load_n(&tab[i].site, __ATOMIC_ACQUIRE);
         n += __atomic_load_n(&tab[i].key, __ATOMIC_ACQUIRE) && s && s != EL_NOSITE;
     }
-    FILE *f = stderr;
+    FILE *f = tk_stats_out(); /* stderr, even if the program closed it */
+    if (!f)
+        return;
     fprintf(f, "txkit elided mutexes: %u counted%s\n", n,
             tk_g.hybrid ? "" : " (no RTM here: every section ran holding the mutex)");
     if (!n)
@@ -477,5 +479,6 @@ EL_API void _txkit_elide_report(void) {
                         (unsigned long long)c->aborts_by_cause[cause]);
         fputc('\n', f);
     }
+    fflush(f);
     free(lines);
 }
