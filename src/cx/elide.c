@@ -123,7 +123,7 @@ static void register_site(struct el_ent *e, pthread_mutex_t *m, void *caller) {
     }
     unsigned idx = tk_seg_site_register(TKS_SITE_LOCK, (uint64_t)(uintptr_t)m, file, func, 0);
     uint32_t s = EL_NOSITE;
-    if (idx != TKS_SITE_OTHER && idx < TKS_MAX_SITES) {
+    if (idx != TKS_SITE_OTHER && idx != TKS_SITE_OTHER_LOCKS && idx < TKS_MAX_SITES) {
         name_site(site_names[idx], sizeof site_names[idx], caller);
         s = idx + 1;
     }

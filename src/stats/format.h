@@ -55,8 +55,10 @@
 #define TKS_HIST 8
 #define TKS_MAX_UCOUNTERS 64u /* TXKIT_MAX_COUNTERS */
 
-/* Site 0 collects transactions of sites beyond max_sites. */
+/* Site 0 collects transactions of sites beyond max_sites, site 1 (a lock
+ * site, so never counted as transactions) the sections of cx locks beyond. */
 #define TKS_SITE_OTHER 0u
+#define TKS_SITE_OTHER_LOCKS 1u
 
 /* Histogram buckets. Read/write set sizes (software commits, words):
  * 0, 1, 2-3, 4-7, 8-15, 16-63, 64-255, >= 256.

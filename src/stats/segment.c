@@ -119,10 +119,13 @@ static void fill_header(struct tks_header *h, size_t size) {
     h->shared_slot = TKS_SHARED_SLOT;
     h->shared_threads = my_shared_threads = 0;
     h->nthreads = my_nthreads = 1; /* slot 0: threads that exited, added up */
-    h->nsites = my_nsites = 1;     /* site 0: sites beyond TKS_MAX_SITES */
+    h->nsites = my_nsites = 2; /* sites 0 and 1: sites and locks beyond TKS_MAX_SITES */
     struct tks_site *other = (struct tks_site *)((char *)h + h->sites_offset);
-    snprintf(other->file, sizeof other->file, "(other sites)");
-    other->state = 1;
+    snprintf(other[TKS_SITE_OTHER].file, sizeof other->file, "(other sites)");
+    other[TKS_SITE_OTHER].state = 1;
+    snprintf(other[TKS_SITE_OTHER_LOCKS].file, sizeof other->file, "(other locks)");
+    other[TKS_SITE_OTHER_LOCKS].kind = TKS_SITE_LOCK;
+    other[TKS_SITE_OTHER_LOCKS].state = 1;
     if (prctl(PR_GET_NAME, h->name, 0, 0, 0) != 0)
         h->name[0] = '\0';
     read_cmdline(h->cmdline, sizeof h->cmdline);
@@ -426,9 +429,9 @@ unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file, con
     if (!seg)
         seg_create();
     unsigned idx = my_nsites;
-    if (idx >= TKS_MAX_SITES) {
+    if (idx >= TKS_MAX_SITES) { /* full: lock sections must not count as transactions */
         pthread_mutex_unlock(&seg_lock);
-        return TKS_SITE_OTHER;
+        return kind == TKS_SITE_LOCK ? TKS_SITE_OTHER_LOCKS : TKS_SITE_OTHER;
     }
     struct tks_site *s = &seg_sites()[idx];
     s->kind = kind;

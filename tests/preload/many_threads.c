@@ -7,7 +7,8 @@
  * Runs under libtxkit-preload.so (it links txkit for TX_ATOMIC; the preload
  * elides its mutexes). NTHREADS threads, all alive at once, each run ROUNDS
  * rounds of: a transaction at one of MANY_SITES sites, a lock of the shared
- * mutex, a lock of one of MANY_MUTEXES mutexes. Then, with every thread still
+ * mutex, a lock of one of MANY_MUTEXES mutexes; then main enters MANY_SITES
+ * cx locks (not transactions). Then, with every thread still
  * alive, it checks tx_stats_get() against the work done, prints
  * "ready THREADS TRANSACTIONS LOCKS" and, when GOFILE is given, waits until
  * that file exists (a script reads `txkit stat` meanwhile). Exit 0 = pass.
@@ -94,6 +95,14 @@ int main(int argc, char **argv) {
     for (long i = 0; i < nthreads; i++)
         CHECK(pthread_create(&t[i], &attr, worker, (void *)(uintptr_t)i) == 0);
     pthread_barrier_wait(&done);
+    /* cx locks now, with the site table full: their sections are not
+     * transactions, in any site */
+    static cx_lock_t cx[MANY_SITES];
+    for (int i = 0; i < MANY_SITES; i++) {
+        CHECK(cx_init(&cx[i], NULL) == 0);
+        cx_optimistic(&cx[i]);
+        cx_unlock(&cx[i]);
+    }
 
     long want = nthreads * rounds, locks = 0;
     for (int i = 0; i < MANY_MUTEXES; i++)
