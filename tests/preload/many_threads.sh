@@ -60,5 +60,14 @@ grep -q "^  commits  *$want " "$tmp/prog.err" || fail "summary: not $want commit
 grep -q "threads counted together in the shared statistics slot" "$tmp/prog.err" || fail "summary: no shared-slot line"
 grep -q "acquisitions $((want + 1))," "$tmp/prog.err" || fail "summary: the shared mutex is not counted $((want + 1)) times"
 grep -q "more than 127 threads" "$tmp/prog.err" && fail "the old limit message"
+
+# a dump (TXKIT_STATS=FILE) holds the shared slot's counts too
+"$txkit" run --stats="$tmp/dump.seg" -- "$prog" $threads $rounds >"$tmp/dump.out" 2>"$tmp/dump.err" ||
+    fail "the run with a dump"
+"$txkit" report "$tmp/dump.seg" >"$tmp/report.out" 2>&1 || fail "txkit report on the dump"
+grep -q "^shared slot: pid [0-9]* (many_threads): [0-9]* threads counted together" "$tmp/report.out" ||
+    fail "txkit report does not say that threads shared a slot"
+awk -v w="$want" '$1 == "total" || ($1 ~ /^[0-9]+$/ && $2 == "many_threads") { if ($4 == w) ok = 1 } END { exit !ok }' \
+    "$tmp/report.out" || fail "txkit report: not $want commits"
 echo "ok: $threads threads, $want transactions at 300 sites, 5000 mutexes"
 exit 0

@@ -238,11 +238,16 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
         fprintf(f, "exited: pid %llu (%s)\n", (ull)r->exited[i].pid, r->exited[i].name);
     for (size_t i = 0; i < r->nprocs; i++) {
         const struct tkr_proc *p = r->procs[i].p;
-        if (p->shared_threads)
-            fprintf(f, "shared slot: pid %llu (%s): %llu thread%s counted together in one statistics slot "
-                       "(more than %u at once; %u there now)\n",
-                    (ull)p->pid, p->name, (ull)p->shared_threads, p->shared_threads == 1 ? "" : "s",
-                    TKS_SHARED_SLOT - 1, p->shared_now);
+        if (!p->shared_threads)
+            continue;
+        fprintf(f, "shared slot: pid %llu (%s): %llu thread%s counted together in one statistics slot "
+                   "(more than %u at once",
+                (ull)p->pid, p->name, (ull)p->shared_threads, p->shared_threads == 1 ? "" : "s",
+                TKS_SHARED_SLOT - 1);
+        if (p->is_dump)
+            fprintf(f, ")\n");
+        else
+            fprintf(f, "; %u there now)\n", p->shared_now);
     }
 
     table_header(f);
