@@ -7,9 +7,10 @@
  *   TXKIT_STM_RETRIES=N   software aborts before the serial fallback (default 16)
  *   TXKIT_FAULT=P | htm=P,stm=P,serial=P   abort-injection probabilities
  *                         (serial: at most TK_FAULT_SERIAL_MAX per transaction)
- *   TXKIT_STATS=1 | FILE  print a summary at exit to stderr, or dump to FILE
- *                         (txkit report FILE); private: do not publish the
- *                         segment; off: do not count at all
+ *   TXKIT_STATS=1|on|yes|true|stderr  print a summary at exit to stderr;
+ *                         a path with a '/': dump there (txkit report FILE);
+ *                         0|no|false: the default; private: do not publish
+ *                         the segment; off: do not count at all
  */
 #include <errno.h>
 #include <sched.h>
