@@ -123,7 +123,7 @@ static void register_site(struct el_ent *e, pthread_mutex_t *m, void *caller) {
     }
     unsigned idx = tk_seg_site_register(TKS_SITE_LOCK, (uint64_t)(uintptr_t)m, file, func, 0);
     uint32_t s = EL_NOSITE;
-    if (idx != TKS_SITE_OTHER && idx < TKS_MAX_SITES) {
+    if (idx != TKS_SITE_OTHER && idx != TKS_SITE_OTHER_LOCKS && idx < TKS_MAX_SITES) {
         name_site(site_names[idx], sizeof site_names[idx], caller);
         s = idx + 1;
     }
@@ -429,7 +429,9 @@ EL_API void _txkit_elide_report(void) {
         uint32_t s = __atomic_load_n(&tab[i].site, __ATOMIC_ACQUIRE);
         n += __atomic_load_n(&tab[i].key, __ATOMIC_ACQUIRE) && s && s != EL_NOSITE;
     }
-    FILE *f = stderr;
+    FILE *f = tk_stats_out(); /* stderr, even if the program closed it */
+    if (!f)
+        return;
     fprintf(f, "txkit elided mutexes: %u counted%s\n", n,
             tk_g.hybrid ? "" : " (no RTM here: every section ran holding the mutex)");
     if (!n)
@@ -476,5 +478,6 @@ EL_API void _txkit_elide_report(void) {
                         (unsigned long long)c->aborts_by_cause[cause]);
         fputc('\n', f);
     }
+    fflush(f);
     free(lines);
 }

@@ -28,8 +28,18 @@ TK_HIDDEN TK_NORETURN void tk_fatal(const char *file, int line, const char *fmt,
     __attribute__((format(printf, 3, 4)));
 #define TK_FATAL(...) tk_fatal(__FILE__, __LINE__, __VA_ARGS__)
 
-/* Relaxed single-writer counter update: plain code on x86, no data race for readers. */
-#define TK_COUNT(field, n) __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
+/* Counter update. A thread's own row has one writer: a relaxed load and
+ * store (plain code on x86, no data race for readers). The shared row of the
+ * statistics segment (stats/format.h), the last one, from tk_seg_shared_lo
+ * up, has many: an atomic add. */
+extern uintptr_t tk_seg_shared_lo TK_HIDDEN; /* UINTPTR_MAX while there is none */
+#define TK_COUNT(field, n)                                                     \
+    do {                                                                       \
+        if (TXKIT_UNLIKELY((uintptr_t)&(field) >= tk_seg_shared_lo))           \
+            __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED);               \
+        else                                                                   \
+            __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED);       \
+    } while (0)
 
 /* ------------------------------------------------------------------ logs */
 
@@ -140,6 +150,7 @@ struct tk_thread {
         int irrevocable;              /* this attempt runs non-speculatively */
         int force_serial;             /* next attempts must be serial (irrevocable asked) */
         int inject;                   /* fault injection: abort this attempt at commit */
+        unsigned serial_injected;     /* serial attempts injection aborted (tk_fault_hit) */
         int fell_htm, fell_serial;    /* fallbacks already counted for this transaction */
         unsigned attempts;            /* aborted attempts of this transaction */
         unsigned htm_tries, htm_locked_waits, stm_aborts;
@@ -221,8 +232,10 @@ struct tk_thread {
 
     /* -- statistics: this thread's row of the published segment (stats/),
      *    written only by this thread; cnt is the current site's entry */
-    struct tks_thread *slot;
+    struct tks_thread *slot;      /* in the segment, or own_slot (shared row) */
     unsigned slot_index;
+    struct tks_thread own_slot;   /* seqlock and cur_site of a thread counting in
+                                   * the shared row: nobody else reads them */
     struct tks_counters *row, *cnt;
     uint64_t ntx;                 /* transactions begun (solo detection) */
     unsigned inside_sample_ctr;
@@ -293,6 +306,8 @@ TK_HIDDEN void tk_seg_thread_detach(tk_thread *t);
 TK_HIDDEN unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file,
                                         const char *func, int line);
 TK_HIDDEN void tk_seg_sum(struct tks_counters *out, unsigned *threads);
+/* Threads that counted in the shared slot so far (any thread). */
+TK_HIDDEN unsigned tk_seg_shared_threads(void);
 TK_HIDDEN void tk_seg_fork_child(tk_thread *me);
 TK_HIDDEN void tk_seg_unpublish(void);
 TK_HIDDEN int tk_seg_dump(const char *path, char *why, size_t wlen);
@@ -387,7 +402,9 @@ struct tk_config {
 };
 extern struct tk_config tk_cfg TK_HIDDEN;
 TK_HIDDEN void tk_config_init(void);
+/* Whether to inject an abort into t's next attempt, of method (its thread only). */
 TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
+#define TK_FAULT_SERIAL_MAX 8u
 
 /* ---------------------------------------------------------------- the engine */
 
@@ -503,6 +520,11 @@ TK_HIDDEN void tk_spin_pause(unsigned iterations);
 /* ------------------------------------------------------------------- stats */
 
 TK_HIDDEN void tk_stats_at_exit(void);
+/* TXKIT_STATS output: tk_stats_out_init() (start-up, one thread) keeps a
+ * duplicate of stderr; tk_stats_out() (at exit) is a stream on it, NULL if
+ * there was no stderr to duplicate. */
+TK_HIDDEN void tk_stats_out_init(void);
+TK_HIDDEN FILE *tk_stats_out(void);
 TK_HIDDEN double tk_ns_per_tick(void);
 TK_HIDDEN void tk_calibrate_maybe(void);
 TK_HIDDEN void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c);

@@ -290,6 +290,7 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
     t->retry_pending = t->doomed = 0;
     t->ctl.fell_htm = t->ctl.fell_serial = 0;
     t->ctl.cancelled = 0;
+    t->ctl.serial_injected = 0;
     unsigned idx = site->id - 1; /* registered: tk_site_init */
     if (TXKIT_UNLIKELY(!t->slot)) /* a fork's child: a segment of its own */
         tk_seg_thread_attach(t);
