@@ -25,6 +25,12 @@ SAN_BUILD ?= build-san
 test-san: | deps
 	JOBS=$(JOBS) scripts/test-san.sh $(SAN_BUILD)
 
+# Every stress test for SECONDS each (default 300), fresh seeds, printed for a
+# replay (scripts/soak.sh; SOAK_SANITIZE=1 for the sanitizer build).
+SECONDS ?= 300
+soak: | deps
+	JOBS=$(JOBS) scripts/soak.sh $(SECONDS) $(CTEST_FLAGS)
+
 # The Apache experiment at a small scale (bench/apache/run.sh --quick, a few
 # minutes): its packages first (apache2-dev before the build, for the module).
 demo:
@@ -45,4 +51,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) build-soak build-soak-san
