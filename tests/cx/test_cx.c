@@ -19,6 +19,9 @@
  *       the transaction ends (restarted, irrevocable, irrevocable after the
  *       section), deterministically; and sections that reenter one lock or
  *       use many locks in one transaction.
+ * TXKIT_STRESS_SECONDS (tests/runtime/stress_env.h) replaces the SECONDS of
+ * torture and nested; torture's choices come from a printed seed
+ * (TXKIT_STRESS_SEED replays it).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,8 +85,10 @@ static void one_transaction(void) {
     }
 }
 
+static uint64_t torture_seed; /* tk_stress_seed() */
+
 static void *torture_thread(void *arg) {
-    unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
+    unsigned seed = (unsigned)(torture_seed + (uintptr_t)arg * 7919u);
     long n = 0;
     while (!atomic_load(&stop)) {
         unsigned kind = rnd(&seed) % 8;
@@ -176,7 +181,8 @@ static int nested(double seconds) {
     pthread_t th[3];
     for (int i = 0; i < 3; i++)
         CHECK(pthread_create(&th[i], NULL, nested_thread, (void *)(uintptr_t)(i + 5)) == 0);
-    usleep((useconds_t)(seconds * 1e6));
+    for (double end = now() + seconds; now() < end;) /* also past useconds_t's 71 minutes */
+        usleep(10000);
     atomic_store(&stop, 1);
     for (int i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
@@ -435,10 +441,12 @@ static int api(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 5 && strcmp(argv[1], "torture") == 0)
-        return torture(atoi(argv[2]), atoi(argv[3]), atof(argv[4]));
+    if (argc >= 5 && strcmp(argv[1], "torture") == 0) {
+        torture_seed = tk_stress_seed("test_cx torture");
+        return torture(atoi(argv[2]), atoi(argv[3]), tk_stress_seconds(atof(argv[4])));
+    }
     if (argc >= 3 && strcmp(argv[1], "nested") == 0)
-        return nested(atof(argv[2]));
+        return nested(tk_stress_seconds(atof(argv[2])));
     if (argc >= 2 && strcmp(argv[1], "starvation") == 0)
         return starvation();
     if (argc >= 2 && strcmp(argv[1], "api") == 0)

@@ -19,6 +19,8 @@
 
 #include <txkit.h>
 
+#include "stress_env.h" /* TXKIT_STRESS_SECONDS, TXKIT_STRESS_SEED */
+
 /* Exit code that CTest maps to "skipped" (SKIP_RETURN_CODE in CMakeLists). */
 #define TK_SKIP_CODE 77
 
