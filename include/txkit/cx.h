@@ -64,16 +64,25 @@ extern TXKIT_API const cx_policy_t cx_policy_default;
 /**
  * struct cx_lock - a cooperative transactional lock. Initialize with
  * CX_LOCK_INITIALIZER or cx_init(); the fields are private.
+ *
+ * The lock word has a cache line of its own: every optimistic holder reads
+ * it, so a store to its line (the adaptive counters, updated at each section
+ * end) would abort them all. Aligned to 64 bytes (static and automatic
+ * locks; give a malloc'ed one aligned_alloc(64, ...)).
  */
 typedef struct cx_lock {
     union {
         volatile uint64_t word; /* 0 free, 1 held exclusively */
+        char line_[64];
     } state;
     uint32_t flags;        /* runtime-private */
     uint32_t site;         /* statistics site index + 1, 0 until first entry */
     uint32_t win_entries, win_exclusive, skip, reserved;
     cx_policy_t policy;
-} cx_lock_t;
+} __attribute__((aligned(64))) cx_lock_t;
+_TXKIT_STATIC_ASSERT(sizeof(cx_lock_t) == 128, "cx_lock_t: the word's line, then the rest");
+_TXKIT_STATIC_ASSERT(__builtin_offsetof(cx_lock_t, flags) == 64,
+                     "cx_lock_t: nothing else on the lock word's cache line");
 
 #define CX_LOCK_INITIALIZER {{0}, 0, 0, 0, 0, 0, 0, CX_POLICY_DEFAULT_INIT}
 

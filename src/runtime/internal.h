@@ -154,6 +154,7 @@ struct tk_thread {
         int fell_htm, fell_serial;    /* fallbacks already counted for this transaction */
         unsigned attempts;            /* aborted attempts of this transaction */
         unsigned htm_tries, htm_locked_waits, stm_aborts;
+        unsigned htm_zero;            /* hardware aborts with status 0 (txn.c) */
         uint64_t attempt_tsc;         /* start of the current attempt, 0 if not timed */
         unsigned attempt_weight;      /* attempts this timing stands for */
         int cancelled;                /* ITM: a hardware attempt was cancelled (outer) */
@@ -224,6 +225,11 @@ struct tk_thread {
 
     /* -- configuration */
     int thread_method;            /* -1: follow the process */
+    /* -- this thread's hardware penalty for one site after repeated status-0
+     *    aborts (txn.c): transactions left to skip, and the next length,
+     *    which doubles while they recur and resets at a hardware commit */
+    txkit_site_t *htm_pen_site;
+    unsigned htm_pen_left, htm_pen_len;
 
     /* -- the thread's stack [stk_lo, stk_hi) (thread.c, 0 when unknown), and
      *    the part of it private to the running transaction (txn.c): the

@@ -28,6 +28,7 @@ struct tk_global tk_g;
 #define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
 #define SOLO_QUIET_NS 5000000 /* others idle this long: run alone (serially) */
 #define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
+#define HTM_ZERO_RETRIES 2   /* hardware retries of a status-0 abort (interrupts, faults) */
 
 /* How many threads are inside this site now (this one included)? Reads the
  * other threads' slots, so only every INSIDE_SAMPLE-th entry does it; counted
@@ -99,7 +100,11 @@ static bool auto_solo(tk_thread *t) {
     return false;
 }
 
-static bool site_skips_htm(txkit_site_t *site) {
+static bool site_skips_htm(tk_thread *t, txkit_site_t *site) {
+    if (TXKIT_UNLIKELY(t->htm_pen_left) && t->htm_pen_site == site) {
+        t->htm_pen_left--;
+        return true;
+    }
     unsigned n = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
     if (n == 0)
         return false;
@@ -142,7 +147,7 @@ static const struct tk_method *choose_method(tk_thread *t) {
         if (t->ctl.m == &tk_method_serial && t->ctl.attempts > 0)
             return &tk_method_serial; /* solo attempt restarted: stay serial */
         if (tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries &&
-            !(t->ctl.attempts == 0 && site_skips_htm(t->ctl.site)))
+            !(t->ctl.attempts == 0 && site_skips_htm(t, t->ctl.site)))
             return &tk_method_htm;
         return t->ctl.stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
     }
@@ -163,8 +168,25 @@ static void htm_policy(tk_thread *t, int cause) {
         if (++t->ctl.htm_locked_waits % 8 == 0)
             t->ctl.htm_tries++;
         return;
-    case TXKIT_CAUSE_CAPACITY:
     case TXKIT_CAUSE_UNSUPPORTED:
+        /* Status 0: a system call or an instruction RTM never runs, but also
+         * an interrupt, a first-touch page fault, a TLB shootdown. Retry a
+         * few times; then this thread (not every one) leaves hardware for
+         * this site for a while, longer each time it recurs. */
+        if (++t->ctl.htm_zero <= HTM_ZERO_RETRIES) {
+            t->ctl.htm_tries++;
+            return;
+        }
+        t->ctl.htm_tries = tk_cfg.htm_retries;
+        if (t->ctl.site) {
+            t->htm_pen_len = t->htm_pen_site == t->ctl.site && t->htm_pen_len
+                                 ? (t->htm_pen_len < SITE_HTM_SKIP ? t->htm_pen_len * 2 : SITE_HTM_SKIP)
+                                 : 1;
+            t->htm_pen_site = t->ctl.site;
+            t->htm_pen_left = t->htm_pen_len;
+        }
+        return;
+    case TXKIT_CAUSE_CAPACITY:
     case TXKIT_CAUSE_NESTED:
         /* Retrying in hardware will not help (RTM-FACTS: status 0 means never). */
         t->ctl.htm_tries = tk_cfg.htm_retries;
@@ -286,6 +308,7 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
     t->ctl.m = NULL;
     t->ctl.attempts = 0;
     t->ctl.htm_tries = t->ctl.htm_locked_waits = t->ctl.stm_aborts = 0;
+    t->ctl.htm_zero = 0;
     t->ctl.irrevocable = t->ctl.force_serial = 0;
     t->retry_pending = t->doomed = 0;
     t->ctl.fell_htm = t->ctl.fell_serial = 0;
@@ -319,6 +342,8 @@ static unsigned set_bucket(size_t n) {
 void tk_finish_commit(tk_thread *t) {
     struct tks_counters *c = t->cnt;
     const struct tk_method *m = t->ctl.m;
+    if (TXKIT_UNLIKELY(t->htm_pen_site == t->ctl.site) && m->id == TXKIT_HTM)
+        t->htm_pen_len = 0; /* hardware works here again: the penalty starts over */
     if (TXKIT_UNLIKELY(tk_cx_owned(t)))
         tk_cx_release_at_commit(t); /* committed: its writes are all in memory */
     tk_irr_release(t);
