@@ -80,10 +80,8 @@ static void give_back(tk_vec *v, tk_vec *mine) {
 
 void tk_discard_effects(tk_thread *t, int committed) {
     if (committed) {
-        for (size_t i = 0; i < t->frees.len; i++) {
-            tk_free *f = &TK_VEC_AT(&t->frees, tk_free, i);
-            tk_free_later(t, f->p, f->fn);
-        }
+        for (size_t i = 0; i < t->frees.len; i++)
+            tk_free_later(t, &TK_VEC_AT(&t->frees, tk_free, i));
     } else {
         for (size_t i = 0; i < t->allocs.len; i++) /* never published: free now */
             free(TK_VEC_AT(&t->allocs, void *, i));
@@ -193,26 +191,26 @@ void *tx_malloc(size_t size) {
     return p;
 }
 
-void tk_tx_free_with(void *ptr, void (*fn)(void *)) {
+void tk_tx_free_with(void *ptr, tk_free_fn fn, size_t size, size_t align) {
     if (!ptr)
         return;
     if (_txkit_tls.depth == 0) {
-        fn(ptr);
+        fn(ptr, size, align);
         return;
     }
     tk_thread *t = live_tx();
     if (!t)
-        return;
-    tk_free *f = tk_vec_push(&t->frees, sizeof *f);
-    if (f) {
-        f->p = ptr;
-        f->fn = fn;
+        return; /* a doomed attempt's free never happened */
+    tk_free f = {ptr, fn, size, align};
+    tk_free *slot = tk_vec_push(&t->frees, sizeof *slot);
+    if (slot) {
+        *slot = f;
         return;
     }
     /* No memory to defer the free: make the rest irrevocable, then wait for
      * the readers and free. */
     tx_irrevocable();
-    tk_free_later(t, ptr, fn);
+    tk_free_later(t, &f);
 }
 
-void tx_free(void *ptr) { tk_tx_free_with(ptr, free); }
+void tx_free(void *ptr) { tk_tx_free_with(ptr, tk_free_plain, 0, 0); }

@@ -56,10 +56,15 @@ typedef struct tk_exc {
     int live;
 } tk_exc;
 
+/* How a block whose free waits is finally freed: fn(p, size, align). size
+ * and align matter only to C++ sized / aligned deletes (0 otherwise). */
+typedef void (*tk_free_fn)(void *p, size_t size, size_t align);
+
 /* A block to free at commit, and how. */
 typedef struct tk_free {
     void *p;
-    void (*fn)(void *);
+    tk_free_fn fn;
+    size_t size, align;
 } tk_free;
 
 /* Software read log entry: the exact bytes read, revalidated by value. Its
@@ -175,7 +180,9 @@ struct tk_thread {
     unsigned cxa_catches;         /* catch handlers this attempt began and did not end */
     int cxa_undo;                 /* the undo action for them is registered */
     tk_vec frees;                 /* tk_free: tx_free'd, freed at commit */
-    tk_vec limbo;                 /* freed at commit, waiting for readers (reclaim.c) */
+    struct tk_limbo *limbo_head;  /* freed at commit, waiting for readers (reclaim.c): */
+    struct tk_limbo *limbo_tail;  /* buckets, oldest first */
+    struct tk_limbo *limbo_spare; /* an empty bucket kept for reuse */
     uint64_t epoch;               /* snapshot+1 of the running software attempt, or 0 */
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
@@ -276,12 +283,19 @@ static inline void tk_stats_close(tk_thread *t) {
 }
 /* The smallest snapshot of any running software attempt, UINT64_MAX if none. */
 TK_HIDDEN uint64_t tk_threads_min_epoch(const tk_thread *self);
-/* Free p with fn once no running software attempt can still read it. */
-TK_HIDDEN void tk_free_later(tk_thread *t, void *p, void (*fn)(void *));
-TK_HIDDEN size_t tk_reclaim(tk_thread *t);
+/* Free f->p with f->fn once no running software attempt can still read it:
+ * the one path of every free a transaction committed (tx_free, _ITM_free, C++
+ * delete). Owner thread only; O(1) amortized, whatever the backlog. */
+TK_HIDDEN void tk_free_later(tk_thread *t, const tk_free *f);
+/* Thread exit: wait for the readers and free everything left. Owner only. */
 TK_HIDDEN void tk_reclaim_all(tk_thread *t);
-/* Defer fn(p) to the commit of the current transaction (tx_free with fn). */
-TK_HIDDEN void tk_tx_free_with(void *p, void (*fn)(void *));
+/* Blocks waiting in t's limbo (owner thread, or a test looking at itself). */
+TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);
+/* Inside a transaction: defer fn(p, size, align) to its commit, then to the
+ * readers (tk_free_later); outside: free now. Dropped by a doomed attempt. */
+TK_HIDDEN void tk_tx_free_with(void *p, tk_free_fn fn, size_t size, size_t align);
+/* tk_free_fn for malloc'ed blocks: free(p). */
+TK_HIDDEN void tk_free_plain(void *p, size_t size, size_t align);
 extern int tk_membarrier_ok TK_HIDDEN;
 /* Publish the snapshot of a software attempt (before its first shared read). */
 static inline void tk_epoch_publish(tk_thread *t, uint64_t snap) {
