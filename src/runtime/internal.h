@@ -143,6 +143,9 @@ struct tk_thread {
         int fell_htm, fell_serial;    /* fallbacks already counted for this transaction */
         unsigned attempts;            /* aborted attempts of this transaction */
         unsigned htm_tries, htm_locked_waits, stm_aborts;
+        unsigned revals;              /* software: snapshot extensions of this attempt, */
+        uint64_t reval_work;          /* and the read-log entries they checked */
+        unsigned reval_aborts;        /* attempts that ran out of that budget (stm_norec.c) */
         uint64_t attempt_tsc;         /* start of the current attempt, 0 if not timed */
         unsigned attempt_weight;      /* attempts this timing stands for */
         int cancelled;                /* ITM: a hardware attempt was cancelled (outer) */
@@ -321,7 +324,12 @@ struct tk_global {
     int last_writer_prio;
     _Alignas(TK_CACHELINE) volatile uint64_t hw_commits;
     _Alignas(TK_CACHELINE) volatile uint64_t sw_active;
+    /* Serial transactions waiting for the clock: while any does, no new
+     * software attempt begins (stm_begin), and they take it in ticket order
+     * (serial_next: tickets given, serial_turn: whose turn), before any
+     * newcomer. */
     _Alignas(TK_CACHELINE) volatile uint32_t serial_pending;
+    uint32_t serial_next, serial_turn;
     /* auto method: the thread that runs transactions alone (serially, with no
      * instrumentation cost), 0 for nobody yet, TK_SOLO_SHARED once others
      * came. Only performance depends on it, never correctness. */
@@ -378,6 +386,9 @@ TK_HIDDEN void tk_abort_attempt(tk_thread *t, int cause);
 TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line);
 /* gcc -fgnu-tm (abi/itm.c): the _ITM_actions for the attempt now running. */
 TK_HIDDEN uint32_t tk_itm_action(tk_thread *t, int restarted);
+/* A transaction whose software attempts ran out of their revalidation budget
+ * this many times runs serially (stm_norec.c, choose_method). */
+#define TK_REVAL_ABORTS 2
 /* Software TM: rebuild the write set from saved entries (nested cancel). */
 TK_HIDDEN void tk_stm_ws_restore(tk_thread *t, const tk_wentry *e, size_t n);
 TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);

@@ -84,6 +84,7 @@ static void fork_child(void) {
         tk_g.clock = fork_clock;
     tk_g.sw_active = 0;
     tk_g.serial_pending = 0;
+    tk_g.serial_next = tk_g.serial_turn = 0; /* the queued ones are not in the child */
     tk_g.solo = 0;
     tk_thread *me = tk_cur;
     /* Other threads' descriptors stay allocated (their memory is the parent's
