@@ -32,7 +32,9 @@
  * scan of its whole limbo list for every free: no commit in minutes.
  *
  * --measure also prints the writer's frees per second and the reader's time
- * per commit (for the report, not checked).
+ * per commit (for the report, not checked). --reclaim-cost (TXKIT_METHOD=stm)
+ * prints the cost of a free against the backlog of frees held back by a
+ * running reader, and does nothing else.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -237,6 +239,67 @@ static void *writer(void *arg) {
     return NULL;
 }
 
+/* ------------------------------------------------------ --reclaim-cost
+ * The cost of a free against the backlog of frees waiting for a reader: a
+ * holder thread parks inside a software transaction (its snapshot holds
+ * every later free back), the main thread commits transactions that each
+ * free one block, and times batches of them as the backlog grows. Printed,
+ * not checked (timing). */
+static atomic_int holder_in, holder_release;
+static long hold_word, free_count;
+
+static void *holder(void *arg) {
+    (void)arg;
+    TX_ATOMIC {
+        (void)TX_LOAD(&hold_word);
+        atomic_store(&holder_in, 1);
+        while (!atomic_load(&holder_release))
+            usleep(100);
+    }
+    return NULL;
+}
+
+static __attribute__((noinline)) void free_one(void *p) {
+    TX_ATOMIC {
+        TX_STORE(&free_count, TX_LOAD(&free_count) + 1); /* a writer: the clock moves */
+        tx_free(p);
+    }
+}
+
+static int reclaim_cost(void) {
+    pthread_t h;
+    CHECK(pthread_create(&h, NULL, holder, NULL) == 0);
+    while (!atomic_load(&holder_in))
+        usleep(100);
+    enum { BATCH = 1024 };
+    static void *blocks[BATCH];
+    long backlog = 0;
+    const long marks[] = {1024, 4096, 16384, 65536, 131072};
+    printf("backlog   ns per free (best of 3 batches of %d)\n", BATCH);
+    for (unsigned m = 0; m < sizeof marks / sizeof marks[0]; m++) {
+        while (backlog + 3 * BATCH < marks[m]) { /* grow the backlog, untimed */
+            free_one(malloc(32));
+            backlog++;
+        }
+        double best = 1e30;
+        for (int rep = 0; rep < 3; rep++) {
+            for (int i = 0; i < BATCH; i++)
+                blocks[i] = malloc(32);
+            double t0 = now_s();
+            for (int i = 0; i < BATCH; i++)
+                free_one(blocks[i]);
+            double dt = now_s() - t0;
+            backlog += BATCH;
+            if (dt < best)
+                best = dt;
+        }
+        printf("%7ld   %8.0f\n", backlog, best * 1e9 / BATCH);
+    }
+    atomic_store(&holder_release, 1);
+    CHECK(pthread_join(h, NULL) == 0);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--nodes") && i + 1 < argc)
@@ -253,6 +316,8 @@ int main(int argc, char **argv) {
             work = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--measure"))
             measure = 1;
+        else if (!strcmp(argv[i], "--reclaim-cost"))
+            return reclaim_cost();
         else {
             fprintf(stderr, "usage: %s [--nodes N] [--commits K] [--deadline S] [--work W] [--step S] [--moves M] [--measure]\n",
                     argv[0]);
