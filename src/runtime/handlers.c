@@ -201,16 +201,16 @@ void tk_tx_free_with(void *ptr, tk_free_fn fn, size_t size, size_t align) {
     tk_thread *t = live_tx();
     if (!t)
         return; /* a doomed attempt's free never happened */
-    tk_free f = {ptr, fn, size, align};
     tk_free *slot = tk_vec_push(&t->frees, sizeof *slot);
     if (slot) {
-        *slot = f;
+        *slot = (tk_free){ptr, fn, size, align};
         return;
     }
-    /* No memory to defer the free: make the rest irrevocable, then wait for
-     * the readers and free. */
-    tx_irrevocable();
-    tk_free_later(t, &f);
+    /* No memory to remember the free: the block stays allocated (a leak).
+     * Freeing it now would be a use after free for any reader that can still
+     * reach it (our unlink is not even published before the commit), and
+     * waiting here for those readers could wait for ever (a serial attempt
+     * holds the clock they need to finish). */
 }
 
 void tx_free(void *ptr) { tk_tx_free_with(ptr, tk_free_plain, 0, 0); }
