@@ -21,10 +21,11 @@
  * BUCKET_CAP blocks, each tagged with the clock at its newest free (a
  * thread's frees come in clock order, so the oldest bucket has the smallest
  * tag). A reclaim pass runs once per bucket filled, looks at the oldest tag
- * only, first against a plain read of the published snapshots (no barrier: a
- * stale view is older, so it can only say "not yet" wrongly, never "yes"), and
- * pays the membarrier only when that look says something can go; it then
- * frees at most PASS_BUCKETS buckets. So each free costs O(1) amortized and
+ * only, first against a plain read of the published snapshots (no barrier),
+ * and pays the membarrier and the real check only when that look says
+ * something can go: the look only decides whether to pay, so a stale view
+ * costs a delay or one barrier, never safety. It then frees at most
+ * PASS_BUCKETS buckets. So each free costs O(1) amortized and
  * one membarrier per BUCKET_CAP frees at most.
  *
  * Hardware attempts need none of this (a freed node's unlink conflicts with
