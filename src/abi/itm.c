@@ -106,7 +106,15 @@ uint32_t tk_itm_action(tk_thread *t, int restarted) {
         _txkit_tls.access = 0;
         if (p & TK_PR_DOES_GO_IRREVOCABLE) /* asked for, not just our choice */
             TK_COUNT(t->cnt->irrevocable, 1);
-        a = TK_A_RUN_UNINSTRUMENTED;
+        /* gcc's uninstrumented code calls operator delete and free directly,
+         * at once: a software reader of another thread may still hold the
+         * pointer. When software attempts may run, take the instrumented
+         * path (its barriers are plain accesses now), whose deletes and
+         * frees wait for them (tk_tx_free_with). */
+        a = (p & TK_PR_INSTRUMENTED) && __atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) &&
+                    tk_thread_count() > 1
+                ? TK_A_RUN_INSTRUMENTED
+                : TK_A_RUN_UNINSTRUMENTED;
     } else {
         a = TK_A_RUN_INSTRUMENTED; /* serial with an undo log */
     }

@@ -2,6 +2,7 @@
  * whole run, so software transactions wait at their next access and hardware
  * ones abort. Stores keep an undo log until the transaction becomes
  * irrevocable, so tx_restart() and injected aborts still work. */
+#include <sched.h>
 #include <string.h>
 
 #include "methods/method.h"
@@ -23,16 +24,27 @@ static bool try_take_clock(tk_thread *t) {
     return true;
 }
 
+/* Uncontended: one atomic. Contended: announce ourselves, so that no new
+ * software attempt begins (stm_begin) and no newcomer takes the clock first,
+ * and wait in ticket order: the wait is bounded by the transactions already
+ * running and the serial ones queued before us. */
 static int serial_begin(tk_thread *t) {
     t->ctl.irrevocable = 0;
-    if (!try_take_clock(t)) { /* uncontended: one atomic */
-        /* Contended: announce ourselves so new software transactions hold back. */
-        __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
-        while (!try_take_clock(t))
-            tk_wait_clock_even();
-        __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
-    }
-    tk_irr_release(t); /* if we held it: serial excludes everyone anyway */
+    tk_irr_release(t); /* if we held it: serial excludes everyone anyway, and
+                        * a serial one queued before us may wait for it */
+    if (__atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED) == 0 && try_take_clock(t))
+        return TK_OK;
+    __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_SEQ_CST);
+    uint32_t me = __atomic_fetch_add(&tk_g.serial_next, 1, __ATOMIC_RELAXED);
+    for (unsigned spins = 0; __atomic_load_n(&tk_g.serial_turn, __ATOMIC_ACQUIRE) != me;)
+        if (++spins < 2000)
+            tk_cpu_relax();
+        else
+            sched_yield();
+    while (!try_take_clock(t))
+        tk_wait_clock_even();
+    __atomic_store_n(&tk_g.serial_turn, me + 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
     return TK_OK;
 }
 

@@ -104,9 +104,39 @@ static void rlog_grow(tk_thread *t) {
     _txkit_tls.rend = n + cap;
 }
 
-/* Move the snapshot to now if everything read so far still holds. */
+/* Bounded revalidation: every transaction must finish, also a long one whose
+ * reads all stay valid while other threads keep committing (each commit makes
+ * it check its whole read log again: quadratic, for ever). An attempt may
+ * extend its snapshot REVAL_MAX times, checking at most REVAL_WORK_MIN +
+ * REVAL_WORK_RATIO x (its read-log length) entries in all (the time spent
+ * revalidating, counted without a clock: beyond it, running the reads again
+ * serially is cheaper). Past that it aborts; TK_REVAL_ABORTS such aborts and
+ * the transaction runs serially (txn.c). Irrevocable attempts are never
+ * invalidated and never run out. */
+#define REVAL_MAX 4096
+#define REVAL_WORK_MIN (1u << 20)
+#define REVAL_WORK_RATIO 16
+
+/* Count one revalidation; true (and counted as such an abort) when it is one
+ * too many. Owner thread, inside its attempt. */
+static bool reval_budget_spent(tk_thread *t) {
+    uint64_t n = (uint64_t)(_txkit_tls.rcur - t->rlog);
+    t->ctl.revals++;
+    t->ctl.reval_work += n;
+    if (TXKIT_LIKELY(t->ctl.revals <= REVAL_MAX &&
+                     t->ctl.reval_work <= REVAL_WORK_MIN + REVAL_WORK_RATIO * n) ||
+        t->ctl.irrevocable)
+        return false;
+    t->ctl.reval_aborts++;
+    return true;
+}
+
+/* Move the snapshot to now if everything read so far still holds (false:
+ * it does not, or the revalidation budget is spent: abort). */
 static bool try_extend(tk_thread *t) {
     for (;;) {
+        if (TXKIT_UNLIKELY(reval_budget_spent(t)))
+            return false;
         uint64_t c = tk_wait_clock_even();
         uint64_t h = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
         if (!rlog_valid(t))
@@ -309,8 +339,12 @@ static int stm_begin(tk_thread *t) {
         __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
         t->sw_registered = 1;
     }
-    /* Let a waiting serial transaction in first, so it cannot starve. */
-    for (unsigned spins = 0; __atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED);)
+    /* Let a waiting serial transaction in first, so it cannot starve. Not
+     * while holding the irrevocability token: the serial one waits for it. */
+    t->ctl.revals = 0;
+    t->ctl.reval_work = 0;
+    for (unsigned spins = 0;
+         !t->ctl.irr_token && __atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED);)
         if (++spins < 2000)
             tk_cpu_relax();
         else

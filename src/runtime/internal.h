@@ -66,10 +66,15 @@ typedef struct tk_exc {
     int live;
 } tk_exc;
 
+/* How a block whose free waits is finally freed: fn(p, size, align). size
+ * and align matter only to C++ sized / aligned deletes (0 otherwise). */
+typedef void (*tk_free_fn)(void *p, size_t size, size_t align);
+
 /* A block to free at commit, and how. */
 typedef struct tk_free {
     void *p;
-    void (*fn)(void *);
+    tk_free_fn fn;
+    size_t size, align;
 } tk_free;
 
 /* Software read log entry: the exact bytes read, revalidated by value. Its
@@ -155,6 +160,9 @@ struct tk_thread {
         unsigned attempts;            /* aborted attempts of this transaction */
         unsigned htm_tries, htm_locked_waits, stm_aborts;
         unsigned htm_zero;            /* hardware aborts with status 0 (txn.c) */
+        unsigned revals;              /* software: snapshot extensions of this attempt, */
+        uint64_t reval_work;          /* and the read-log entries they checked */
+        unsigned reval_aborts;        /* attempts that ran out of that budget (stm_norec.c) */
         uint64_t attempt_tsc;         /* start of the current attempt, 0 if not timed */
         unsigned attempt_weight;      /* attempts this timing stands for */
         int cancelled;                /* ITM: a hardware attempt was cancelled (outer) */
@@ -192,7 +200,9 @@ struct tk_thread {
     unsigned cxa_catches;         /* catch handlers this attempt began and did not end */
     int cxa_undo;                 /* the undo action for them is registered */
     tk_vec frees;                 /* tk_free: tx_free'd, freed at commit */
-    tk_vec limbo;                 /* freed at commit, waiting for readers (reclaim.c) */
+    struct tk_limbo *limbo_head;  /* freed at commit, waiting for readers (reclaim.c): */
+    struct tk_limbo *limbo_tail;  /* buckets, oldest first */
+    struct tk_limbo *limbo_spare; /* an empty bucket kept for reuse */
     uint64_t epoch;               /* snapshot+1 of the running software attempt, or 0 */
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
@@ -333,12 +343,19 @@ static inline void tk_stats_close(tk_thread *t) {
 }
 /* The smallest snapshot of any running software attempt, UINT64_MAX if none. */
 TK_HIDDEN uint64_t tk_threads_min_epoch(const tk_thread *self);
-/* Free p with fn once no running software attempt can still read it. */
-TK_HIDDEN void tk_free_later(tk_thread *t, void *p, void (*fn)(void *));
-TK_HIDDEN size_t tk_reclaim(tk_thread *t);
+/* Free f->p with f->fn once no running software attempt can still read it:
+ * the one path of every free a transaction committed (tx_free, _ITM_free, C++
+ * delete). Owner thread only; O(1) amortized, whatever the backlog. */
+TK_HIDDEN void tk_free_later(tk_thread *t, const tk_free *f);
+/* Thread exit: wait for the readers and free everything left. Owner only. */
 TK_HIDDEN void tk_reclaim_all(tk_thread *t);
-/* Defer fn(p) to the commit of the current transaction (tx_free with fn). */
-TK_HIDDEN void tk_tx_free_with(void *p, void (*fn)(void *));
+/* Blocks waiting in t's limbo (owner thread, or a test looking at itself). */
+TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);
+/* Inside a transaction: defer fn(p, size, align) to its commit, then to the
+ * readers (tk_free_later); outside: free now. Dropped by a doomed attempt. */
+TK_HIDDEN void tk_tx_free_with(void *p, tk_free_fn fn, size_t size, size_t align);
+/* tk_free_fn for malloc'ed blocks: free(p). */
+TK_HIDDEN void tk_free_plain(void *p, size_t size, size_t align);
 extern int tk_membarrier_ok TK_HIDDEN;
 /* Publish the snapshot of a software attempt (before its first shared read). */
 static inline void tk_epoch_publish(tk_thread *t, uint64_t snap) {
@@ -364,7 +381,12 @@ struct tk_global {
     int last_writer_prio;
     _Alignas(TK_CACHELINE) volatile uint64_t hw_commits;
     _Alignas(TK_CACHELINE) volatile uint64_t sw_active;
+    /* Serial transactions waiting for the clock: while any does, no new
+     * software attempt begins (stm_begin), and they take it in ticket order
+     * (serial_next: tickets given, serial_turn: whose turn), before any
+     * newcomer. */
     _Alignas(TK_CACHELINE) volatile uint32_t serial_pending;
+    uint32_t serial_next, serial_turn;
     /* auto method: the thread that runs transactions alone (serially, with no
      * instrumentation cost), 0 for nobody yet, TK_SOLO_SHARED once others
      * came. Only performance depends on it, never correctness. */
@@ -425,6 +447,9 @@ TK_HIDDEN void tk_abort_attempt(tk_thread *t, int cause);
 TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line);
 /* gcc -fgnu-tm (abi/itm.c): the _ITM_actions for the attempt now running. */
 TK_HIDDEN uint32_t tk_itm_action(tk_thread *t, int restarted);
+/* A transaction whose software attempts ran out of their revalidation budget
+ * this many times runs serially (stm_norec.c, choose_method). */
+#define TK_REVAL_ABORTS 2
 /* Software TM: rebuild the write set from saved entries (nested cancel). */
 TK_HIDDEN void tk_stm_ws_restore(tk_thread *t, const tk_wentry *e, size_t n);
 TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);

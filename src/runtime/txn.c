@@ -117,6 +117,13 @@ int tk_configured_method(const tk_thread *t) {
                                  : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
 }
 
+/* Software attempts left before the serial fallback: aborts of any kind, and
+ * attempts that ran out of their revalidation budget (every transaction must
+ * finish, also one whose reads all stay valid while others keep committing). */
+static bool stm_budget_left(const tk_thread *t) {
+    return t->ctl.stm_aborts < tk_cfg.stm_retries && t->ctl.reval_aborts < TK_REVAL_ABORTS;
+}
+
 static const struct tk_method *choose_method(tk_thread *t) {
     if (t->ctl.force_serial)
         return &tk_method_serial;
@@ -140,7 +147,7 @@ static const struct tk_method *choose_method(tk_thread *t) {
         return tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries ? &tk_method_htm
                                                                 : &tk_method_serial;
     case TXKIT_STM:
-        return t->ctl.stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
+        return stm_budget_left(t) ? &tk_method_stm : &tk_method_serial;
     default:
         if (t->ctl.attempts == 0 && auto_solo(t))
             return &tk_method_serial;
@@ -149,7 +156,7 @@ static const struct tk_method *choose_method(tk_thread *t) {
         if (tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries &&
             !(t->ctl.attempts == 0 && site_skips_htm(t, t->ctl.site)))
             return &tk_method_htm;
-        return t->ctl.stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
+        return stm_budget_left(t) ? &tk_method_stm : &tk_method_serial;
     }
 }
 
@@ -309,6 +316,7 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
     t->ctl.attempts = 0;
     t->ctl.htm_tries = t->ctl.htm_locked_waits = t->ctl.stm_aborts = 0;
     t->ctl.htm_zero = 0;
+    t->ctl.reval_aborts = 0;
     t->ctl.irrevocable = t->ctl.force_serial = 0;
     t->retry_pending = t->doomed = 0;
     t->ctl.fell_htm = t->ctl.fell_serial = 0;
