@@ -10,14 +10,17 @@
  * stack) and a re-scoring of the variable over every record (all read
  * inside the transaction). Rarely the task improves the score and
  * writes: insert an edge (malloc two list cells) or remove one (free them).
- * Thread 0 reports progress from a __transaction_relaxed that prints and
+ * After each task a worker notes a few results in a shared bounded list
+ * (small transactions that malloc a record and free the oldest), so that
+ * small writers that free memory commit all the time while long
+ * transactions run. Thread 0 reports progress from a __transaction_relaxed that prints and
  * calls a transaction_callable summary.
  * Oracle: the network is acyclic; parent and child lists mirror each other
  * with no duplicates; every stored score equals a sequential re-scoring of
  * the final parent set; the total score and the edge count agree with the
  * nodes and with the edges the workers inserted minus those they removed.
  *
- * SIZE: the number of learning tasks (default 400).
+ * SIZE: the number of learning tasks (default 300).
  */
 #include "app_common.h"
 
@@ -26,7 +29,10 @@
 #include <string.h>
 
 #define NVARS 40
-#define NRECS 2048
+#ifndef BAYES_NRECS
+#define BAYES_NRECS 2048
+#endif
+#define NRECS BAYES_NRECS
 #define MAXP 3
 #define PENALTY (NRECS / 32)
 #define TS __attribute__((transaction_safe))
@@ -57,11 +63,26 @@ static struct {
 static uint64_t *records; /* shared, read inside the transactions */
 static uint64_t true_parents[NVARS];
 static task *task_head;
+
+/* The recent results, newest first, at most RECENT_MAX: every task notes a
+ * few (small transactions that malloc one record and free the oldest). */
+#define RECENT_MAX 32
+#define NOTES_PER_TASK 8
+typedef struct note {
+    int v;
+    long score;
+    struct note *next;
+    char pad[40];
+} note;
+static struct {
+    note *head;
+    long n, pushed, dropped;
+} recent;
 static long ntasks_done;
 static app_cfg cfg;
 
 struct tally {
-    long inserted, removed, tasks, rejected_cycle;
+    long inserted, removed, tasks, rejected_cycle, notes;
     char pad[64];
 };
 static struct tally *tallies;
@@ -176,6 +197,26 @@ TS_NOINLINE static int learn(int op, int v, long *cycles) {
     return -1;
 }
 
+/* Notes (v, its score now) in the recent results, dropping the oldest. */
+TS_NOINLINE static void note_result(int v) {
+    note *r = malloc(sizeof *r);
+    r->v = v;
+    r->score = net.nodes[v].score;
+    r->next = recent.head;
+    recent.head = r;
+    recent.n++;
+    recent.pushed++;
+    if (recent.n > RECENT_MAX) {
+        note **pp = &recent.head;
+        while ((*pp)->next)
+            pp = &(*pp)->next;
+        free(*pp);
+        *pp = NULL;
+        recent.n--;
+        recent.dropped++;
+    }
+}
+
 /* Edges and total score by walking the network. Callable from relaxed
  * transactions and outside. */
 __attribute__((transaction_callable, noinline)) static long network_summary(long *total) {
@@ -216,6 +257,11 @@ static void worker(int tid, void *arg) {
         ty->inserted += r == 1;
         ty->removed += r == -1;
         ty->rejected_cycle += cycles;
+        for (int k = 0; k < NOTES_PER_TASK; k++) {
+            int v = (t.to + k) % NVARS;
+            __transaction_atomic { note_result(v); }
+            ty->notes++;
+        }
         if (tid == 0 && cfg.round == 0 && done % 128 == 0) {
             __transaction_relaxed {
                 long total, edges = network_summary(&total);
@@ -251,6 +297,7 @@ static void setup(void) {
     }
     task_head = NULL;
     ntasks_done = 0;
+    memset(&recent, 0, sizeof recent);
     for (long i = 0; i < cfg.size; i++) {
         task *t = app_xmalloc(sizeof *t);
         t->op = app_rand(&rng) % 100 >= 85 ? T_REMOVE : T_INSERT;
@@ -262,7 +309,7 @@ static void setup(void) {
 }
 
 static void check_and_free(void) {
-    long edges = 0, sum = 0, inserted = 0, removed = 0, tasks = 0, cyc = 0;
+    long edges = 0, sum = 0, inserted = 0, removed = 0, tasks = 0, cyc = 0, notes = 0, nrecent = 0;
     int indeg[NVARS], order = 0, queue[NVARS], qh = 0, qt = 0;
     APP_CHECK(task_head == NULL, "tasks left over");
     APP_CHECK(ntasks_done == cfg.size, "%ld tasks done of %ld", ntasks_done, cfg.size);
@@ -301,7 +348,14 @@ static void check_and_free(void) {
         removed += tallies[t].removed;
         tasks += tallies[t].tasks;
         cyc += tallies[t].rejected_cycle;
+        notes += tallies[t].notes;
     }
+    for (note *r = recent.head; r; r = r->next)
+        nrecent++;
+    APP_CHECK(recent.pushed == notes && recent.pushed - recent.dropped == recent.n &&
+                  nrecent == recent.n && recent.n == (notes < RECENT_MAX ? notes : RECENT_MAX),
+              "recent results: pushed %ld (notes %ld), dropped %ld, n %ld, listed %ld",
+              recent.pushed, notes, recent.dropped, recent.n, nrecent);
     APP_CHECK(tasks == cfg.size, "workers ran %ld tasks of %ld", tasks, cfg.size);
     APP_CHECK(edges == inserted - removed, "%ld edges, inserted %ld - removed %ld", edges, inserted,
               removed);
@@ -327,11 +381,16 @@ static void check_and_free(void) {
         while (net.nodes[v].children)
             cell_remove(&net.nodes[v].children, net.nodes[v].children->v);
     }
+    while (recent.head) {
+        note *r = recent.head;
+        recent.head = r->next;
+        free(r);
+    }
     free(records);
 }
 
 int main(int argc, char **argv) {
-    app_init(&cfg, "bayes", argc, argv, 400);
+    app_init(&cfg, "bayes", argc, argv, 300);
     tallies = app_xmalloc(sizeof *tallies * (size_t)cfg.threads);
     while (app_next_round(&cfg)) {
         setup();

@@ -2,9 +2,9 @@
  * vacation) on red-black-tree maps: cars, flights, rooms and customers.
  *
  * Client threads run random tasks, each one transaction over several tables:
- *   - reserve: query a few random ids of each kind (stack array of quotes
- *     filled by a transaction_safe callee), pick the priciest available of
- *     each, allocate the reservation records, and if the customer's budget
+ *   - reserve: scan a few items of each kind from a random id on (an
+ *     iterator on the callee's stack; a stack array of quotes filled by that
+ *     transaction_safe callee), pick the priciest available of each, allocate the reservation records, and if the customer's budget
  *     is exceeded cancel the whole transaction from a callee
  *     (__transaction_cancel [[outer]]); otherwise book them, creating the
  *     customer if needed;
@@ -20,7 +20,7 @@
  * their transactions; a cancelled transaction left its stack quotes as they
  * were before it.
  *
- * SIZE: the number of ids of each kind (default 4096); 8 * SIZE tasks a round.
+ * SIZE: the number of ids of each kind (default 2048); 8 * SIZE tasks a round.
  */
 #include "app_common.h"
 #include "app_rbtree.h"
@@ -83,18 +83,28 @@ APP_TS_NOINLINE static resv *resv_iter_next(resv_iter *it) {
     return r;
 }
 
-/* Fills q[0..n) with the ids asked for and what the table has for them
- * (it == NULL when the id is not there or has nothing free); returns the
- * index of the priciest available one, or -1. */
-APP_TS_NOINLINE static int query(rb_tree *t, const long *ids, int n, quote *q) {
-    int best = -1;
-    for (int i = 0; i < n; i++) {
-        item *it = rb_get(t, ids[i], NULL);
-        q[i].id = ids[i];
-        q[i].it = it && it->free > 0 ? it : NULL;
-        q[i].price = q[i].it ? it->price : 0;
+/* Scans table t from key `from` on (in the table's order) with an iterator
+ * on this function's stack, filling q[0..NQUERY) with the first NQUERY items
+ * found (id -1 past the end; it == NULL when an item has nothing free).
+ * Returns the index of the priciest available one, or -1. */
+APP_TS_NOINLINE static int query(rb_tree *t, long from, quote *q) {
+    rb_iter it;
+    long id;
+    void *v;
+    int best = -1, i = 0;
+    rb_iter_from(&it, t, from);
+    for (; i < NQUERY && rb_iter_next(&it, &id, &v); i++) {
+        item *x = v;
+        q[i].id = id;
+        q[i].it = x->free > 0 ? x : NULL;
+        q[i].price = q[i].it ? x->price : 0;
         if (q[i].it && (best < 0 || q[i].price > q[best].price))
             best = i;
+    }
+    for (; i < NQUERY; i++) {
+        q[i].id = -1;
+        q[i].it = NULL;
+        q[i].price = 0;
     }
     return best;
 }
@@ -115,12 +125,12 @@ __attribute__((transaction_callable, noinline)) static long customer_bill(custom
  * customer cid, or cancels the outermost transaction when that would exceed
  * the budget or the customer's limit. Returns the units booked. */
 __attribute__((transaction_may_cancel_outer, noinline)) static long
-reserve(long cid, const long ids[NKINDS][NQUERY], quote q[NKINDS][NQUERY], long budget) {
+reserve(long cid, const long from[NKINDS], quote q[NKINDS][NQUERY], long budget) {
     int pick[NKINDS];
     long cost = 0, want = 0;
     resv *fresh = NULL;
     for (int k = 0; k < NKINDS; k++) {
-        pick[k] = query(&tables[k], ids[k], NQUERY, q[k]);
+        pick[k] = query(&tables[k], from[k], q[k]);
         if (pick[k] >= 0) {
             resv *r = malloc(sizeof *r);
             r->kind = k;
@@ -235,23 +245,23 @@ static void client(int tid, void *arg) {
         uint64_t r = app_rand(&rng) % 100;
         ty->tasks++;
         if (r < 80) {
-            long ids[NKINDS][NQUERY];
+            long from[NKINDS];
             quote q[NKINDS][NQUERY];
             long cid = (long)(app_rand(&rng) % (uint64_t)nids);
             long budget = 1500 + (long)(app_rand(&rng) % 4000);
             long base = (long)(app_rand(&rng) % (uint64_t)nids);
-            for (int k = 0; k < NKINDS; k++)
-                for (int i = 0; i < NQUERY; i++) {
-                    ids[k][i] = (base + (long)(app_rand(&rng) % 64)) % nids;
-                    q[k][i] = (quote){-1, -1, NULL};
-                }
+            for (int k = 0; k < NKINDS; k++) {
+                from[k] = (base + (long)(app_rand(&rng) % 64)) % nids;
+                for (int i = 0; i < NQUERY; i++)
+                    q[k][i] = (quote){-2, -2, NULL};
+            }
             long got = -1;
-            __transaction_atomic [[outer]] { got = reserve(cid, ids, q, budget); }
+            __transaction_atomic [[outer]] { got = reserve(cid, from, q, budget); }
             if (got < 0) {
                 ty->cancelled++;
                 for (int k = 0; k < NKINDS; k++)
                     for (int i = 0; i < NQUERY; i++)
-                        APP_CHECK(q[k][i].id == -1 && q[k][i].it == NULL,
+                        APP_CHECK(q[k][i].id == -2 && q[k][i].it == NULL,
                                   "a cancelled transaction left quote [%d][%d] = id %ld", k, i,
                                   q[k][i].id);
             } else {
@@ -416,7 +426,7 @@ static void check_and_free(void) {
 }
 
 int main(int argc, char **argv) {
-    app_init(&cfg, "vacation", argc, argv, 4096);
+    app_init(&cfg, "vacation", argc, argv, 2048);
     nids = cfg.size < 16 ? 16 : cfg.size;
     tasks_per_thread = 8 * nids / cfg.threads + 1;
     tallies = app_xmalloc(sizeof *tallies * (size_t)cfg.threads);

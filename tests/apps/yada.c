@@ -16,7 +16,7 @@
  * segment count equals the initial count plus the segments the threads
  * created minus those they freed (counted outside the transactions).
  *
- * SIZE: the number of initial segments (default 3000).
+ * SIZE: the number of initial segments (default 20000).
  */
 #include "app_common.h"
 
@@ -305,7 +305,7 @@ static void check_and_free(void) {
 }
 
 int main(int argc, char **argv) {
-    app_init(&cfg, "yada", argc, argv, 3000);
+    app_init(&cfg, "yada", argc, argv, 20000);
     tallies = app_xmalloc(sizeof *tallies * (size_t)cfg.threads);
     while (app_next_round(&cfg)) {
         setup();
