@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build test test-san soak demo bench-core install clean deps
+.PHONY: all build test test-san test-sim soak demo bench-core install clean deps
 
 all: build
 
@@ -24,6 +24,10 @@ test: build
 SAN_BUILD ?= build-san
 test-san: | deps
 	JOBS=$(JOBS) scripts/test-san.sh $(SAN_BUILD)
+
+# The simulated-RTM lane: every hardware path on any CPU (scripts/test-sim.sh).
+test-sim: | deps
+	JOBS=$(JOBS) scripts/test-sim.sh build-sim
 
 # Every stress test for SECONDS each (default 300), fresh seeds, printed for a
 # replay (scripts/soak.sh; SOAK_SANITIZE=1 for the sanitizer build).
@@ -51,4 +55,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD) build-soak build-soak-san
+	rm -rf $(BUILD) $(SAN_BUILD) build-sim build-soak build-soak-san

@@ -37,6 +37,7 @@ const cx_policy_t cx_policy_default = CX_POLICY_DEFAULT_INIT;
 
 
 #define SPINS_BEFORE_YIELD 1000u
+#define CX_BUSY_TRIES 16 /* optimistic tries that found the lock held inside */
 
 enum { CX_NONE = 0, CX_SPEC = 1, CX_EXCL = 2, CX_TXSUB = 3 };
 
@@ -405,6 +406,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
             tk_sample_inside(t, site, cnt);
     }
     if (!want_exclusive && tk_section_try(&l->skip)) {
+        unsigned busy = 0;
         for (;;) {
             wait_free(l); /* outside any transaction */
             unsigned status = spec_begin(l);
@@ -418,8 +420,12 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
             int hopeless;
             int cause = tk_section_classify(status, &hopeless);
             c->tries += cause != TXKIT_CAUSE_LOCKED;
-            tk_section_count_abort(cnt, cause, hopeless || c->tries >= l->policy.htm_tries);
-            if (hopeless || c->tries >= l->policy.htm_tries)
+            /* Found held inside, again and again (exclusive holders keep
+             * coming): bounded like any other retry, then take it. */
+            bool give_up = hopeless || c->tries >= l->policy.htm_tries ||
+                           (cause == TXKIT_CAUSE_LOCKED && ++busy >= CX_BUSY_TRIES);
+            tk_section_count_abort(cnt, cause, give_up);
+            if (give_up)
                 break;
             if (cause == TXKIT_CAUSE_CONFLICT)
                 tk_spin_pause((unsigned)(tk_rand(t) % (64u << c->tries)));

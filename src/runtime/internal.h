@@ -382,11 +382,9 @@ struct tk_global {
     _Alignas(TK_CACHELINE) volatile uint64_t hw_commits;
     _Alignas(TK_CACHELINE) volatile uint64_t sw_active;
     /* Serial transactions waiting for the clock: while any does, no new
-     * software attempt begins (stm_begin), and they take it in ticket order
-     * (serial_next: tickets given, serial_turn: whose turn), before any
-     * newcomer. */
+     * software attempt begins (stm_begin) and no newcomer takes the serial
+     * fast path; they compete for the clock among themselves (serial.c). */
     _Alignas(TK_CACHELINE) volatile uint32_t serial_pending;
-    uint32_t serial_next, serial_turn;
     /* auto method: the thread that runs transactions alone (serially, with no
      * instrumentation cost), 0 for nobody yet, TK_SOLO_SHARED once others
      * came. Only performance depends on it, never correctness. */

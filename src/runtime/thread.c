@@ -138,7 +138,6 @@ static void fork_child(void) {
         tk_g.irr_owner = 0;
     tk_g.sw_active = me && me->sw_registered ? 1 : 0;
     tk_g.serial_pending = 0;
-    tk_g.serial_next = tk_g.serial_turn = 0; /* the queued ones are not in the child */
     if (tk_g.solo != (uintptr_t)me || !me)
         tk_g.solo = 0;
     /* Other threads' descriptors stay allocated (their memory is the parent's

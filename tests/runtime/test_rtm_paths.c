@@ -13,6 +13,9 @@
  *   cx_need_excl    a started optimistic section that needs the lock (I/O)
  *                   comes back to its XBEGIN with the right status and runs
  *                   again exclusive
+ *   cx_busy         every XBEGIN finds the lock held (explicit 0xe1): the
+ *                   entry gives up after a bounded number of tries and takes
+ *                   the lock, instead of spinning forever
  *   mutex_explicit  the same as cx_explicit for an elided mutex
  *   htm_restart     TXKIT_METHOD=htm: tx_restart() in a started hardware
  *                   attempt comes back to XBEGIN; the next attempt commits
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <txkit.h>
+#include <unistd.h>
 #include <txkit/cx.h>
 #include <txkit/stats.h>
 
@@ -81,6 +85,17 @@ static void cx_need_excl(void) {
     CHECK_EQ(body_runs, 2);
     CHECK_EQ(modes[0], 1);
     CHECK_EQ(modes[1], 2);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
+static void cx_busy(void) {
+    need_sim("explicit:0xe1");
+    alarm(10); /* an endless retry loop: killed, a failure */
+    static cx_lock_t l = CX_LOCK_INITIALIZER;
+    cx_optimistic(&l);
+    int mode = cx_mode();
+    cx_unlock(&l);
+    CHECK_EQ(mode, 2); /* exclusive */
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
 }
 
@@ -168,7 +183,8 @@ int main(int argc, char **argv) {
         const char *name;
         void (*fn)(void);
     } cases[] = {{"layout", layout},         {"cx_explicit", cx_explicit},
-                 {"cx_need_excl", cx_need_excl}, {"mutex_explicit", mutex_explicit},
+                 {"cx_need_excl", cx_need_excl}, {"cx_busy", cx_busy},
+                 {"mutex_explicit", mutex_explicit},
                  {"htm_restart", htm_restart}, {"status_zero", status_zero}};
     if (argc != 2) {
         fprintf(stderr, "usage: test_rtm_paths CASE\n");
