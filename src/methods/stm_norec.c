@@ -388,7 +388,7 @@ static int stm_commit(tk_thread *t) {
         /* Killed, or a reader that beats us must finish first: give the
          * clock back unused (and wait for that reader). */
         __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
-        if (r < 0 || !tk_vis_wait_for(t, r))
+        if (r == TK_VIS_KILLED || !tk_vis_wait_for(t, r))
             return TXKIT_CAUSE_CONFLICT;
     }
     tk_g.last_writer_prio = t->prio;

@@ -22,10 +22,10 @@
  * Ordering: a reader sets its bit with a locked OR (a full barrier), then
  * loads the data; a writer takes the clock (locked), then loads the
  * signatures. So either the writer sees the bit, or the reader's load comes
- * after the clock moved and NOrec makes it read the new value. Should a
- * conflict still go undecided (a reader that is not visible), the engine
- * counts its abort like a backoff one, against the last writer's priority,
- * so the inversion counter sees it.
+ * after the clock moved and NOrec makes it read the new value (it
+ * revalidates, and reads again, before it returns that load). A conflict
+ * abort no manager decided (a party that is not visible) is counted apart,
+ * as cm_undecided; among visible software transactions there is none.
  *
  * Correctness stays NOrec's (value validation under the clock); this layer
  * only decides *who* aborts. Parties that are not visible - hardware
@@ -186,9 +186,13 @@ static bool sig_hits(const struct vis_slot *o, const tk_thread *t) {
     return false;
 }
 
-/* A writer's commit point, clock held: TK_OK, or -1 when killed (abort), or
+/* A writer's commit point, clock held: TK_OK, or TK_VIS_KILLED (abort), or
  * the slot of a reader that beat us (give the clock back, wait, retry). From
- * TK_OK on, nobody can kill us, and we wait for nobody. */
+ * TK_OK on, nobody can kill us, and we wait for nobody.
+ * TK_OK is -1: "killed" must be another value, or a killed writer would
+ * commit without deciding against the readers it overwrites (they then
+ * abort by validation, undecided), and its killer's decision would be lost. */
+_Static_assert(TK_VIS_KILLED < 0 && TK_VIS_KILLED != TK_OK, "commit point results are distinct from slots");
 int tk_vis_commit_point(tk_thread *t) {
     if (!t->vis_active)
         return TK_OK;
@@ -199,7 +203,7 @@ int tk_vis_commit_point(tk_thread *t) {
                     !__atomic_compare_exchange_n(&s->status, &st, (st & ~3ull) | ST_COMMITTING,
                                                  false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))) {
         t->vis_decided = 1;
-        return -1;
+        return TK_VIS_KILLED;
     }
     int me = t->vis_slot - 1, hi = __atomic_load_n(&slots_hi, __ATOMIC_ACQUIRE);
     for (int j = 0; j < hi; j++) {
