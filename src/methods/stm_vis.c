@@ -205,32 +205,43 @@ int tk_vis_commit_point(tk_thread *t) {
         t->vis_decided = 1;
         return TK_VIS_KILLED;
     }
-    int me = t->vis_slot - 1, hi = __atomic_load_n(&slots_hi, __ATOMIC_ACQUIRE);
+    /* Decide against every reader we overwrite first, kill after: a writer
+     * that loses to a later reader must not have killed the earlier ones for
+     * a commit that does not happen. A kill then fails only if that attempt
+     * ended meanwhile, or is a new one, whose reads come after our clock
+     * and are NOrec's to check. */
+    int me = t->vis_slot - 1, hi = __atomic_load_n(&slots_hi, __ATOMIC_ACQUIRE), nk = 0;
+    struct {
+        int slot, prio;
+        uint64_t st;
+    } kill[VIS_SLOTS];
+    struct _txkit_cm_party a, b;
+    party_of(&a, s, (unsigned)me);
     for (int j = 0; j < hi; j++) {
         if (j == me)
             continue;
         struct vis_slot *o = &slots[j];
-        for (;;) {
-            uint64_t ost = __atomic_load_n(&o->status, __ATOMIC_ACQUIRE);
-            int o_irr = state_of(ost) == ST_COMMITTING && __atomic_load_n(&o->irrevocable, __ATOMIC_RELAXED);
-            if ((state_of(ost) != ST_ACTIVE && !o_irr) || !sig_hits(o, t))
-                break;
-            struct _txkit_cm_party a, b;
-            party_of(&a, s, (unsigned)me);
-            party_of(&b, o, (unsigned)j);
-            if (!pinned && (o_irr || !tk_cm->wins(&a, &b))) {
-                tk_cm_count(t, b.prio, a.prio);
-                __atomic_store_n(&s->status, st, __ATOMIC_RELEASE); /* active again */
-                return j;
-            }
-            if (o_irr)
-                break; /* cannot happen with the token; never kill an irrevocable one */
-            if (__atomic_compare_exchange_n(&o->status, &ost, (ost & ~3ull) | ST_KILLED, false,
-                                            __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-                tk_cm_count(t, a.prio, b.prio);
-                break;
-            }
+        uint64_t ost = __atomic_load_n(&o->status, __ATOMIC_ACQUIRE);
+        int o_irr = state_of(ost) == ST_COMMITTING && __atomic_load_n(&o->irrevocable, __ATOMIC_RELAXED);
+        if ((state_of(ost) != ST_ACTIVE && !o_irr) || !sig_hits(o, t))
+            continue;
+        party_of(&b, o, (unsigned)j);
+        if (!pinned && (o_irr || !tk_cm->wins(&a, &b))) {
+            tk_cm_count(t, b.prio, a.prio);
+            __atomic_store_n(&s->status, st, __ATOMIC_RELEASE); /* active again */
+            return j;
         }
+        if (o_irr)
+            continue; /* cannot happen with the token; never kill an irrevocable one */
+        kill[nk].slot = j;
+        kill[nk].prio = b.prio;
+        kill[nk++].st = ost;
+    }
+    for (int k = 0; k < nk; k++) {
+        uint64_t ost = kill[k].st;
+        if (__atomic_compare_exchange_n(&slots[kill[k].slot].status, &ost, (ost & ~3ull) | ST_KILLED,
+                                        false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            tk_cm_count(t, a.prio, kill[k].prio);
     }
     return TK_OK;
 }
