@@ -27,6 +27,15 @@
  *       make it so; under timestamp it is whatever the ages are. Oracles:
  *       x stays 0, row == taker commits, the row never torn (the reader
  *       checks: opacity), decisions made, none missing.
+ *   test_cm_stress adopted CM [SECONDS]
+ *       A serial transaction that becomes irrevocable before writing goes
+ *       on as an irrevocable software one; its commit must decide against
+ *       the readers it overwrites like any other (it wins: kills them).
+ *       The writer restarts its transaction until it falls back to serial
+ *       (run with TXKIT_STM_RETRIES=2), calls tx_irrevocable(), then
+ *       increments a row; readers read the row with a yield in between.
+ *       Oracles: row == writer commits, never torn, fallbacks happened,
+ *       no undecided conflict.
  * The manager is set with txkit_set_cm before the first transaction, the
  * method is whatever TXKIT_METHOD says (CTest sets stm).
  */
@@ -290,6 +299,83 @@ static int decided(const char *cm, double seconds)
     return 0;
 }
 
+/* -------------------------------------------------------------- adopted */
+
+static int64_t g_arow[ROW];
+
+static void *adopted_reader(void *arg)
+{
+    uint64_t *commits = arg;
+    while (!atomic_load_explicit(&g_dstop, memory_order_relaxed)) {
+        TX_ATOMIC {
+            int64_t first = TX_LOAD(&g_arow[0]);
+            sched_yield(); /* row[0] read, while the writer runs */
+            for (int k = 1; k < ROW; k++)
+                if (TX_LOAD(&g_arow[k]) != first)
+                    atomic_fetch_add(&g_torn, 1);
+        }
+        (*commits)++;
+    }
+    return NULL;
+}
+
+static void *adopted_writer(void *arg)
+{
+    uint64_t *commits = arg;
+    while (!atomic_load_explicit(&g_dstop, memory_order_relaxed)) {
+        volatile int restarts = 0; /* outside the block: counts the attempts */
+        TX_ATOMIC {
+            if (restarts++ < 2) /* TXKIT_STM_RETRIES=2: the next one is serial */
+                tx_restart();
+            tx_irrevocable(); /* nothing written yet: goes on in software */
+            int64_t v = TX_LOAD(&g_arow[0]);
+            for (int k = 0; k < ROW; k++)
+                TX_STORE(&g_arow[k], v + 1);
+        }
+        (*commits)++;
+    }
+    return NULL;
+}
+
+static int adopted(const char *cm, double seconds)
+{
+    set_cm(cm);
+    enum { NR = 2 };
+    pthread_t th[NR + 1];
+    uint64_t commits[NR + 1] = {0};
+    tx_stats_t b = tk_stats();
+    for (int i = 0; i < NR; i++)
+        CHECK_EQ(pthread_create(&th[i], NULL, adopted_reader, &commits[i]), 0);
+    CHECK_EQ(pthread_create(&th[NR], NULL, adopted_writer, &commits[NR]), 0);
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+    atomic_store(&g_dstop, 1);
+    uint64_t reads = 0;
+    for (int i = 0; i <= NR; i++) {
+        CHECK_EQ(pthread_join(th[i], NULL), 0);
+        if (i < NR)
+            reads += commits[i];
+    }
+    tx_stats_t e = tk_stats();
+    uint64_t undecided = e.cm_undecided - b.cm_undecided, decided_n = e.cm_decided - b.cm_decided;
+    printf("adopted cm=%s method=%s: %llu reads, %llu writes, %llu aborts, cm_decided %llu, "
+           "cm_undecided %llu, to_serial %llu\n",
+           cm, txkit_method_name(txkit_get_method()), (unsigned long long)reads,
+           (unsigned long long)commits[NR], (unsigned long long)(tx_stats_aborts(&e) - tx_stats_aborts(&b)),
+           (unsigned long long)decided_n, (unsigned long long)undecided,
+           (unsigned long long)(e.to_serial - b.to_serial));
+    CHECK_EQ(g_arow[0], (int64_t)commits[NR]);
+    for (int k = 1; k < ROW; k++)
+        CHECK_EQ(g_arow[k], g_arow[0]);
+    CHECK_EQ(atomic_load(&g_torn), 0);
+    CHECK(reads > 0 && commits[NR] > 0);
+    CHECK(e.to_serial - b.to_serial > 0);
+    CHECK_MSG(undecided == 0, "%llu conflicts were never decided by %s (%llu were)",
+              (unsigned long long)undecided, cm, (unsigned long long)decided_n);
+    printf("ok\n");
+    return 0;
+}
+
 /* ------------------------------------------------------------- livelock */
 
 static int64_t g_hot[3];
@@ -408,6 +494,10 @@ int main(int argc, char **argv)
         double secs = argc > 3 ? (double)arg_long("SECONDS", argv[3], 1, 60) : 5.0;
         return decided(argv[2], secs);
     }
+    if (argc >= 3 && strcmp(argv[1], "adopted") == 0) {
+        double secs = argc > 3 ? (double)arg_long("SECONDS", argv[3], 1, 60) : 5.0;
+        return adopted(argv[2], secs);
+    }
     if (argc >= 5 && strcmp(argv[1], "livelock") == 0) {
         int sched;
         if (strcmp(argv[3], "on") == 0)
@@ -425,7 +515,8 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "usage: %s noinvert CM [THREADS [SECONDS]]\n"
                     "       %s livelock CM on|off THREADS [OPS [LIMIT_S]]\n"
-                    "       %s decided CM [SECONDS]\n",
-            argv[0], argv[0], argv[0]);
+                    "       %s decided CM [SECONDS]\n"
+                    "       %s adopted CM [SECONDS]\n",
+            argv[0], argv[0], argv[0], argv[0]);
     return 2;
 }
