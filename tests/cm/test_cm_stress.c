@@ -5,8 +5,8 @@
  *       between random slots of a small array (each transaction reads 4 slots,
  *       writes 2). Oracles: the array's sum never changes (also checked by
  *       read-only transactions while the run goes on); the manager decided
- *       conflicts (cm_decided > 0); under prio no decision went against the
- *       higher priority (cm_inversions == 0).
+ *       conflicts (cm_decided > 0), all of them (cm_undecided == 0); under
+ *       prio no decision went against the higher priority (cm_inversions == 0).
  *   test_cm_stress livelock CM on|off THREADS [OPS [LIMIT_S]]
  *       Every transaction reads the same three words, works a little and
  *       increments them; all threads start together; every thread must
@@ -169,6 +169,7 @@ static int noinvert(const char *cm, int nthreads, double seconds)
         CHECK_EQ(inv, 0);
     else
         CHECK(inv <= decided);
+    CHECK_EQ(e.cm_undecided - b.cm_undecided, 0); /* every party is visible to the manager */
     printf("ok\n");
     return 0;
 }
