@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build test demo bench-core install clean deps
+.PHONY: all build test test-san soak demo bench-core install clean deps
 
 all: build
 
@@ -18,6 +18,18 @@ build: $(BUILD)/CMakeCache.txt
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+# The sanitizer lane (CI runs it after `make test`): ASan + UBSan build in
+# build-san, the suite without the valgrind/apache/model/timing tests.
+SAN_BUILD ?= build-san
+test-san: | deps
+	JOBS=$(JOBS) scripts/test-san.sh $(SAN_BUILD)
+
+# Every stress test for SECONDS each (default 300), fresh seeds, printed for a
+# replay (scripts/soak.sh; SOAK_SANITIZE=1 for the sanitizer build).
+SECONDS ?= 300
+soak: | deps
+	JOBS=$(JOBS) scripts/soak.sh $(SECONDS) $(CTEST_FLAGS)
 
 # The Apache experiment at a small scale (bench/apache/run.sh --quick, a few
 # minutes): its packages first (apache2-dev before the build, for the module).
@@ -39,4 +51,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) build-soak build-soak-san

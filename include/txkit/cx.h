@@ -23,6 +23,9 @@
  * Nested sections flatten into the outermost one. Inside a TX_ATOMIC block,
  * cx_optimistic() makes the transaction depend on the lock instead (its
  * software or hardware attempt aborts if the lock is taken exclusively).
+ * There the lock belongs to the transaction, not to the section: where the
+ * transaction takes it for real (serial or irrevocable), it keeps it after
+ * cx_unlock() until it commits or has rolled back.
  *
  * Statistics per lock (site kind "lock"): entries, optimistic commits,
  * exclusive sections, aborts by cause, restarts for I/O, most threads inside
@@ -61,16 +64,25 @@ extern TXKIT_API const cx_policy_t cx_policy_default;
 /**
  * struct cx_lock - a cooperative transactional lock. Initialize with
  * CX_LOCK_INITIALIZER or cx_init(); the fields are private.
+ *
+ * The lock word has a cache line of its own: every optimistic holder reads
+ * it, so a store to its line (the adaptive counters, updated at each section
+ * end) would abort them all. Aligned to 64 bytes (static and automatic
+ * locks; give a malloc'ed one aligned_alloc(64, ...)).
  */
 typedef struct cx_lock {
     union {
         volatile uint64_t word; /* 0 free, 1 held exclusively */
+        char line_[64];
     } state;
     uint32_t flags;        /* runtime-private */
     uint32_t site;         /* statistics site index + 1, 0 until first entry */
     uint32_t win_entries, win_exclusive, skip, reserved;
     cx_policy_t policy;
-} cx_lock_t;
+} __attribute__((aligned(64))) cx_lock_t;
+_TXKIT_STATIC_ASSERT(sizeof(cx_lock_t) == 128, "cx_lock_t: the word's line, then the rest");
+_TXKIT_STATIC_ASSERT(__builtin_offsetof(cx_lock_t, flags) == 64,
+                     "cx_lock_t: nothing else on the lock word's cache line");
 
 #define CX_LOCK_INITIALIZER {{0}, 0, 0, 0, 0, 0, 0, CX_POLICY_DEFAULT_INIT}
 
@@ -96,7 +108,8 @@ TXKIT_API void cx_optimistic(cx_lock_t *l);
 TXKIT_API void cx_exclusive(cx_lock_t *l);
 
 /**
- * cx_trylock() - take the lock exclusively if it is free now.
+ * cx_trylock() - take the lock exclusively if it is free now (inside a
+ * TX_ATOMIC block: make the transaction depend on it, as cx_optimistic).
  * Return: 0 when taken (end with cx_unlock()), -EBUSY otherwise.
  */
 TXKIT_API int cx_trylock(cx_lock_t *l);

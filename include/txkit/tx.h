@@ -99,7 +99,10 @@ TXKIT_API int txkit_htm_usable(void);
  * txkit_set_fault() - inject aborts (for testing fallback paths).
  * @m:    TXKIT_HTM or TXKIT_STM (or TXKIT_SERIAL: only while not irrevocable).
  * @prob: probability in [0, 1] that an attempt of that method aborts just
- *        before it would commit, with cause TXKIT_CAUSE_INJECTED.
+ *        before it would commit, with cause TXKIT_CAUSE_INJECTED. Injected
+ *        aborts are retried at once (no conflict backoff). Serial is the
+ *        last resort: a transaction gets at most 8 injected serial aborts,
+ *        so it finishes even at 1.
  *
  * Same as TXKIT_FAULT="htm=P,stm=P,serial=P". Process-wide.
  * Return: 0 or -EINVAL.

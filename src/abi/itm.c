@@ -106,7 +106,15 @@ uint32_t tk_itm_action(tk_thread *t, int restarted) {
         _txkit_tls.access = 0;
         if (p & TK_PR_DOES_GO_IRREVOCABLE) /* asked for, not just our choice */
             TK_COUNT(t->cnt->irrevocable, 1);
-        a = TK_A_RUN_UNINSTRUMENTED;
+        /* gcc's uninstrumented code calls operator delete and free directly,
+         * at once: a software reader of another thread may still hold the
+         * pointer. When software attempts may run, take the instrumented
+         * path (its barriers are plain accesses now), whose deletes and
+         * frees wait for them (tk_tx_free_with). */
+        a = (p & TK_PR_INSTRUMENTED) && __atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) &&
+                    tk_thread_count() > 1
+                ? TK_A_RUN_INSTRUMENTED
+                : TK_A_RUN_UNINSTRUMENTED;
     } else {
         a = TK_A_RUN_INSTRUMENTED; /* serial with an undo log */
     }
@@ -184,7 +192,7 @@ uint32_t tk_itm_begin(uint32_t props) {
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_ITM;
     t->ctl.props = props;
-    tk_start_transaction(t, site);
+    tk_start_transaction(t, site, t->ctl.jb.rsp);
     t->itm_txid = 0;
     tk_run_attempts(t);
     if (t->ctl.cancelled) /* cancelled inside hardware: all undone already */
@@ -245,7 +253,7 @@ static void rollback_to(tk_thread *t, tk_itm_cp *cp) {
         t->wgen = 1;
     }
     tk_stm_ws_restore(t, (const tk_wentry *)cp->wset.data, cp->wset.len);
-    tk_undo_apply(t, cp->ulog_len);
+    tk_undo_apply(t, cp->ulog_len, cp->jb.rsp); /* its frames below cp are gone */
     for (size_t i = cp->allocs_len; i < t->allocs.len; i++)
         free(TK_VEC_AT(&t->allocs, void *, i));
     t->allocs.len = cp->allocs_len;
@@ -327,9 +335,58 @@ ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
         TK_FATAL("out of memory registering an undo action");
 }
 
+/* Remove [lo, hi) from the undo log: entries inside it go, entries that
+ * straddle it keep the bytes outside it (one may split in two, inserted in
+ * place so that the newest-first order of rollback stays). */
+static void undo_forget(tk_thread *t, uintptr_t lo, uintptr_t hi) {
+    for (size_t i = 0; i < t->ulog.len; i++) {
+        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+        uintptr_t a = (uintptr_t)u->addr, e = a + u->size;
+        if (e <= lo || a >= hi)
+            continue;
+        if (a < lo && e > hi) { /* keep [a, lo) here and [hi, e) right after it */
+            if (!tk_vec_push(&t->ulog, sizeof *u))
+                TK_FATAL("out of memory growing the undo log");
+            u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+            memmove(u + 2, u + 1, (t->ulog.len - i - 2) * sizeof *u);
+            u[1].addr = (void *)hi;
+            u[1].size = (uint32_t)(e - hi);
+            u[1].old = u->old >> (8 * (hi - a));
+            u->size = (uint32_t)(lo - a);
+            for (size_t k = 0; k < t->itm_cps.len; k++) { /* their marks moved by one */
+                tk_itm_cp *cp = &TK_VEC_AT(&t->itm_cps, tk_itm_cp, k);
+                if (cp->ulog_len > i)
+                    cp->ulog_len++;
+            }
+            i++;
+        } else if (a < lo) {
+            u->size = (uint32_t)(lo - a);
+        } else if (e > hi) {
+            u->old >>= 8 * (hi - a);
+            u->addr = (void *)hi;
+            u->size = (uint32_t)(e - hi);
+        } else {
+            u->size = 0; /* all dropped: puts nothing back */
+        }
+    }
+}
+
+/* The transaction forgets what it knows of [ptr, ptr+len): what it wrote
+ * there stays even if it is cancelled or rolled back (GCC's dropref tests).
+ * Only a serial attempt writes in place with an undo log, so any other
+ * attempt restarts serially; an irrevocable one undoes nothing anyway. */
 ITM_API void _ITM_dropReferences(void *ptr, size_t len) {
-    (void)ptr;
-    (void)len; /* nothing is cached by address */
+    tk_thread *t = tk_cur;
+    if (!t || _txkit_tls.depth == 0 || len == 0 || t->ctl.irrevocable || t->doomed)
+        return;
+    if (t->ctl.m->id != TXKIT_SERIAL) {
+        t->ctl.force_serial = 1;
+        if (t->ctl.m->id == TXKIT_HTM)
+            t->ctl.m->explicit_abort(t, -TK_XCODE_SERIAL);
+        tk_abort(t, TXKIT_CAUSE_EXPLICIT);
+    }
+    uintptr_t lo = (uintptr_t)ptr;
+    undo_forget(t, lo, len > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + len);
 }
 
 ITM_API void *_ITM_malloc(size_t size) { return tx_malloc(size); }
@@ -411,6 +468,19 @@ ITM_API void _ITM_deregisterTMCloneTable(void *table) {
         }
     }
     pthread_rwlock_unlock(&clone_lock);
+}
+
+void tk_itm_atfork(int phase) {
+    if (phase == TK_FORK_PREPARE) {
+        pthread_mutex_lock(&itm_sites_lock);
+        pthread_rwlock_rdlock(&clone_lock); /* no table half-registered */
+    } else if (phase == TK_FORK_PARENT) {
+        pthread_rwlock_unlock(&clone_lock);
+        pthread_mutex_unlock(&itm_sites_lock);
+    } else { /* the only thread left: fresh locks */
+        pthread_rwlock_init(&clone_lock, NULL);
+        pthread_mutex_init(&itm_sites_lock, NULL);
+    }
 }
 
 static void *find_clone(void *fn) {

@@ -5,7 +5,7 @@
  * references, present whenever a C++ program (the only caller) is loaded.
  *
  * Allocation follows tx_malloc/tx_free: new is undone if the attempt aborts,
- * delete waits for the commit. An exception allocated by an attempt that
+ * delete waits for the commit and then for the readers (tk_tx_free_with). An exception allocated by an attempt that
  * aborts is freed; a catch begun by an attempt that aborts is ended.
  */
 #include <stddef.h>
@@ -32,6 +32,11 @@ extern void _ZdlPvm(void *, size_t) WEAK;
 extern void _ZdlPvRKSt9nothrow_t(void *, const void *) WEAK;
 extern void _ZdaPvRKSt9nothrow_t(void *, const void *) WEAK;
 extern void _ZdlPvmRKSt9nothrow_t(void *, size_t, const void *) WEAK;
+extern void _ZdaPvm(void *, size_t) WEAK;
+extern void _ZdlPvSt11align_val_t(void *, size_t) WEAK;
+extern void _ZdaPvSt11align_val_t(void *, size_t) WEAK;
+extern void _ZdlPvmSt11align_val_t(void *, size_t, size_t) WEAK;
+extern void _ZdaPvmSt11align_val_t(void *, size_t, size_t) WEAK;
 
 static void need(const void *fn, const char *name) {
     if (!fn)
@@ -46,11 +51,6 @@ static int speculative(void) {
 static void register_undo(tx_handler_fn fn, void *arg) {
     if (tx_on_abort(fn, arg) != 0)
         TK_FATAL("out of memory registering an undo action");
-}
-
-static void register_commit(tx_handler_fn fn, void *arg) {
-    if (tx_on_commit(fn, arg) != 0)
-        TK_FATAL("out of memory registering a commit action");
 }
 
 /* ------------------------------------------------------------ exceptions */
@@ -142,8 +142,39 @@ ITM_API void _ITM_cxa_end_catch(void) {
 
 /* ------------------------------------------------------ operator new/delete */
 
-static void call_delete(void *p) { _ZdlPv(p); }
-static void call_delete_array(void *p) { _ZdaPv(p); }
+static void undo_new(void *p) { _ZdlPv(p); }
+static void undo_new_array(void *p) { _ZdaPv(p); }
+
+/* How a deferred delete ends (tk_free_fn): the operator the program named,
+ * with the size and alignment it passed. */
+static void del_plain(void *p, size_t n, size_t al) {
+    (void)n, (void)al;
+    _ZdlPv(p);
+}
+static void del_array(void *p, size_t n, size_t al) {
+    (void)n, (void)al;
+    _ZdaPv(p);
+}
+static void del_sized(void *p, size_t n, size_t al) {
+    (void)al;
+    _ZdlPvm(p, n);
+}
+static void del_array_sized(void *p, size_t n, size_t al) {
+    (void)al;
+    _ZdaPvm(p, n);
+}
+static void del_aligned(void *p, size_t n, size_t al) {
+    (void)n;
+    _ZdlPvSt11align_val_t(p, al);
+}
+static void del_array_aligned(void *p, size_t n, size_t al) {
+    (void)n;
+    _ZdaPvSt11align_val_t(p, al);
+}
+static void del_sized_aligned(void *p, size_t n, size_t al) { _ZdlPvmSt11align_val_t(p, n, al); }
+static void del_array_sized_aligned(void *p, size_t n, size_t al) {
+    _ZdaPvmSt11align_val_t(p, n, al);
+}
 
 /* New: undone (deleted) if the attempt aborts; written in place meanwhile. */
 static void *track_new(void *p, size_t n, tx_handler_fn undo) {
@@ -154,48 +185,51 @@ static void *track_new(void *p, size_t n, tx_handler_fn undo) {
     return p;
 }
 
-/* Delete: at commit (at once outside a speculative transaction). */
-static void defer_delete(void *p, tx_handler_fn del) {
-    if (!p)
-        return;
-    if (speculative())
-        register_commit(del, p);
-    else
-        del(p);
+/* Delete: like tx_free, every variant. Inside a transaction (speculative,
+ * irrevocable or serial alike) at its commit, and then only once no software
+ * attempt that may still hold the pointer runs (the epoch reclamation of
+ * reclaim.c); outside one at once. A concurrent reader may have loaded the
+ * pointer before the commit, so even a serial transaction's delete waits. */
+static void defer_delete(void *p, tk_free_fn del, size_t n, size_t al) {
+    tk_tx_free_with(p, del, n, al);
 }
 
 ITM_API void *_ZGTtnwm(size_t n) {
     need((const void *)_Znwm, "operator new");
-    return track_new(_Znwm(n), n, call_delete);
+    return track_new(_Znwm(n), n, undo_new);
 }
 
 ITM_API void *_ZGTtnam(size_t n) {
     need((const void *)_Znam, "operator new[]");
-    return track_new(_Znam(n), n, call_delete_array);
+    return track_new(_Znam(n), n, undo_new_array);
 }
 
 ITM_API void *_ZGTtnwmRKSt9nothrow_t(size_t n, const void *nt) {
     need((const void *)_ZnwmRKSt9nothrow_t, "operator new(nothrow)");
-    return track_new(_ZnwmRKSt9nothrow_t(n, nt), n, call_delete);
+    return track_new(_ZnwmRKSt9nothrow_t(n, nt), n, undo_new);
 }
 
 ITM_API void *_ZGTtnamRKSt9nothrow_t(size_t n, const void *nt) {
     need((const void *)_ZnamRKSt9nothrow_t, "operator new[](nothrow)");
-    return track_new(_ZnamRKSt9nothrow_t(n, nt), n, call_delete_array);
+    return track_new(_ZnamRKSt9nothrow_t(n, nt), n, undo_new_array);
 }
 
 ITM_API void _ZGTtdlPv(void *p) {
     need((const void *)_ZdlPv, "operator delete");
-    defer_delete(p, call_delete);
+    defer_delete(p, del_plain, 0, 0);
 }
 
 ITM_API void _ZGTtdaPv(void *p) {
     need((const void *)_ZdaPv, "operator delete[]");
-    defer_delete(p, call_delete_array);
+    defer_delete(p, del_array, 0, 0);
 }
 
-/* The nothrow and sized deletes free the same way as the plain ones: the
- * size is only a hint and glibc's operator delete ignores it. */
+/* The nothrow deletes free the same way as the plain ones (the C++ runtime
+ * calls them only when a nothrow new's constructor throws). The sized and
+ * aligned ones call the operator the program named, with its arguments; they
+ * are not in libitm's ABI (gcc references them, e.g. delete[] of a class
+ * with a destructor, or of an over-aligned type), so the drop-in cannot be
+ * used for programs that need them, but a txkit-linked build can. */
 ITM_API void _ZGTtdlPvRKSt9nothrow_t(void *p, const void *nt) {
     (void)nt;
     _ZGTtdlPv(p);
@@ -207,12 +241,40 @@ ITM_API void _ZGTtdaPvRKSt9nothrow_t(void *p, const void *nt) {
 }
 
 ITM_API void _ZGTtdlPvm(void *p, size_t n) {
-    (void)n;
-    _ZGTtdlPv(p);
+    if (_ZdlPvm)
+        defer_delete(p, del_sized, n, 0);
+    else
+        _ZGTtdlPv(p);
 }
 
 ITM_API void _ZGTtdlPvmRKSt9nothrow_t(void *p, size_t n, const void *nt) {
-    (void)n;
     (void)nt;
-    _ZGTtdlPv(p);
+    _ZGTtdlPvm(p, n);
+}
+
+ITM_API void _ZGTtdaPvm(void *p, size_t n) {
+    if (_ZdaPvm)
+        defer_delete(p, del_array_sized, n, 0);
+    else
+        _ZGTtdaPv(p);
+}
+
+ITM_API void _ZGTtdlPvSt11align_val_t(void *p, size_t al) {
+    need((const void *)_ZdlPvSt11align_val_t, "operator delete(align_val_t)");
+    defer_delete(p, del_aligned, 0, al);
+}
+
+ITM_API void _ZGTtdaPvSt11align_val_t(void *p, size_t al) {
+    need((const void *)_ZdaPvSt11align_val_t, "operator delete[](align_val_t)");
+    defer_delete(p, del_array_aligned, 0, al);
+}
+
+ITM_API void _ZGTtdlPvmSt11align_val_t(void *p, size_t n, size_t al) {
+    need((const void *)_ZdlPvmSt11align_val_t, "operator delete(size_t, align_val_t)");
+    defer_delete(p, del_sized_aligned, n, al);
+}
+
+ITM_API void _ZGTtdaPvmSt11align_val_t(void *p, size_t n, size_t al) {
+    need((const void *)_ZdaPvmSt11align_val_t, "operator delete[](size_t, align_val_t)");
+    defer_delete(p, del_array_sized_aligned, n, al);
 }

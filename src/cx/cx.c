@@ -14,13 +14,15 @@
  * lock: a hardware attempt reads the word; a software one reads it through
  * the read barrier, and an exclusive acquirer of a lock that software
  * transactions subscribed to bumps the global clock, so they revalidate and
- * abort. A serial (or irrevocable) transaction takes the lock for real.
+ * abort. A serial (or irrevocable) transaction takes the lock for real, and
+ * keeps it until the attempt has committed or rolled back (subscribe).
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <txkit/cx.h>
 
@@ -43,6 +45,15 @@ static inline bool is_free(const cx_lock_t *l) { return l->state.word == 0; }
 /* --------------------------------------------------------------- statistics */
 
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void tk_cx_atfork(int phase) {
+    if (phase == TK_FORK_PREPARE)
+        pthread_mutex_lock(&site_lock);
+    else if (phase == TK_FORK_PARENT)
+        pthread_mutex_unlock(&site_lock);
+    else
+        pthread_mutex_init(&site_lock, NULL);
+}
 
 /* The lock's statistics entry: registered at its first entry, named by the
  * caller of that entry. */
@@ -161,6 +172,38 @@ static int pop_held(tk_thread *t, cx_lock_t *l) {
     return 0;
 }
 
+/* Locks owned by the running transaction attempt (held for real, or
+ * subscribed to): a growable list without duplicates. Owner thread only. */
+static bool list_has(struct cx_lock *const *v, unsigned n, const cx_lock_t *l) {
+    for (unsigned i = 0; i < n; i++)
+        if (v[i] == l)
+            return true;
+    return false;
+}
+
+static void list_push(struct cx_lock ***v, unsigned *n, unsigned *cap, cx_lock_t *l) {
+    if (*n == *cap) {
+        unsigned ncap = *cap ? 2 * *cap : 8;
+        struct cx_lock **nv = realloc(*v, ncap * sizeof *nv);
+        if (!nv)
+            TK_FATAL("out of memory recording the cx locks of a transaction");
+        *v = nv;
+        *cap = ncap;
+    }
+    (*v)[(*n)++] = l;
+}
+
+static void push_txheld(tk_thread *t, cx_lock_t *l) {
+    list_push(&t->cx.txheld, &t->cx.ntxheld, &t->cx.txheld_cap, l);
+}
+
+/* Release every lock the attempt holds, newest first, and its subscriptions. */
+static void release_txheld(tk_thread *t) {
+    while (t->cx.ntxheld)
+        excl_release(t->cx.txheld[--t->cx.ntxheld]);
+    t->cx.nsubs = 0;
+}
+
 /* ------------------------------------------------------ adaptive policy */
 
 /* Racy counters: hints only. */
@@ -183,16 +226,15 @@ static void adapt(cx_lock_t *l, int ended_exclusive) {
 
 /* --------------------------------------------------- optimistic (hardware) */
 
-/* Start a hardware transaction that depends on l: -1 when running, else the
+/* Start a hardware transaction that depends on l: TK_XSTARTED when running, else the
  * abort status (execution comes back here when the CPU aborts it). */
-__attribute__((target("rtm"), noinline)) static int spec_begin(cx_lock_t *l) {
-    unsigned status = _xbegin();
-    if (status == _XBEGIN_STARTED) {
+__attribute__((noinline)) TK_RTM_FN static unsigned spec_begin(cx_lock_t *l) {
+    unsigned status = tk_xbegin();
+    if (status == TK_XSTARTED) {
         if (!is_free(l))
-            _xabort(TK_XCODE_SECTION_BUSY);
-        return -1;
+            TK_XABORT(TK_XCODE_SECTION_BUSY);
     }
-    return (int)status;
+    return status;
 }
 
 
@@ -242,36 +284,64 @@ int cx_destroy(cx_lock_t *l) {
 
 /* Inside a txkit transaction: make the transaction depend on the lock.
  *
+ * The dependency belongs to the attempt, not to the section: a lock taken
+ * for real stays held after cx_unlock() until the attempt has committed
+ * (its writes are all in memory) or has rolled back (serial undo applied),
+ * and a software subscription stays on the list that becoming irrevocable
+ * turns into held locks. Otherwise another thread could enter the lock and
+ * see, or be overwritten by, writes the attempt later undoes or writes back.
+ *
  * A transaction never waits for a lock it can still give up: it restarts
  * (and waits, outside, in its backoff). Waiting inside could deadlock with a
  * serial transaction that holds the global clock. Only an irrevocable one
- * waits: its lock holders never need the clock (tk_stm_external_write). */
-static void subscribe(tk_thread *t, cx_lock_t *l) {
+ * waits: its lock holders never need the clock (tk_stm_external_write).
+ *
+ * Owner thread, inside a transaction. trying (cx_trylock): -EBUSY instead
+ * of restarting or waiting when the lock is held by another thread. */
+static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
     const struct tk_method *m = t->ctl.m;
+    if (list_has(t->cx.held, t->cx.nheld, l))
+        return 0; /* an exclusive section around the transaction holds it */
     if (m == &tk_method_htm || t->doomed) {
-        if (!is_free(l))
+        if (!is_free(l)) {
+            if (trying)
+                return -EBUSY;
             tx_restart(); /* a hardware abort; retried after backoff */
-        return;
+        }
+        return 0;
     }
+    if (list_has(t->cx.txheld, t->cx.ntxheld, l))
+        return 0; /* this attempt holds it already (an earlier or outer section) */
     if (t->ctl.irrevocable) {
-        excl_acquire(l);
-        push_held(t, l);
-        return;
+        if (trying) {
+            if (excl_try(l) != 0)
+                return -EBUSY;
+        } else {
+            excl_acquire(l);
+        }
+        push_txheld(t, l);
+        return 0;
     }
     if (m == &tk_method_stm) {
         if (!(__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED))
             __atomic_fetch_or(&l->flags, CX_F_SUBSCRIBED, __ATOMIC_SEQ_CST);
-        if (TX_LOAD(&l->state.word) != 0)
+        if (TX_LOAD(&l->state.word) != 0) {
+            if (trying)
+                return -EBUSY;
             tx_restart();
-        if (t->cx.nsubs >= TK_CX_MAX_HELD)
-            TK_FATAL("a transaction depends on more than %d cx locks", TK_CX_MAX_HELD);
-        t->cx.subs[t->cx.nsubs++] = l;
-        return;
+        }
+        if (!list_has(t->cx.subs, t->cx.nsubs, l))
+            list_push(&t->cx.subs, &t->cx.nsubs, &t->cx.subs_cap, l);
+        return 0;
     }
     /* serial with an undo log: take the lock for real, or restart */
-    if (excl_try(l) != 0)
+    if (excl_try(l) != 0) {
+        if (trying)
+            return -EBUSY;
         tx_restart();
-    push_held(t, l);
+    }
+    push_txheld(t, l);
+    return 0;
 }
 
 int tk_cx_hold_subscribed(tk_thread *t) {
@@ -285,7 +355,7 @@ int tk_cx_hold_subscribed(tk_thread *t) {
         return -EBUSY;
     }
     for (unsigned i = 0; i < t->cx.nsubs; i++) {
-        push_held(t, t->cx.subs[i]);
+        push_txheld(t, t->cx.subs[i]);
         tk_stm_rlog_refresh(t, (const void *)&t->cx.subs[i]->state.word);
     }
     t->cx.nsubs = 0;
@@ -295,6 +365,13 @@ int tk_cx_hold_subscribed(tk_thread *t) {
 static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
     tk_thread *t = tk_self();
     struct tk_cx *c = &t->cx;
+    if (c->mode == CX_EXCL && _txkit_tls.depth > 0) {
+        /* A transaction inside an exclusive section: its sections are its
+         * own (released with the attempt), the outer section's stay. */
+        c->txdepth++;
+        subscribe(t, l, 0);
+        return;
+    }
     if (c->depth > 0) { /* nested: flatten into the outermost section */
         c->depth++;
         if (c->mode == CX_SPEC) {
@@ -303,7 +380,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
             if (!is_free(l))
                 tk_section_abort_busy();
         } else if (c->mode == CX_TXSUB) {
-            subscribe(t, l);
+            subscribe(t, l, 0);
         } else {
             excl_acquire(l);
             push_held(t, l);
@@ -313,7 +390,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
     if (_txkit_tls.depth > 0) {
         c->depth = 1;
         c->mode = CX_TXSUB;
-        subscribe(t, l);
+        subscribe(t, l, 0);
         return;
     }
     struct tks_counters *cnt = lock_counters(t, l, caller);
@@ -330,8 +407,8 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
     if (!want_exclusive && tk_section_try(&l->skip)) {
         for (;;) {
             wait_free(l); /* outside any transaction */
-            int status = spec_begin(l);
-            if (status < 0) {
+            unsigned status = spec_begin(l);
+            if (status == TK_XSTARTED) {
                 c->depth = 1;
                 c->mode = CX_SPEC;
                 c->lock = l;
@@ -339,7 +416,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
                 return; /* the section runs in hardware */
             }
             int hopeless;
-            int cause = tk_section_classify((unsigned)status, &hopeless);
+            int cause = tk_section_classify(status, &hopeless);
             c->tries += cause != TXKIT_CAUSE_LOCKED;
             tk_section_count_abort(cnt, cause, hopeless || c->tries >= l->policy.htm_tries);
             if (hopeless || c->tries >= l->policy.htm_tries)
@@ -365,6 +442,16 @@ CX_API int cx_trylock(cx_lock_t *l) {
     struct tk_cx *c = &t->cx;
     if (c->mode == CX_SPEC) /* a speculative section cannot hold a lock for real */
         tk_section_abort_exclusive();
+    if (c->mode == CX_TXSUB || (_txkit_tls.depth > 0 && (c->depth == 0 || c->mode == CX_EXCL))) {
+        /* inside a transaction: the attempt owns the lock (subscribe) */
+        if (subscribe(t, l, 1) != 0)
+            return -EBUSY;
+        if (c->mode == CX_EXCL)
+            c->txdepth++;
+        else if (c->depth++ == 0)
+            c->mode = CX_TXSUB;
+        return 0;
+    }
     if (excl_try(l) != 0)
         return -EBUSY;
     if (c->depth++ == 0) {
@@ -381,8 +468,12 @@ CX_API int cx_trylock(cx_lock_t *l) {
 CX_API void cx_unlock(cx_lock_t *l) {
     tk_thread *t = tk_cur;
     struct tk_cx *c = t ? &t->cx : NULL;
-    if (t && t->doomed && (!c || c->depth == 0))
+    if (t && t->doomed && (!c || c->depth == 0 || c->mode == CX_EXCL))
         return; /* C++ unwinding out of an aborted transaction: already reset */
+    if (c && c->txdepth && _txkit_tls.depth > 0) {
+        c->txdepth--; /* the attempt keeps its locks until it ends (subscribe) */
+        return;
+    }
     if (!c || c->depth == 0)
         TK_FATAL("cx_unlock(%p) without a matching cx_optimistic/cx_exclusive", (void *)l);
     unsigned depth = --c->depth;
@@ -404,10 +495,7 @@ CX_API void cx_unlock(cx_lock_t *l) {
             adapt(c->lock, 1);
         }
         break;
-    default: /* CX_TXSUB: the transaction decides; release what serial took */
-        pop_held(t, l);
-        if (depth == 0)
-            t->cx.nsubs = 0;
+    default: /* CX_TXSUB: the attempt keeps its locks until it ends (subscribe) */
         break;
     }
     if (depth == 0) {
@@ -420,7 +508,9 @@ CX_API void cx_need_exclusive(void) {
     tk_thread *t = tk_cur;
     if (!t || t->cx.depth == 0)
         return;
-    if (t->cx.mode == CX_SPEC)
+    if (t->cx.txdepth && _txkit_tls.depth > 0)
+        tx_irrevocable();
+    else if (t->cx.mode == CX_SPEC)
         tk_section_abort_exclusive(); /* comes back in enter(), which goes exclusive */
     else if (t->cx.mode == CX_TXSUB)
         tx_irrevocable();
@@ -428,17 +518,26 @@ CX_API void cx_need_exclusive(void) {
 
 CX_API int cx_mode(void) {
     tk_thread *t = tk_cur;
+    if (t && t->cx.txdepth && _txkit_tls.depth > 0)
+        return CX_TXSUB;
     return t ? t->cx.mode : CX_NONE;
 }
 
-/* A software transaction that aborts while subscribed (or holding locks it
- * took in serial mode) leaves its sections: called by the engine. */
+/* Called by the engine once the aborted attempt has rolled back. */
 void tk_cx_reset_after_abort(tk_thread *t) {
+    release_txheld(t);
+    t->cx.txdepth = 0;
     if (t->cx.mode != CX_TXSUB)
-        return;
-    while (t->cx.nheld)
-        excl_release(t->cx.held[--t->cx.nheld]);
-    t->cx.nsubs = 0;
+        return; /* sections outside the transaction are still entered */
     t->cx.depth = 0;
     t->cx.mode = CX_NONE;
+}
+
+void tk_cx_release_at_commit(tk_thread *t) { release_txheld(t); }
+
+void tk_cx_thread_exit(tk_thread *t) {
+    free(t->cx.txheld);
+    free(t->cx.subs);
+    t->cx.txheld = t->cx.subs = NULL;
+    t->cx.ntxheld = t->cx.nsubs = t->cx.txheld_cap = t->cx.subs_cap = 0;
 }

@@ -123,7 +123,7 @@ static void register_site(struct el_ent *e, pthread_mutex_t *m, void *caller) {
     }
     unsigned idx = tk_seg_site_register(TKS_SITE_LOCK, (uint64_t)(uintptr_t)m, file, func, 0);
     uint32_t s = EL_NOSITE;
-    if (idx != TKS_SITE_OTHER && idx < TKS_MAX_SITES) {
+    if (idx != TKS_SITE_OTHER && idx != TKS_SITE_OTHER_LOCKS && idx < TKS_MAX_SITES) {
         name_site(site_names[idx], sizeof site_names[idx], caller);
         s = idx + 1;
     }
@@ -209,14 +209,13 @@ static void adapt(struct el_ent *e, int ended_exclusive) {
 
 /* ------------------------------------------------------- hardware sections */
 
-__attribute__((target("rtm"), noinline)) static int spec_begin(pthread_mutex_t *m) {
-    unsigned status = _xbegin();
-    if (status == _XBEGIN_STARTED) {
+__attribute__((noinline)) TK_RTM_FN static unsigned spec_begin(pthread_mutex_t *m) {
+    unsigned status = tk_xbegin();
+    if (status == TK_XSTARTED) {
         if (mutex_word(m) != 0)
-            _xabort(TK_XCODE_SECTION_BUSY);
-        return -1;
+            TK_XABORT(TK_XCODE_SECTION_BUSY);
     }
-    return (int)status;
+    return status;
 }
 
 
@@ -238,8 +237,8 @@ static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, 
     for (;;) {
         if (!wait_free(m))
             return false;
-        int status = spec_begin(m);
-        if (status < 0) {
+        unsigned status = spec_begin(m);
+        if (status == TK_XSTARTED) {
             el.depth = 1;
             el.held[0] = m;
             el.ent = e;
@@ -248,7 +247,7 @@ static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, 
             return true; /* the section runs in hardware */
         }
         int hopeless;
-        int cause = tk_section_classify((unsigned)status, &hopeless);
+        int cause = tk_section_classify(status, &hopeless);
         if (cause == TXKIT_CAUSE_LOCKED) { /* held for real: wait outside, again */
             tk_section_count_abort(c, cause, busy + 1 >= EL_BUSY_TRIES);
             if (++busy >= EL_BUSY_TRIES)
@@ -430,7 +429,9 @@ EL_API void _txkit_elide_report(void) {
         uint32_t s = __atomic_load_n(&tab[i].site, __ATOMIC_ACQUIRE);
         n += __atomic_load_n(&tab[i].key, __ATOMIC_ACQUIRE) && s && s != EL_NOSITE;
     }
-    FILE *f = stderr;
+    FILE *f = tk_stats_out(); /* stderr, even if the program closed it */
+    if (!f)
+        return;
     fprintf(f, "txkit elided mutexes: %u counted%s\n", n,
             tk_g.hybrid ? "" : " (no RTM here: every section ran holding the mutex)");
     if (!n)
@@ -477,5 +478,6 @@ EL_API void _txkit_elide_report(void) {
                         (unsigned long long)c->aborts_by_cause[cause]);
         fputc('\n', f);
     }
+    fflush(f);
     free(lines);
 }

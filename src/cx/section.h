@@ -5,23 +5,24 @@
 #ifndef TK_CX_SECTION_H
 #define TK_CX_SECTION_H
 
-#include <immintrin.h>
-
+#include "arch/x86_64/rtm.h"
 #include "runtime/internal.h"
 
 #define TK_XCODE_SECTION_BUSY 0xe1      /* the lock was held for real */
 #define TK_XCODE_SECTION_EXCLUSIVE 0xe2 /* the section must run holding the lock */
 
-__attribute__((target("rtm"))) static inline void tk_section_end(void) { _xend(); }
+TK_RTM_FN static inline void tk_section_end(void) { tk_xend(); }
 
-__attribute__((target("rtm"), noreturn)) static inline void tk_section_abort_exclusive(void) {
-    _xabort(TK_XCODE_SECTION_EXCLUSIVE);
-    __builtin_unreachable();
+/* Only inside a hardware section; outside one XABORT does nothing, which is
+ * a broken invariant, not something to run past. */
+__attribute__((noreturn)) TK_RTM_FN static inline void tk_section_abort_exclusive(void) {
+    TK_XABORT(TK_XCODE_SECTION_EXCLUSIVE);
+    TK_FATAL("a section asked for its lock outside a hardware transaction");
 }
 
-__attribute__((target("rtm"), noreturn)) static inline void tk_section_abort_busy(void) {
-    _xabort(TK_XCODE_SECTION_BUSY);
-    __builtin_unreachable();
+__attribute__((noreturn)) TK_RTM_FN static inline void tk_section_abort_busy(void) {
+    TK_XABORT(TK_XCODE_SECTION_BUSY);
+    TK_FATAL("a section found its lock busy outside a hardware transaction");
 }
 
 /* The cause of an aborted section; *hopeless when retrying in hardware cannot

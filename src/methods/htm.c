@@ -6,8 +6,7 @@
  * make the clock odd) aborts it; and at commit it bumps hw_commits when any
  * software transaction is running, so those revalidate and see its writes.
  */
-#include <immintrin.h>
-
+#include "arch/x86_64/rtm.h"
 #include "methods/method.h"
 
 static int classify(tk_thread *t, unsigned status) {
@@ -27,6 +26,9 @@ static int classify(tk_thread *t, unsigned status) {
         case TK_XCODE_CANCEL_NESTED:
             t->ctl.htm_tries = ~0u / 2; /* only software can undo part of a transaction */
             return TXKIT_CAUSE_EXPLICIT;
+        case TK_XCODE_SERIAL:
+            t->ctl.force_serial = 1;
+            return TXKIT_CAUSE_EXPLICIT;
         default:
             __atomic_store_n(&t->cnt->explicit_code, TK_XA_CODE(status), __ATOMIC_RELAXED);
             return TXKIT_CAUSE_EXPLICIT;
@@ -43,24 +45,24 @@ static int classify(tk_thread *t, unsigned status) {
     return TXKIT_CAUSE_UNSUPPORTED; /* 0: system call, fault, instruction */
 }
 
-__attribute__((target("rtm"))) static int htm_begin(tk_thread *t) {
-    unsigned status = _xbegin();
-    if (status == _XBEGIN_STARTED) {
+TK_RTM_FN static int htm_begin(tk_thread *t) {
+    unsigned status = tk_xbegin();
+    if (status == TK_XSTARTED) {
         /* Subscribe to both: a serial or committing writer, an irrevocable one. */
         if ((__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) & 1) |
             (__atomic_load_n(&tk_g.irr_owner, __ATOMIC_RELAXED) != 0))
-            _xabort(TK_XCODE_LOCKED);
+            TK_XABORT(TK_XCODE_LOCKED);
         return TK_OK;
     }
     return classify(t, status);
 }
 
-__attribute__((target("rtm"))) static int htm_commit(tk_thread *t) {
+TK_RTM_FN static int htm_commit(tk_thread *t) {
     if (t->ctl.inject)
-        _xabort(TK_XCODE_INJECT);
+        TK_XABORT(TK_XCODE_INJECT);
     if (__atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED))
         tk_g.hw_commits++; /* transactional: atomic with our writes */
-    _xend();
+    tk_xend();
     return TK_OK;
 }
 
@@ -79,27 +81,31 @@ static void htm_store(tk_thread *t, void *addr, const void *src, size_t size) {
     __builtin_memcpy(addr, src, size);
 }
 
-__attribute__((target("rtm"))) static int htm_make_irrevocable(tk_thread *t) {
+TK_RTM_FN static int htm_make_irrevocable(tk_thread *t) {
     (void)t;
-    _xabort(TK_XCODE_IRREVOCABLE);
+    TK_XABORT(TK_XCODE_IRREVOCABLE);
     return TXKIT_CAUSE_IRREVOCABLE; /* not reached */
 }
 
-/* cause: a txkit_cause_t, or minus a TK_XCODE_CANCEL_* code (gcc cancel). */
-__attribute__((target("rtm"))) static void htm_explicit_abort(tk_thread *t, int cause) {
+/* cause: a txkit_cause_t, or minus a TK_XCODE_CANCEL_* code (gcc cancel) or
+ * of TK_XCODE_SERIAL. */
+TK_RTM_FN static void htm_explicit_abort(tk_thread *t, int cause) {
     (void)t;
     switch (cause) {
     case TXKIT_CAUSE_INJECTED:
-        _xabort(TK_XCODE_INJECT);
+        TK_XABORT(TK_XCODE_INJECT);
         break;
     case -TK_XCODE_CANCEL_OUTER:
-        _xabort(TK_XCODE_CANCEL_OUTER);
+        TK_XABORT(TK_XCODE_CANCEL_OUTER);
         break;
     case -TK_XCODE_CANCEL_NESTED:
-        _xabort(TK_XCODE_CANCEL_NESTED);
+        TK_XABORT(TK_XCODE_CANCEL_NESTED);
+        break;
+    case -TK_XCODE_SERIAL:
+        TK_XABORT(TK_XCODE_SERIAL);
         break;
     default:
-        _xabort(TK_XCODE_RESTART);
+        TK_XABORT(TK_XCODE_RESTART);
     }
 }
 

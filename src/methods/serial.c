@@ -2,6 +2,7 @@
  * whole run, so software transactions wait at their next access and hardware
  * ones abort. Stores keep an undo log until the transaction becomes
  * irrevocable, so tx_restart() and injected aborts still work. */
+#include <sched.h>
 #include <string.h>
 
 #include "methods/method.h"
@@ -23,16 +24,27 @@ static bool try_take_clock(tk_thread *t) {
     return true;
 }
 
+/* Uncontended: one atomic. Contended: announce ourselves, so that no new
+ * software attempt begins (stm_begin) and no newcomer takes the clock first,
+ * and wait in ticket order: the wait is bounded by the transactions already
+ * running and the serial ones queued before us. */
 static int serial_begin(tk_thread *t) {
     t->ctl.irrevocable = 0;
-    if (!try_take_clock(t)) { /* uncontended: one atomic */
-        /* Contended: announce ourselves so new software transactions hold back. */
-        __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
-        while (!try_take_clock(t))
-            tk_wait_clock_even();
-        __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
-    }
-    tk_irr_release(t); /* if we held it: serial excludes everyone anyway */
+    tk_irr_release(t); /* if we held it: serial excludes everyone anyway, and
+                        * a serial one queued before us may wait for it */
+    if (__atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED) == 0 && try_take_clock(t))
+        return TK_OK;
+    __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_SEQ_CST);
+    uint32_t me = __atomic_fetch_add(&tk_g.serial_next, 1, __ATOMIC_RELAXED);
+    for (unsigned spins = 0; __atomic_load_n(&tk_g.serial_turn, __ATOMIC_ACQUIRE) != me;)
+        if (++spins < 2000)
+            tk_cpu_relax();
+        else
+            sched_yield();
+    while (!try_take_clock(t))
+        tk_wait_clock_even();
+    __atomic_store_n(&tk_g.serial_turn, me + 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);
     return TK_OK;
 }
 
@@ -49,7 +61,7 @@ static int serial_commit(tk_thread *t) {
 }
 
 static void serial_rollback(tk_thread *t) {
-    tk_undo_apply(t, 0);
+    tk_undo_apply(t, 0, tk_stack_private_top(t));
     release(t);
 }
 
@@ -67,6 +79,7 @@ static int serial_make_irrevocable(tk_thread *t) {
      * with the token's owner, which needs the clock to commit. */
     uintptr_t none = 0;
     if (t->ulog.len == 0 && tk_configured_method(t) != TXKIT_SERIAL &&
+        t->ctl.kind != TK_KIND_ITM && /* gcc: see tx_irrevocable */
         __atomic_compare_exchange_n(&tk_g.irr_owner, &none, (uintptr_t)t, false,
                                     __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
         t->ctl.irr_token = 1;
@@ -94,16 +107,21 @@ void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
     }
 }
 
-void tk_undo_apply(tk_thread *t, size_t keep) {
+void tk_undo_apply(tk_thread *t, size_t keep, uintptr_t dead_top) {
+    uintptr_t dead = dead_top > t->stk_lo ? dead_top - t->stk_lo : 0;
     for (size_t i = t->ulog.len; i-- > keep;) {
         tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+        if ((uintptr_t)u->addr - t->stk_lo < dead)
+            continue; /* a frame that is gone: maybe the rollback's own now */
         memcpy(u->addr, &u->old, u->size);
     }
     t->ulog.len = keep;
 }
 
 static void serial_store(tk_thread *t, void *addr, const void *src, size_t size) {
-    if (!t->ctl.irrevocable)
+    /* The transaction's own frames need no undo, unless a nested block that
+     * may be cancelled needs the part of them that outlives it. */
+    if (!t->ctl.irrevocable && (t->itm_cps.len || !tk_stack_private(t, addr, size)))
         tk_undo_log(t, addr, size);
     memcpy(addr, src, size);
 }

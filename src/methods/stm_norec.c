@@ -81,10 +81,12 @@ static inline bool snapshot_current(const tk_thread *t) {
     return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == t->hsnap;
 }
 
+/* Entries of memory this attempt owns and writes in place (its own stack
+ * frames, blocks it allocated) may differ by its own writes: not conflicts. */
 static bool rlog_valid(const tk_thread *t) {
     for (const tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
-        if (read_mem(r->addr, r->size) != r->val &&
-            !(t->captured.len && tk_captured(t, r->addr, r->size))) /* our own, in place */
+        if (read_mem(r->addr, r->size) != r->val && !tk_stack_private(t, r->addr, r->size) &&
+            !(t->captured.len && tk_captured(t, r->addr, r->size)))
             return false;
     return true;
 }
@@ -102,9 +104,39 @@ static void rlog_grow(tk_thread *t) {
     _txkit_tls.rend = n + cap;
 }
 
-/* Move the snapshot to now if everything read so far still holds. */
+/* Bounded revalidation: every transaction must finish, also a long one whose
+ * reads all stay valid while other threads keep committing (each commit makes
+ * it check its whole read log again: quadratic, for ever). An attempt may
+ * extend its snapshot REVAL_MAX times, checking at most REVAL_WORK_MIN +
+ * REVAL_WORK_RATIO x (its read-log length) entries in all (the time spent
+ * revalidating, counted without a clock: beyond it, running the reads again
+ * serially is cheaper). Past that it aborts; TK_REVAL_ABORTS such aborts and
+ * the transaction runs serially (txn.c). Irrevocable attempts are never
+ * invalidated and never run out. */
+#define REVAL_MAX 4096
+#define REVAL_WORK_MIN (1u << 20)
+#define REVAL_WORK_RATIO 16
+
+/* Count one revalidation; true (and counted as such an abort) when it is one
+ * too many. Owner thread, inside its attempt. */
+static bool reval_budget_spent(tk_thread *t) {
+    uint64_t n = (uint64_t)(_txkit_tls.rcur - t->rlog);
+    t->ctl.revals++;
+    t->ctl.reval_work += n;
+    if (TXKIT_LIKELY(t->ctl.revals <= REVAL_MAX &&
+                     t->ctl.reval_work <= REVAL_WORK_MIN + REVAL_WORK_RATIO * n) ||
+        t->ctl.irrevocable)
+        return false;
+    t->ctl.reval_aborts++;
+    return true;
+}
+
+/* Move the snapshot to now if everything read so far still holds (false:
+ * it does not, or the revalidation budget is spent: abort). */
 static bool try_extend(tk_thread *t) {
     for (;;) {
+        if (TXKIT_UNLIKELY(reval_budget_spent(t)))
+            return false;
         uint64_t c = tk_wait_clock_even();
         uint64_t h = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
         if (!rlog_valid(t))
@@ -315,8 +347,12 @@ static int stm_begin(tk_thread *t) {
         __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
         t->sw_registered = 1;
     }
-    /* Let a waiting serial transaction in first, so it cannot starve. */
-    for (unsigned spins = 0; __atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED);)
+    /* Let a waiting serial transaction in first, so it cannot starve. Not
+     * while holding the irrevocability token: the serial one waits for it. */
+    t->ctl.revals = 0;
+    t->ctl.reval_work = 0;
+    for (unsigned spins = 0;
+         !t->ctl.irr_token && __atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED);)
         if (++spins < 2000)
             tk_cpu_relax();
         else
@@ -418,11 +454,15 @@ void tk_stm_ws_restore(tk_thread *t, const tk_wentry *saved, size_t n) {
 static void stm_rollback(tk_thread *t) {
     tk_vis_end(t);
     ws_clear(t);
-    tk_undo_apply(t, 0); /* private memory logged by gcc's _ITM_L* barriers */
+    tk_undo_apply(t, 0, tk_stack_private_top(t)); /* _ITM_L*, nested-cancel stack logs */
     unregister(t);
 }
 
 static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
+    if (tk_stack_private(t, addr, size)) { /* our own frames: written in place */
+        memcpy(dst, addr, size);
+        return;
+    }
     uintptr_t a = (uintptr_t)addr;
     if (t->wset.len && ws_overlay(t, dst, a, size) == size)
         return; /* read-after-write of bytes all written by us */
@@ -448,6 +488,15 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
 }
 
 static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
+    if (tk_stack_private(t, addr, size)) {
+        /* The attempt's own frames: in place, like gcc's direct accesses to
+         * them; undone only for a nested block that may be cancelled (the
+         * frames above it outlive the cancel). */
+        if (t->itm_cps.len)
+            tk_undo_log(t, addr, size);
+        memcpy(addr, src, size);
+        return;
+    }
     if (t->captured.len && tk_captured(t, addr, size)) {
         memcpy(addr, src, size); /* allocated by this attempt: private, in place */
         return;

@@ -97,6 +97,31 @@ void tk_vis_thread_exit(tk_thread *t) {
     t->vis_slot = 0;
 }
 
+/* fork(): in the child, the slots of the threads that are gone are free and
+ * idle (a writer must not wait for, or be killed by, a reader that no longer
+ * exists); the forking thread keeps its own. */
+void tk_vis_atfork(int phase, tk_thread *me) {
+    if (phase == TK_FORK_PREPARE) {
+        pthread_mutex_lock(&slot_lock);
+        return;
+    }
+    if (phase == TK_FORK_PARENT) {
+        pthread_mutex_unlock(&slot_lock);
+        return;
+    }
+    pthread_mutex_init(&slot_lock, NULL);
+    int mine = me && me->vis_slot > 0 ? me->vis_slot - 1 : -1;
+    for (int i = 0; i < VIS_SLOTS; i++) {
+        if (i == mine)
+            continue;
+        struct vis_slot *s = &slots[i];
+        s->used = 0;
+        s->irrevocable = 0;
+        s->status = (s->status & ~3ull) | ST_IDLE;
+        memset(s->sig, 0, sizeof s->sig);
+    }
+}
+
 static inline struct vis_slot *my_slot(const tk_thread *t) { return &slots[t->vis_slot - 1]; }
 
 static void party_of(struct _txkit_cm_party *p, const struct vis_slot *s, unsigned id) {

@@ -172,6 +172,8 @@ static void cm_begin(tk_thread *t) {
 }
 
 static void cm_abort(tk_thread *t, int cause) {
+    if (cause == TXKIT_CAUSE_INJECTED)
+        return; /* no conflict to wait out: retry at once */
     if (tk_sched_on && tk_sched_abort(t, cause))
         return;
     tk_backoff(t, cause);

@@ -6,9 +6,11 @@
  *   TXKIT_HTM_RETRIES=N   hardware attempts after conflicts before software (default 4)
  *   TXKIT_STM_RETRIES=N   software aborts before the serial fallback (default 16)
  *   TXKIT_FAULT=P | htm=P,stm=P,serial=P   abort-injection probabilities
- *   TXKIT_STATS=1 | FILE  print a summary at exit to stderr, or dump to FILE
- *                         (txkit report FILE); private: do not publish the
- *                         segment; off: do not count at all
+ *                         (serial: at most TK_FAULT_SERIAL_MAX per transaction)
+ *   TXKIT_STATS=1|on|yes|true|stderr  print a summary at exit to stderr;
+ *                         a path with a '/': dump there (txkit report FILE);
+ *                         0|no|false: the default; private: do not publish
+ *                         the segment; off: do not count at all
  */
 #include <errno.h>
 #include <sched.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "methods/method.h"
@@ -129,11 +132,19 @@ int txkit_set_fault(txkit_method_t m, double prob) {
     return 0;
 }
 
+/* Serial is the last resort: a transaction gets at most TK_FAULT_SERIAL_MAX
+ * injected serial aborts, so that every one finishes, even at serial=1. */
 bool tk_fault_hit(tk_thread *t, int method) {
     double p = tk_cfg.fault[method];
     if (p <= 0.0)
         return false;
-    return (double)(tk_rand(t) >> 11) * 0x1.0p-53 < p;
+    if (method == TXKIT_SERIAL && t->ctl.serial_injected >= TK_FAULT_SERIAL_MAX)
+        return false;
+    if ((double)(tk_rand(t) >> 11) * 0x1.0p-53 >= p)
+        return false;
+    if (method == TXKIT_SERIAL)
+        t->ctl.serial_injected++;
+    return true;
 }
 
 /* ---------------------------------------------------------- environment */
@@ -213,17 +224,45 @@ static void parse_method(void) {
     tk_cfg.method = m;
 }
 
+static int word_in(const char *v, const char *const *words) {
+    for (; *words; words++)
+        if (strcasecmp(v, *words) == 0)
+            return 1;
+    return 0;
+}
+
+/* TXKIT_STATS: a few words, or a path with a '/' in it (a dump file); any
+ * other value is a mistake (TXKIT_STATS=on must not write ./on). */
 static void parse_stats(void) {
+    static const char *const summary[] = {"1", "on", "yes", "true", "stderr", NULL};
+    static const char *const plain[] = {"0", "no", "false", NULL};
     const char *v = getenv("TXKIT_STATS");
-    if (v && strcmp(v, "off") == 0) {
-        tk_cfg.stats_off = 1; /* for measuring what counting costs */
+    if (!v || !*v || word_in(v, plain))
+        return; /* count and publish, say nothing at exit */
+    if (strcmp(v, "private") == 0)
+        return; /* count, but do not publish (stats/segment.c) */
+    if (strcmp(v, "off") == 0) {
+        tk_cfg.stats_off = 1; /* no counting at all: to measure what counting costs */
         return;
     }
-    if (!v || !*v || strcmp(v, "0") == 0 || strcmp(v, "private") == 0)
-        return; /* "private": count, but do not publish (stats/segment.c) */
-    tk_cfg.stats_at_exit = 1;
-    if (strcmp(v, "1") != 0 && strcmp(v, "stderr") != 0)
+    if (word_in(v, summary)) {
+        tk_cfg.stats_at_exit = 1;
+    } else if (strchr(v, '/')) {
+        if (strlen(v) >= sizeof tk_cfg.stats_path) {
+            env_warn("TXKIT_STATS", v, "path too long; no dump at exit");
+            return;
+        }
         snprintf(tk_cfg.stats_path, sizeof tk_cfg.stats_path, "%s", v);
+        tk_cfg.stats_at_exit = 1;
+    } else {
+        env_warn("TXKIT_STATS", v,
+                 "expected 1|on|yes|true|stderr (summary at exit), 0|no|false, private, off, "
+                 "or a dump file path containing '/' (e.g. ./FILE); ignored");
+        return;
+    }
+    /* Where the exit summary and messages go: stderr as it is now, which the
+     * program may close in an atexit handler of its own before ours runs. */
+    tk_stats_out_init();
 }
 
 static void parse_cm(void) {

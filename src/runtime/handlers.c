@@ -80,10 +80,8 @@ static void give_back(tk_vec *v, tk_vec *mine) {
 
 void tk_discard_effects(tk_thread *t, int committed) {
     if (committed) {
-        for (size_t i = 0; i < t->frees.len; i++) {
-            tk_free *f = &TK_VEC_AT(&t->frees, tk_free, i);
-            tk_free_later(t, f->p, f->fn);
-        }
+        for (size_t i = 0; i < t->frees.len; i++)
+            tk_free_later(t, &TK_VEC_AT(&t->frees, tk_free, i));
     } else {
         for (size_t i = 0; i < t->allocs.len; i++) /* never published: free now */
             free(TK_VEC_AT(&t->allocs, void *, i));
@@ -193,26 +191,26 @@ void *tx_malloc(size_t size) {
     return p;
 }
 
-void tk_tx_free_with(void *ptr, void (*fn)(void *)) {
+void tk_tx_free_with(void *ptr, tk_free_fn fn, size_t size, size_t align) {
     if (!ptr)
         return;
     if (_txkit_tls.depth == 0) {
-        fn(ptr);
+        fn(ptr, size, align);
         return;
     }
     tk_thread *t = live_tx();
     if (!t)
-        return;
-    tk_free *f = tk_vec_push(&t->frees, sizeof *f);
-    if (f) {
-        f->p = ptr;
-        f->fn = fn;
+        return; /* a doomed attempt's free never happened */
+    tk_free *slot = tk_vec_push(&t->frees, sizeof *slot);
+    if (slot) {
+        *slot = (tk_free){ptr, fn, size, align};
         return;
     }
-    /* No memory to defer the free: make the rest irrevocable, then wait for
-     * the readers and free. */
-    tx_irrevocable();
-    tk_free_later(t, ptr, fn);
+    /* No memory to remember the free: the block stays allocated (a leak).
+     * Freeing it now would be a use after free for any reader that can still
+     * reach it (our unlink is not even published before the commit), and
+     * waiting here for those readers could wait for ever (a serial attempt
+     * holds the clock they need to finish). */
 }
 
-void tx_free(void *ptr) { tk_tx_free_with(ptr, free); }
+void tx_free(void *ptr) { tk_tx_free_with(ptr, tk_free_plain, 0, 0); }

@@ -28,8 +28,18 @@ TK_HIDDEN TK_NORETURN void tk_fatal(const char *file, int line, const char *fmt,
     __attribute__((format(printf, 3, 4)));
 #define TK_FATAL(...) tk_fatal(__FILE__, __LINE__, __VA_ARGS__)
 
-/* Relaxed single-writer counter update: plain code on x86, no data race for readers. */
-#define TK_COUNT(field, n) __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
+/* Counter update. A thread's own row has one writer: a relaxed load and
+ * store (plain code on x86, no data race for readers). The shared row of the
+ * statistics segment (stats/format.h), the last one, from tk_seg_shared_lo
+ * up, has many: an atomic add. */
+extern uintptr_t tk_seg_shared_lo TK_HIDDEN; /* UINTPTR_MAX while there is none */
+#define TK_COUNT(field, n)                                                     \
+    do {                                                                       \
+        if (TXKIT_UNLIKELY((uintptr_t)&(field) >= tk_seg_shared_lo))           \
+            __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED);               \
+        else                                                                   \
+            __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED);       \
+    } while (0)
 
 /* ------------------------------------------------------------------ logs */
 
@@ -56,10 +66,15 @@ typedef struct tk_exc {
     int live;
 } tk_exc;
 
+/* How a block whose free waits is finally freed: fn(p, size, align). size
+ * and align matter only to C++ sized / aligned deletes (0 otherwise). */
+typedef void (*tk_free_fn)(void *p, size_t size, size_t align);
+
 /* A block to free at commit, and how. */
 typedef struct tk_free {
     void *p;
-    void (*fn)(void *);
+    tk_free_fn fn;
+    size_t size, align;
 } tk_free;
 
 /* Software read log entry: the exact bytes read, revalidated by value. Its
@@ -113,13 +128,18 @@ struct cx_lock;
 struct tk_cx {
     int mode;                     /* 0 none, 1 optimistic, 2 exclusive, 3 subscribed */
     unsigned depth;               /* nesting depth of sections */
+    unsigned txdepth;             /* sections of a transaction run inside an exclusive one */
     struct cx_lock *lock;         /* the outermost section's lock */
     struct tks_counters *cnt;     /* its statistics entry */
     unsigned tries;               /* hardware attempts of the current entry */
     unsigned nheld;
-    struct cx_lock *held[TK_CX_MAX_HELD]; /* held exclusively */
-    unsigned nsubs;
-    struct cx_lock *subs[TK_CX_MAX_HELD]; /* a software transaction depends on */
+    struct cx_lock *held[TK_CX_MAX_HELD]; /* held exclusively by sections outside transactions */
+    /* Owned by the running transaction attempt, not by its sections: kept
+     * after cx_unlock until the attempt commits or has rolled back. */
+    unsigned ntxheld, txheld_cap;
+    struct cx_lock **txheld;      /* held for real (serial, irrevocable) */
+    unsigned nsubs, subs_cap;
+    struct cx_lock **subs;        /* a software transaction depends on */
 };
 
 struct tk_thread {
@@ -135,9 +155,14 @@ struct tk_thread {
         int irrevocable;              /* this attempt runs non-speculatively */
         int force_serial;             /* next attempts must be serial (irrevocable asked) */
         int inject;                   /* fault injection: abort this attempt at commit */
+        unsigned serial_injected;     /* serial attempts injection aborted (tk_fault_hit) */
         int fell_htm, fell_serial;    /* fallbacks already counted for this transaction */
         unsigned attempts;            /* aborted attempts of this transaction */
         unsigned htm_tries, htm_locked_waits, stm_aborts;
+        unsigned htm_zero;            /* hardware aborts with status 0 (txn.c) */
+        unsigned revals;              /* software: snapshot extensions of this attempt, */
+        uint64_t reval_work;          /* and the read-log entries they checked */
+        unsigned reval_aborts;        /* attempts that ran out of that budget (stm_norec.c) */
         uint64_t attempt_tsc;         /* start of the current attempt, 0 if not timed */
         unsigned attempt_weight;      /* attempts this timing stands for */
         int cancelled;                /* ITM: a hardware attempt was cancelled (outer) */
@@ -175,7 +200,9 @@ struct tk_thread {
     unsigned cxa_catches;         /* catch handlers this attempt began and did not end */
     int cxa_undo;                 /* the undo action for them is registered */
     tk_vec frees;                 /* tk_free: tx_free'd, freed at commit */
-    tk_vec limbo;                 /* freed at commit, waiting for readers (reclaim.c) */
+    struct tk_limbo *limbo_head;  /* freed at commit, waiting for readers (reclaim.c): */
+    struct tk_limbo *limbo_tail;  /* buckets, oldest first */
+    struct tk_limbo *limbo_spare; /* an empty bucket kept for reuse */
     uint64_t epoch;               /* snapshot+1 of the running software attempt, or 0 */
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
@@ -208,11 +235,23 @@ struct tk_thread {
 
     /* -- configuration */
     int thread_method;            /* -1: follow the process */
+    /* -- this thread's hardware penalty for one site after repeated status-0
+     *    aborts (txn.c): transactions left to skip, and the next length,
+     *    which doubles while they recur and resets at a hardware commit */
+    txkit_site_t *htm_pen_site;
+    unsigned htm_pen_left, htm_pen_len;
+
+    /* -- the thread's stack [stk_lo, stk_hi) (thread.c, 0 when unknown), and
+     *    the part of it private to the running transaction (txn.c): the
+     *    frames below its outermost begin, [stk_lo, stk_lo + stk_span) */
+    uintptr_t stk_lo, stk_hi, stk_span;
 
     /* -- statistics: this thread's row of the published segment (stats/),
      *    written only by this thread; cnt is the current site's entry */
-    struct tks_thread *slot;
+    struct tks_thread *slot;      /* in the segment, or own_slot (shared row) */
     unsigned slot_index;
+    struct tks_thread own_slot;   /* seqlock and cur_site of a thread counting in
+                                   * the shared row: nobody else reads them */
     struct tks_counters *row, *cnt;
     uint64_t ntx;                 /* transactions begun (solo detection) */
     unsigned inside_sample_ctr;
@@ -251,12 +290,40 @@ static inline bool tk_captured(const tk_thread *t, const void *addr, size_t size
     return false;
 }
 TK_HIDDEN unsigned tk_thread_count(void);           /* threads with a descriptor */
+
+/* Stack memory below the outermost begin of the running transaction: frames
+ * the transaction itself made, which no other thread can reach and which are
+ * dead once it commits or restarts. Every method writes it in place (gcc
+ * reads a callee's own locals without barriers) and no rollback puts old
+ * values back there (the rollback's own frames may be there by then). */
+static inline bool tk_stack_private(const tk_thread *t, const void *addr, size_t size) {
+    uintptr_t off = (uintptr_t)addr - t->stk_lo;
+    return off < t->stk_span && size <= t->stk_span - off;
+}
+/* The end of the private part: frames below it die when the attempt ends. */
+static inline uintptr_t tk_stack_private_top(const tk_thread *t) {
+    return t->stk_lo + t->stk_span;
+}
+
+/* fork(): each module that has locks or per-thread global state gets these
+ * calls from the one set of fork handlers (thread.c), in a fixed order:
+ * PREPARE (take its locks, in the forking thread), then PARENT (give them
+ * back) or CHILD (the only thread left is `me`, possibly NULL: reset every
+ * lock and whatever belonged to the threads that are gone). */
+enum tk_fork_phase { TK_FORK_PREPARE, TK_FORK_PARENT, TK_FORK_CHILD };
+TK_HIDDEN void tk_txn_atfork(int phase);
+TK_HIDDEN void tk_cx_atfork(int phase);
+TK_HIDDEN void tk_itm_atfork(int phase);
+TK_HIDDEN void tk_vis_atfork(int phase, tk_thread *me);
+TK_HIDDEN void tk_sched_fork_child(tk_thread *me);
 /* The statistics segment (stats/segment.c). */
 TK_HIDDEN void tk_seg_thread_attach(tk_thread *t);
 TK_HIDDEN void tk_seg_thread_detach(tk_thread *t);
 TK_HIDDEN unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file,
                                         const char *func, int line);
 TK_HIDDEN void tk_seg_sum(struct tks_counters *out, unsigned *threads);
+/* Threads that counted in the shared slot so far (any thread). */
+TK_HIDDEN unsigned tk_seg_shared_threads(void);
 TK_HIDDEN void tk_seg_fork_child(tk_thread *me);
 TK_HIDDEN void tk_seg_unpublish(void);
 TK_HIDDEN int tk_seg_dump(const char *path, char *why, size_t wlen);
@@ -276,12 +343,19 @@ static inline void tk_stats_close(tk_thread *t) {
 }
 /* The smallest snapshot of any running software attempt, UINT64_MAX if none. */
 TK_HIDDEN uint64_t tk_threads_min_epoch(const tk_thread *self);
-/* Free p with fn once no running software attempt can still read it. */
-TK_HIDDEN void tk_free_later(tk_thread *t, void *p, void (*fn)(void *));
-TK_HIDDEN size_t tk_reclaim(tk_thread *t);
+/* Free f->p with f->fn once no running software attempt can still read it:
+ * the one path of every free a transaction committed (tx_free, _ITM_free, C++
+ * delete). Owner thread only; O(1) amortized, whatever the backlog. */
+TK_HIDDEN void tk_free_later(tk_thread *t, const tk_free *f);
+/* Thread exit: wait for the readers and free everything left. Owner only. */
 TK_HIDDEN void tk_reclaim_all(tk_thread *t);
-/* Defer fn(p) to the commit of the current transaction (tx_free with fn). */
-TK_HIDDEN void tk_tx_free_with(void *p, void (*fn)(void *));
+/* Blocks waiting in t's limbo (owner thread, or a test looking at itself). */
+TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);
+/* Inside a transaction: defer fn(p, size, align) to its commit, then to the
+ * readers (tk_free_later); outside: free now. Dropped by a doomed attempt. */
+TK_HIDDEN void tk_tx_free_with(void *p, tk_free_fn fn, size_t size, size_t align);
+/* tk_free_fn for malloc'ed blocks: free(p). */
+TK_HIDDEN void tk_free_plain(void *p, size_t size, size_t align);
 extern int tk_membarrier_ok TK_HIDDEN;
 /* Publish the snapshot of a software attempt (before its first shared read). */
 static inline void tk_epoch_publish(tk_thread *t, uint64_t snap) {
@@ -307,7 +381,12 @@ struct tk_global {
     int last_writer_prio;
     _Alignas(TK_CACHELINE) volatile uint64_t hw_commits;
     _Alignas(TK_CACHELINE) volatile uint64_t sw_active;
+    /* Serial transactions waiting for the clock: while any does, no new
+     * software attempt begins (stm_begin), and they take it in ticket order
+     * (serial_next: tickets given, serial_turn: whose turn), before any
+     * newcomer. */
     _Alignas(TK_CACHELINE) volatile uint32_t serial_pending;
+    uint32_t serial_next, serial_turn;
     /* auto method: the thread that runs transactions alone (serially, with no
      * instrumentation cost), 0 for nobody yet, TK_SOLO_SHARED once others
      * came. Only performance depends on it, never correctness. */
@@ -351,27 +430,42 @@ struct tk_config {
 };
 extern struct tk_config tk_cfg TK_HIDDEN;
 TK_HIDDEN void tk_config_init(void);
+/* Whether to inject an abort into t's next attempt, of method (its thread only). */
 TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
+#define TK_FAULT_SERIAL_MAX 8u
 
 /* ---------------------------------------------------------------- the engine */
 
 TK_HIDDEN TK_NORETURN void tk_abort(tk_thread *t, int cause);  /* software abort + restart */
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
 TK_HIDDEN void tk_run_attempts(tk_thread *t);
-TK_HIDDEN void tk_start_transaction(tk_thread *t, txkit_site_t *site);
+/* stack_top: the stack pointer of the caller of the outermost begin; below
+ * it, the transaction's own frames (tk_stack_private). */
+TK_HIDDEN void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top);
 TK_HIDDEN void tk_finish_commit(tk_thread *t);
 TK_HIDDEN void tk_abort_attempt(tk_thread *t, int cause);
 TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line);
 /* gcc -fgnu-tm (abi/itm.c): the _ITM_actions for the attempt now running. */
 TK_HIDDEN uint32_t tk_itm_action(tk_thread *t, int restarted);
+/* A transaction whose software attempts ran out of their revalidation budget
+ * this many times runs serially (stm_norec.c, choose_method). */
+#define TK_REVAL_ABORTS 2
 /* Software TM: rebuild the write set from saved entries (nested cancel). */
 TK_HIDDEN void tk_stm_ws_restore(tk_thread *t, const tk_wentry *e, size_t n);
 TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
 /* A write outside transactions that software transactions must notice (an
  * exclusive cx acquisition): move the clock like a commit that wrote. */
 TK_HIDDEN void tk_stm_external_write(void);
-/* A software attempt aborted: forget the cx sections it had entered. */
+/* An attempt aborted and rolled back: release the cx locks it held, forget
+ * its subscriptions and the sections it had entered. Owner thread only. */
 TK_HIDDEN void tk_cx_reset_after_abort(tk_thread *t);
+/* An attempt committed: release the cx locks it held, forget its
+ * subscriptions. Owner thread only, after the method's commit. */
+TK_HIDDEN void tk_cx_release_at_commit(tk_thread *t);
+/* The transaction holds or depends on cx locks (cheap test, owner thread). */
+static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
+/* Free the thread's cx lock lists (thread exit). */
+TK_HIDDEN void tk_cx_thread_exit(tk_thread *t);
 /* Becoming irrevocable: take every cx lock the transaction depends on, or
  * none (then -EBUSY: restart, irrevocable from the start). */
 TK_HIDDEN int tk_cx_hold_subscribed(tk_thread *t);
@@ -381,8 +475,10 @@ TK_HIDDEN void tk_stm_rlog_refresh(tk_thread *t, const void *addr);
 TK_HIDDEN int tk_configured_method(const tk_thread *t);
 /* Record the current bytes at addr, put back if the attempt aborts. */
 TK_HIDDEN void tk_undo_log(tk_thread *t, const void *addr, size_t size);
-/* Put back, newest first, what the undo log recorded after its first keep entries. */
-TK_HIDDEN void tk_undo_apply(tk_thread *t, size_t keep);
+/* Put back, newest first, what the undo log recorded after its first keep
+ * entries, except in the thread's stack below dead_top: frames that are gone
+ * once the rollback jumps back to its checkpoint (whose stack pointer that is). */
+TK_HIDDEN void tk_undo_apply(tk_thread *t, size_t keep, uintptr_t dead_top);
 /* Copy n bytes; src_tx / dst_tx: whether each side is shared (goes through
  * the barriers); move: the ranges may overlap (memmove). */
 TK_HIDDEN void tk_copy(void *dst, const void *src, size_t n, int src_tx, int dst_tx, int move);
@@ -457,6 +553,11 @@ TK_HIDDEN void tk_spin_pause(unsigned iterations);
 /* ------------------------------------------------------------------- stats */
 
 TK_HIDDEN void tk_stats_at_exit(void);
+/* TXKIT_STATS output: tk_stats_out_init() (start-up, one thread) keeps a
+ * duplicate of stderr; tk_stats_out() (at exit) is a stream on it, NULL if
+ * there was no stderr to duplicate. */
+TK_HIDDEN void tk_stats_out_init(void);
+TK_HIDDEN FILE *tk_stats_out(void);
 TK_HIDDEN double tk_ns_per_tick(void);
 TK_HIDDEN void tk_calibrate_maybe(void);
 TK_HIDDEN void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c);

@@ -11,10 +11,22 @@
  *
  * Each thread publishes the snapshot of its running software attempt (epoch,
  * 0 when none). Publishing must be ordered before its first shared read; to
- * keep that off the fast path, the reclaiming side (rare: every 64 frees) uses
- * membarrier(2), which runs a full barrier on every thread of the process, and
- * the publishing side a compiler barrier only (the liburcu technique). Without
- * membarrier the publishing side pays a fence.
+ * keep that off the fast path, the reclaiming side uses membarrier(2), which
+ * runs a full barrier on every thread of the process, and the publishing side
+ * a compiler barrier only (the liburcu technique). Without membarrier the
+ * publishing side pays a fence.
+ *
+ * Cost must not grow with the backlog (a long reader holds everything back
+ * while another thread keeps freeing): the limbo list is a queue of buckets of
+ * BUCKET_CAP blocks, each tagged with the clock at its newest free (a
+ * thread's frees come in clock order, so the oldest bucket has the smallest
+ * tag). A reclaim pass runs once per bucket filled, looks at the oldest tag
+ * only, first against a plain read of the published snapshots (no barrier),
+ * and pays the membarrier and the real check only when that look says
+ * something can go: the look only decides whether to pay, so a stale view
+ * costs a delay or one barrier, never safety. It then frees at most
+ * PASS_BUCKETS buckets. So each free costs O(1) amortized and
+ * one membarrier per BUCKET_CAP frees at most.
  *
  * Hardware attempts need none of this (a freed node's unlink conflicts with
  * them first), nor does serial execution, and a process that never ran a
@@ -28,13 +40,15 @@
 
 #include "runtime/internal.h"
 
-#define LIMBO_BATCH 64
+#define BUCKET_CAP 64  /* frees per bucket: one reclaim pass per bucket filled */
+#define PASS_BUCKETS 4 /* buckets one pass frees at most: bounds a commit's work */
 
-typedef struct tk_limbo {
-    void *p;
-    void (*fn)(void *);
-    uint64_t clock;
-} tk_limbo;
+struct tk_limbo {
+    struct tk_limbo *next;
+    uint64_t tag; /* the clock at the newest free in it */
+    unsigned n;
+    tk_free e[BUCKET_CAP];
+};
 
 int tk_membarrier_ok;
 
@@ -49,53 +63,92 @@ static void heavy_barrier(void) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-/* Free what no running software attempt can reach. Returns what is left. */
-size_t tk_reclaim(tk_thread *t) {
-    if (t->limbo.len == 0)
-        return 0;
-    heavy_barrier();
-    uint64_t safe = tk_threads_min_epoch(t); /* UINT64_MAX when none runs */
-    size_t keep = 0;
-    for (size_t i = 0; i < t->limbo.len; i++) {
-        tk_limbo *e = &TK_VEC_AT(&t->limbo, tk_limbo, i);
-        if (e->clock <= safe)
-            e->fn(e->p);
-        else
-            TK_VEC_AT(&t->limbo, tk_limbo, keep++) = *e;
-    }
-    t->limbo.len = keep;
-    return keep;
+void tk_free_plain(void *p, size_t size, size_t align) {
+    (void)size, (void)align;
+    free(p);
 }
 
-void tk_free_later(tk_thread *t, void *p, void (*fn)(void *)) {
+static void free_bucket(tk_thread *t, struct tk_limbo *b) {
+    for (unsigned i = 0; i < b->n; i++)
+        b->e[i].fn(b->e[i].p, b->e[i].size, b->e[i].align);
+    if (!t->limbo_spare) {
+        t->limbo_spare = b;
+    } else {
+        free(b);
+    }
+}
+
+/* Free the oldest buckets that no running software attempt can reach, at
+ * most max of them. Owner thread only. */
+static void reclaim_pass(tk_thread *t, size_t max) {
+    struct tk_limbo *b = t->limbo_head;
+    if (!b || b->tag > tk_threads_min_epoch(t)) /* cheap look: not yet */
+        return;
+    heavy_barrier();
+    uint64_t safe = tk_threads_min_epoch(t); /* UINT64_MAX when none runs */
+    for (size_t k = 0; k < max && (b = t->limbo_head) && b->tag <= safe; k++) {
+        t->limbo_head = b->next;
+        if (!b->next)
+            t->limbo_tail = NULL;
+        free_bucket(t, b);
+    }
+}
+
+/* No memory to wait with: wait for the readers now, then free. */
+static void free_after_readers(tk_thread *t, const tk_free *f) {
+    uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
+    heavy_barrier(); /* attempts that begin after it see our commit */
+    while (tk_threads_min_epoch(t) < c)
+        sched_yield();
+    f->fn(f->p, f->size, f->align);
+}
+
+void tk_free_later(tk_thread *t, const tk_free *f) {
     /* Nobody else can be reading when no software attempt ever ran, or when
      * we are the only thread with a descriptor. The fence keeps our commit's
      * clock store before these loads (x86 may reorder a store with a later
      * load): a thread arriving now sees our commit in its first snapshot. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (!__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1) {
-        fn(p);
+        f->fn(f->p, f->size, f->align);
         return;
     }
-    tk_limbo *e = tk_vec_push(&t->limbo, sizeof *e);
-    if (!e) { /* no memory to wait with: wait now */
-        while (tk_reclaim(t))
-            sched_yield();
-        heavy_barrier();
-        while (tk_threads_min_epoch(t) < __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE))
-            sched_yield();
-        fn(p);
-        return;
+    struct tk_limbo *b = t->limbo_tail;
+    if (!b || b->n == BUCKET_CAP) {
+        b = t->limbo_spare;
+        if (b)
+            t->limbo_spare = NULL;
+        else if (!(b = malloc(sizeof *b))) {
+            free_after_readers(t, f);
+            return;
+        }
+        b->next = NULL;
+        b->n = 0;
+        if (t->limbo_tail)
+            t->limbo_tail->next = b;
+        else
+            t->limbo_head = b;
+        t->limbo_tail = b;
     }
-    e->p = p;
-    e->fn = fn;
-    e->clock = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
-    if (t->limbo.len >= LIMBO_BATCH)
-        tk_reclaim(t);
+    b->e[b->n++] = *f;
+    b->tag = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
+    if (b->n == BUCKET_CAP)
+        reclaim_pass(t, PASS_BUCKETS);
+}
+
+size_t tk_limbo_count(const tk_thread *t) {
+    size_t n = 0;
+    for (const struct tk_limbo *b = t->limbo_head; b; b = b->next)
+        n += b->n;
+    return n;
 }
 
 void tk_reclaim_all(tk_thread *t) {
-    while (tk_reclaim(t))
-        sched_yield();
-    tk_vec_free(&t->limbo);
+    while (t->limbo_head) {
+        reclaim_pass(t, SIZE_MAX);
+        if (t->limbo_head)
+            sched_yield();
+    }
+    free(t->limbo_spare);
+    t->limbo_spare = NULL;
 }

@@ -155,6 +155,15 @@ void tk_sched_commit(tk_thread *t) {
     }
 }
 
+/* fork(): queues held and sleepers counted by threads that are gone. */
+void tk_sched_fork_child(tk_thread *me) {
+    struct site_sched *held = me && me->sched_queue_held ? site_of(me) : NULL;
+    for (unsigned i = 0; i < TKS_MAX_SITES; i++) {
+        sites[i].queue = &sites[i] == held;
+        sites[i].sleepers = 0;
+    }
+}
+
 void tk_sched_release(tk_thread *t) {
     if (t->sched_queue_held)
         queue_release(t, site_of(t));

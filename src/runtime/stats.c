@@ -1,8 +1,10 @@
 /* stats.c - process totals of the per-thread counters, and their printing. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/internal.h"
 
@@ -141,19 +143,45 @@ void tx_stats_print(const tx_stats_t *s, FILE *f) {
                 (unsigned long long)s->sched_waits, (unsigned long long)s->sched_queued);
 }
 
+/* The exit summary's stream: a duplicate of stderr made at start-up, so that
+ * a program closing stderr in an atexit handler of its own (which runs before
+ * ours) does not lose it. Using stderr itself after an fclose(stderr) would
+ * be undefined. */
+static int out_fd = -1;
+static FILE *out_file;
+
+void tk_stats_out_init(void) {
+    if (out_fd < 0)
+        out_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+}
+
+FILE *tk_stats_out(void) {
+    if (!out_file && out_fd >= 0 && (out_file = fdopen(out_fd, "w")) != NULL)
+        setvbuf(out_file, NULL, _IOLBF, 0); /* every line out at once, like stderr */
+    return out_file;
+}
+
 /* At exit: TXKIT_STATS=1 prints a summary, TXKIT_STATS=FILE writes a dump
  * for `txkit report FILE`; the published segment goes away either way. */
 void tk_stats_at_exit(void) {
     if (tk_cfg.stats_at_exit) {
         tx_stats_t s;
         tx_stats_get(&s); /* also calibrates ns_per_tick for the dump */
+        FILE *f = tk_stats_out();
+        unsigned shared = tk_seg_shared_threads();
         if (tk_cfg.stats_path[0]) {
             char why[320];
-            if (tk_seg_dump(tk_cfg.stats_path, why, sizeof why) != 0)
-                fprintf(stderr, "txkit: TXKIT_STATS=%s: %s\n", tk_cfg.stats_path, why);
-        } else {
-            tx_stats_print(&s, stderr);
+            if (tk_seg_dump(tk_cfg.stats_path, why, sizeof why) != 0 && f)
+                fprintf(f, "txkit: TXKIT_STATS=%s: %s\n", tk_cfg.stats_path, why);
+        } else if (f) {
+            tx_stats_print(&s, f);
+            if (shared)
+                fprintf(f, "  %u threads counted together in the shared statistics slot (more than %u "
+                           "at once)\n",
+                        shared, TKS_SHARED_SLOT - 1);
         }
+        if (f)
+            fflush(f);
     }
     tk_seg_unpublish();
 }

@@ -3,8 +3,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <txkit/cx.h>
 #include <unistd.h>
 
+#include "methods/method.h"
 #include "runtime/internal.h"
 
 __thread tk_thread *tk_cur;
@@ -45,57 +47,134 @@ static void thread_exit(void *p) {
     tk_vec_free(&t->handlers);
     tk_vec_free(&t->arena);
     free(t->windex);
+    tk_cx_thread_exit(t);
     free(t);
     tk_cur = NULL;
 }
 
-/* fork(): the child must not inherit a clock held by a thread that does not
- * exist there, nor half a write-back. So fork waits for the clock like a
- * serial transaction (unless the forking thread is inside one itself, which
- * then already excludes everyone), and the child keeps only the forking
- * thread, with statistics of its own. */
+/* fork(): the child has only the forking thread, so every global token must
+ * be left as if the others had never run, never held by a thread that does
+ * not exist there:
+ *  - clock: a software commit writes back, or a serial transaction writes in
+ *    place, only while holding it (odd). fork takes it like a serial
+ *    transaction (so the child gets the memory whole, and an even clock),
+ *    unless the forking thread holds it itself, in a serial attempt;
+ *  - irr_owner: an irrevocable software transaction writes nothing shared
+ *    before its commit, which needs the clock: in the child it never ran, and
+ *    the token is free (fork does not wait for it: the irrevocable thread may
+ *    be waiting for I/O that the forking thread provides after the fork);
+ *  - serial_holder, serial_pending, sw_active, solo: the forking thread's own
+ *    share only;
+ *  - the registry (reclamation epochs, solo detection), visible-read slots,
+ *    site queues of the scheduler, statistics: the forking thread's only;
+ *  - the runtime's own mutexes: taken in prepare after the clock (their
+ *    holders never wait for the clock), reset in the child.
+ * cx locks and mutexes held by the threads that are gone stay held in the
+ * child, as with any lock (the user's problem, POSIX says as much). */
 static int fork_took_clock;
 static uint64_t fork_clock;
+static tk_thread *fork_orphans; /* the parent's other threads, in a child */
+
+/* Does t hold the clock itself (a serial attempt is running)? */
+static bool holds_clock(const tk_thread *t) {
+    return t && _txkit_tls.depth && t->ctl.m == &tk_method_serial &&
+           __atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == t->serial_clock;
+}
 
 static void fork_prepare(void) {
-    pthread_mutex_lock(&reg_lock);
+    tk_thread *me = tk_cur;
     fork_took_clock = 0;
-    if (_txkit_tls.depth)
-        return;
-    for (;;) {
-        uint64_t c = tk_wait_clock_even();
-        if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
-            fork_clock = c + 2;
-            fork_took_clock = 1;
-            return;
+    if (!holds_clock(me)) {
+        for (;;) {
+            uint64_t c = tk_wait_clock_even();
+            if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 1, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_RELAXED)) {
+                fork_clock = c + 2; /* as after a commit: snapshots revalidate */
+                fork_took_clock = 1;
+                break;
+            }
         }
     }
+    tk_itm_atfork(TK_FORK_PREPARE);
+    tk_txn_atfork(TK_FORK_PREPARE);
+    tk_cx_atfork(TK_FORK_PREPARE);
+    pthread_mutex_lock(&reg_lock);
+    tk_vis_atfork(TK_FORK_PREPARE, me);
 }
 
 static void fork_parent(void) {
+    tk_vis_atfork(TK_FORK_PARENT, tk_cur);
+    pthread_mutex_unlock(&reg_lock);
+    tk_cx_atfork(TK_FORK_PARENT);
+    tk_txn_atfork(TK_FORK_PARENT);
+    tk_itm_atfork(TK_FORK_PARENT);
     if (fork_took_clock)
         __atomic_store_n(&tk_g.clock, fork_clock, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&reg_lock);
+}
+
+/* The child's statistics segment is new: a transaction or cx section the
+ * forking thread is inside of counts into it from now on. */
+static void fork_reattach_stats(tk_thread *me) {
+    bool tx = _txkit_tls.depth && me->ctl.site && me->ctl.site->id;
+    bool section = me->cx.depth && me->cx.lock && me->cx.lock->site;
+    if (!tx && !section)
+        return;
+    tk_seg_thread_attach(me);
+    if (!me->row)
+        return;
+    if (tx)
+        me->cnt = me->row + (me->ctl.site->id - 1);
+    if (section && me->cx.cnt)
+        me->cx.cnt = me->row + (me->cx.lock->site - 1);
 }
 
 static void fork_child(void) {
-    if (fork_took_clock)
-        tk_g.clock = fork_clock;
-    tk_g.sw_active = 0;
-    tk_g.serial_pending = 0;
-    tk_g.solo = 0;
     tk_thread *me = tk_cur;
+    if (fork_took_clock) {
+        tk_g.clock = fork_clock;
+        tk_g.serial_holder = 0;
+    }
+    if (tk_g.irr_owner != (uintptr_t)me || !me)
+        tk_g.irr_owner = 0;
+    tk_g.sw_active = me && me->sw_registered ? 1 : 0;
+    tk_g.serial_pending = 0;
+    tk_g.serial_next = tk_g.serial_turn = 0; /* the queued ones are not in the child */
+    if (tk_g.solo != (uintptr_t)me || !me)
+        tk_g.solo = 0;
     /* Other threads' descriptors stay allocated (their memory is the parent's
-     * to free); they simply leave the registry. */
+     * to free); they leave the registry for fork_orphans, which nothing reads:
+     * kept reachable, so that a leak checker (ASan's, TXKIT_SANITIZE) does not
+     * report them at every child's exit. */
+    if (me) {
+        if (me->prev)
+            me->prev->next = me->next;
+        else
+            reg_head = me->next;
+        if (me->next)
+            me->next->prev = me->prev;
+    }
+    if (reg_head) {
+        tk_thread *tail = reg_head;
+        while (tail->next)
+            tail = tail->next;
+        tail->next = fork_orphans; /* a child's child: earlier orphans too */
+        fork_orphans = reg_head;
+    }
     reg_head = me;
     if (me) {
         me->next = me->prev = NULL;
         me->ntx = 0;
     }
     live_threads = me ? 1 : 0;
-    pthread_mutex_unlock(&reg_lock);
+    tk_vis_atfork(TK_FORK_CHILD, me);
+    pthread_mutex_init(&reg_lock, NULL);
+    tk_sched_fork_child(me);
+    tk_cx_atfork(TK_FORK_CHILD);
+    tk_txn_atfork(TK_FORK_CHILD);
+    tk_itm_atfork(TK_FORK_CHILD);
     tk_seg_fork_child(me); /* statistics of its own */
+    if (me)
+        fork_reattach_stats(me);
 }
 
 static void make_key(void) {
@@ -122,6 +201,16 @@ tk_thread *tk_thread_get(void) {
     t->thread_method = -1;
     t->prio_set = TX_PRIO_AUTO;
     tk_prio_refresh(t);
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        void *lo;
+        size_t size;
+        if (pthread_attr_getstack(&attr, &lo, &size) == 0) {
+            t->stk_lo = (uintptr_t)lo;
+            t->stk_hi = (uintptr_t)lo + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
     _txkit_tls.clock = &tk_g.clock;
     t->rng = tk_rdtsc() ^ ((uint64_t)(uintptr_t)t << 17) ^ (uint64_t)gettid();
     if (!t->rng)

@@ -28,6 +28,7 @@ struct tk_global tk_g;
 #define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
 #define SOLO_QUIET_NS 5000000 /* others idle this long: run alone (serially) */
 #define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
+#define HTM_ZERO_RETRIES 2   /* hardware retries of a status-0 abort (interrupts, faults) */
 
 /* How many threads are inside this site now (this one included)? Reads the
  * other threads' slots, so only every INSIDE_SAMPLE-th entry does it; counted
@@ -99,7 +100,11 @@ static bool auto_solo(tk_thread *t) {
     return false;
 }
 
-static bool site_skips_htm(txkit_site_t *site) {
+static bool site_skips_htm(tk_thread *t, txkit_site_t *site) {
+    if (TXKIT_UNLIKELY(t->htm_pen_left) && t->htm_pen_site == site) {
+        t->htm_pen_left--;
+        return true;
+    }
     unsigned n = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
     if (n == 0)
         return false;
@@ -110,6 +115,13 @@ static bool site_skips_htm(txkit_site_t *site) {
 int tk_configured_method(const tk_thread *t) {
     return t->thread_method >= 0 ? t->thread_method
                                  : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
+}
+
+/* Software attempts left before the serial fallback: aborts of any kind, and
+ * attempts that ran out of their revalidation budget (every transaction must
+ * finish, also one whose reads all stay valid while others keep committing). */
+static bool stm_budget_left(const tk_thread *t) {
+    return t->ctl.stm_aborts < tk_cfg.stm_retries && t->ctl.reval_aborts < TK_REVAL_ABORTS;
 }
 
 static const struct tk_method *choose_method(tk_thread *t) {
@@ -135,16 +147,16 @@ static const struct tk_method *choose_method(tk_thread *t) {
         return tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries ? &tk_method_htm
                                                                 : &tk_method_serial;
     case TXKIT_STM:
-        return t->ctl.stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
+        return stm_budget_left(t) ? &tk_method_stm : &tk_method_serial;
     default:
         if (t->ctl.attempts == 0 && auto_solo(t))
             return &tk_method_serial;
         if (t->ctl.m == &tk_method_serial && t->ctl.attempts > 0)
             return &tk_method_serial; /* solo attempt restarted: stay serial */
         if (tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries &&
-            !(t->ctl.attempts == 0 && site_skips_htm(t->ctl.site)))
+            !(t->ctl.attempts == 0 && site_skips_htm(t, t->ctl.site)))
             return &tk_method_htm;
-        return t->ctl.stm_aborts < tk_cfg.stm_retries ? &tk_method_stm : &tk_method_serial;
+        return stm_budget_left(t) ? &tk_method_stm : &tk_method_serial;
     }
 }
 
@@ -163,8 +175,25 @@ static void htm_policy(tk_thread *t, int cause) {
         if (++t->ctl.htm_locked_waits % 8 == 0)
             t->ctl.htm_tries++;
         return;
-    case TXKIT_CAUSE_CAPACITY:
     case TXKIT_CAUSE_UNSUPPORTED:
+        /* Status 0: a system call or an instruction RTM never runs, but also
+         * an interrupt, a first-touch page fault, a TLB shootdown. Retry a
+         * few times; then this thread (not every one) leaves hardware for
+         * this site for a while, longer each time it recurs. */
+        if (++t->ctl.htm_zero <= HTM_ZERO_RETRIES) {
+            t->ctl.htm_tries++;
+            return;
+        }
+        t->ctl.htm_tries = tk_cfg.htm_retries;
+        if (t->ctl.site) {
+            t->htm_pen_len = t->htm_pen_site == t->ctl.site && t->htm_pen_len
+                                 ? (t->htm_pen_len < SITE_HTM_SKIP ? t->htm_pen_len * 2 : SITE_HTM_SKIP)
+                                 : 1;
+            t->htm_pen_site = t->ctl.site;
+            t->htm_pen_left = t->htm_pen_len;
+        }
+        return;
+    case TXKIT_CAUSE_CAPACITY:
     case TXKIT_CAUSE_NESTED:
         /* Retrying in hardware will not help (RTM-FACTS: status 0 means never). */
         t->ctl.htm_tries = tk_cfg.htm_retries;
@@ -173,8 +202,9 @@ static void htm_policy(tk_thread *t, int cause) {
         return;
     case TXKIT_CAUSE_IRREVOCABLE:
         /* Run again irrevocable from the start: in software holding the
-         * token where there are barriers to run, else serially. */
-        if (software_possible(t))
+         * token for TX_ATOMIC blocks, else (gcc code, which then runs
+         * uninstrumented functions; see tx_irrevocable) serially. */
+        if (t->ctl.kind != TK_KIND_ITM)
             tk_irr_take(t);
         else
             t->ctl.force_serial = 1;
@@ -277,17 +307,21 @@ void tk_run_attempts(tk_thread *t) {
     }
 }
 
-void tk_start_transaction(tk_thread *t, txkit_site_t *site) {
+void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
+    t->stk_span = stack_top > t->stk_lo && stack_top <= t->stk_hi ? stack_top - t->stk_lo : 0;
     if (TXKIT_UNLIKELY(t->sched_queue_held)) /* the last one ended without a commit */
         tk_sched_release(t);
     t->ctl.site = site;
     t->ctl.m = NULL;
     t->ctl.attempts = 0;
     t->ctl.htm_tries = t->ctl.htm_locked_waits = t->ctl.stm_aborts = 0;
+    t->ctl.htm_zero = 0;
+    t->ctl.reval_aborts = 0;
     t->ctl.irrevocable = t->ctl.force_serial = 0;
     t->retry_pending = t->doomed = 0;
     t->ctl.fell_htm = t->ctl.fell_serial = 0;
     t->ctl.cancelled = 0;
+    t->ctl.serial_injected = 0;
     unsigned idx = site->id - 1; /* registered: tk_site_init */
     if (TXKIT_UNLIKELY(!t->slot)) /* a fork's child: a segment of its own */
         tk_seg_thread_attach(t);
@@ -316,6 +350,10 @@ static unsigned set_bucket(size_t n) {
 void tk_finish_commit(tk_thread *t) {
     struct tks_counters *c = t->cnt;
     const struct tk_method *m = t->ctl.m;
+    if (TXKIT_UNLIKELY(t->htm_pen_site == t->ctl.site) && m->id == TXKIT_HTM)
+        t->htm_pen_len = 0; /* hardware works here again: the penalty starts over */
+    if (TXKIT_UNLIKELY(tk_cx_owned(t)))
+        tk_cx_release_at_commit(t); /* committed: its writes are all in memory */
     tk_irr_release(t);
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         goto counted;
@@ -352,8 +390,8 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     t->ctl.irrevocable = 0;
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
-    if (TXKIT_UNLIKELY(t->cx.mode))
-        tk_cx_reset_after_abort(t);
+    if (TXKIT_UNLIKELY(t->cx.mode || tk_cx_owned(t)))
+        tk_cx_reset_after_abort(t); /* after the rollback: locks it held */
     if (t->handlers.len | t->allocs.len | t->frees.len) {
         struct tk_txctl saved = t->ctl;
         tk_discard_effects(t, 0);
@@ -408,11 +446,21 @@ void tk_abort(tk_thread *t, int cause) {
 
 /* Give the site its index in the statistics segment (id = index + 1). The
  * first thread to get here registers it; racing ones wait for the id. */
+static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void tk_txn_atfork(int phase) {
+    if (phase == TK_FORK_PREPARE)
+        pthread_mutex_lock(&site_lock);
+    else if (phase == TK_FORK_PARENT)
+        pthread_mutex_unlock(&site_lock);
+    else
+        pthread_mutex_init(&site_lock, NULL);
+}
+
 void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line) {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     if (__atomic_load_n(&site->id, __ATOMIC_ACQUIRE))
         return;
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&site_lock);
     if (!site->id) {
         if (file && !site->file) {
             site->file = file;
@@ -426,7 +474,7 @@ void tk_site_init(txkit_site_t *site, const char *file, const char *func, int li
                                             site->line);
         __atomic_store_n(&site->id, idx + 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&site_lock);
 }
 
 tk_jmpbuf *tk_jb_slot(void) {
@@ -445,7 +493,7 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_C;
-    tk_start_transaction(t, site);
+    tk_start_transaction(t, site, t->ctl.jb.rsp);
     tk_run_attempts(t);
     return 1;
 }
@@ -485,7 +533,9 @@ int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thro
     tk_site_init(site, file, "txkit::atomic", line);
     t->ctl.kind = TK_KIND_CXX;
     t->ctl.thrower = thrower;
-    tk_start_transaction(t, site);
+    /* txkit::atomic calls the lambda from the frame that called us: its
+     * frames are below ours (a conservative bound for the private part). */
+    tk_start_transaction(t, site, (uintptr_t)__builtin_frame_address(0));
     tk_run_attempts(t);
     return 1;
 }
@@ -613,6 +663,14 @@ void tx_irrevocable(void) {
     tk_thread *t = tk_cur;
     if (!t || _txkit_tls.depth == 0 || t->doomed || t->ctl.irrevocable)
         return;
+    if (t->ctl.kind == TK_KIND_ITM && t->ctl.m->id == TXKIT_STM) {
+        /* gcc goes irrevocable to run code it could not instrument: that code
+         * must find our writes in memory, and nobody may see its own writes
+         * half done. A software transaction holding the token keeps a write
+         * set and lets readers run: not enough. Run serially instead. */
+        t->ctl.force_serial = 1;
+        tk_abort(t, TXKIT_CAUSE_IRREVOCABLE);
+    }
     int r = t->ctl.m->make_irrevocable(t);
     if (r != TK_OK) {
         if (!t->ctl.irr_token)

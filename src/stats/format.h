@@ -24,6 +24,14 @@
  * before and after copying a row has a consistent snapshot (seqlock). The
  * matrix is a sparse file: rows and sites never used cost nothing.
  *
+ * Slot 0 holds the rows of threads that exited, added up. The last slot
+ * (header shared_slot, when not 0) is shared: the threads that found every
+ * other slot taken count there together, with atomic adds; its seq stays
+ * even (a reader's copy of that row is not one snapshot), its state is LIVE
+ * once used, and its `shared` field says how many threads count there now.
+ * No number of threads ever stops a program; beyond max_threads - 2 at once
+ * only the per-thread detail is merged.
+ *
  * A dump (TXKIT_STATS=FILE) has the same layout with max_threads = 1 (all
  * threads added up) and max_sites = nsites, so one reader serves both; its
  * application counters come last.
@@ -40,14 +48,17 @@
 #define TKS_MAGIC "TXKITSG1"
 #define TKS_VERSION 1u
 #define TKS_MAX_THREADS 128u
+#define TKS_SHARED_SLOT (TKS_MAX_THREADS - 1u) /* the shared slot of a segment */
 #define TKS_MAX_SITES 256u
 #define TKS_NMETHODS 4   /* txkit_method_t: auto (unused), htm, stm, serial */
 #define TKS_NCAUSES 12   /* room for txkit_cause_t (9 today) */
 #define TKS_HIST 8
 #define TKS_MAX_UCOUNTERS 64u /* TXKIT_MAX_COUNTERS */
 
-/* Site 0 collects transactions of sites beyond max_sites. */
+/* Site 0 collects transactions of sites beyond max_sites, site 1 (a lock
+ * site, so never counted as transactions) the sections of cx locks beyond. */
 #define TKS_SITE_OTHER 0u
+#define TKS_SITE_OTHER_LOCKS 1u
 
 /* Histogram buckets. Read/write set sizes (software commits, words):
  * 0, 1, 2-3, 4-7, 8-15, 16-63, 64-255, >= 256.
@@ -84,7 +95,8 @@ struct tks_thread {
     uint32_t tid;
     uint64_t seq;      /* seqlock over this slot's matrix row */
     uint64_t cur_site; /* site index + 1 of the transaction running now, 0 if none */
-    uint64_t reserved[5];
+    uint64_t shared;   /* the shared slot: threads counting in it now (else 0) */
+    uint64_t reserved[4];
 }; /* 64 bytes: one cache line (the array starts on a page) */
 
 enum tks_site_kind {
@@ -136,7 +148,10 @@ struct tks_header {
     uint32_t max_ucounters;
     uint32_t nucounters;    /* used so far (high-water mark) */
     char cm[16];            /* the contention manager in use ("backoff", "prio", ...) */
-    uint64_t reserved[4];
+    uint64_t shared_threads; /* threads that ever counted in the shared slot */
+    uint32_t shared_slot;   /* index of the shared slot; 0: none (a dump) */
+    uint32_t reserved1;
+    uint64_t reserved[2];
 };
 
 static inline uint64_t tks_matrix_index(const struct tks_header *h, uint32_t thread, uint32_t site) {

@@ -30,9 +30,10 @@ static size_t seg_size;
 static int seg_fd = -1;
 static char seg_path[256];
 static unsigned threads_seen;        /* threads that ever ran a transaction */
+uintptr_t tk_seg_shared_lo = UINTPTR_MAX; /* start of the shared row (internal.h) */
 /* Our own copies of the header's counts: the shared header can be written by
  * any process of the user, so the writer never trusts what it reads back. */
-static unsigned my_nsites, my_nthreads;
+static unsigned my_nsites, my_nthreads, my_shared_threads;
 
 /* Parts start on page boundaries: every thread slot then sits in a cache line
  * of its own (its owner writes it on every transaction), and rows too. */
@@ -115,11 +116,16 @@ static void fill_header(struct tks_header *h, size_t size) {
     h->max_ucounters = TKS_MAX_UCOUNTERS;
     h->file_size = size;
     snprintf(h->cm, sizeof h->cm, "%s", tk_cm->name);
+    h->shared_slot = TKS_SHARED_SLOT;
+    h->shared_threads = my_shared_threads = 0;
     h->nthreads = my_nthreads = 1; /* slot 0: threads that exited, added up */
-    h->nsites = my_nsites = 1;     /* site 0: sites beyond TKS_MAX_SITES */
+    h->nsites = my_nsites = 2; /* sites 0 and 1: sites and locks beyond TKS_MAX_SITES */
     struct tks_site *other = (struct tks_site *)((char *)h + h->sites_offset);
-    snprintf(other->file, sizeof other->file, "(other sites)");
-    other->state = 1;
+    snprintf(other[TKS_SITE_OTHER].file, sizeof other->file, "(other sites)");
+    other[TKS_SITE_OTHER].state = 1;
+    snprintf(other[TKS_SITE_OTHER_LOCKS].file, sizeof other->file, "(other locks)");
+    other[TKS_SITE_OTHER_LOCKS].kind = TKS_SITE_LOCK;
+    other[TKS_SITE_OTHER_LOCKS].state = 1;
     if (prctl(PR_GET_NAME, h->name, 0, 0, 0) != 0)
         h->name[0] = '\0';
     read_cmdline(h->cmdline, sizeof h->cmdline);
@@ -241,6 +247,7 @@ static void seg_create(void) {
                     why);
     }
     seg_size = size;
+    __atomic_store_n(&tk_seg_shared_lo, (uintptr_t)tk_seg_row(TKS_SHARED_SLOT), __ATOMIC_RELAXED);
     ucounters_republish();
 }
 
@@ -332,22 +339,32 @@ int64_t txkit_counter_get(const txkit_counter_t *c) {
     return c ? __atomic_load_n(uc_value(c), __ATOMIC_RELAXED) : 0;
 }
 
+/* A slot of its own for the thread, or, when every one is taken, the shared
+ * slot: its row takes atomic adds (TK_COUNT), its seqlock is the thread's
+ * own_slot, which no reader looks at. */
 void tk_seg_thread_attach(tk_thread *t) {
     pthread_mutex_lock(&seg_lock);
     if (!seg)
         seg_create();
     struct tks_thread *th = tk_seg_threads();
-    unsigned slot = 0;
-    for (unsigned i = 1; i < TKS_MAX_THREADS; i++) {
+    unsigned slot = TKS_SHARED_SLOT;
+    for (unsigned i = 1; i < TKS_SHARED_SLOT; i++) {
         if (th[i].state != TKS_LIVE) {
             slot = i;
             break;
         }
     }
-    if (slot == 0)
-        TK_FATAL("more than %u threads running transactions at once", TKS_MAX_THREADS - 1);
-    th[slot].tid = (uint32_t)gettid();
-    th[slot].cur_site = 0;
+    if (slot == TKS_SHARED_SLOT) {
+        __atomic_store_n(&th[slot].shared, th[slot].shared + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&seg->shared_threads, ++my_shared_threads, __ATOMIC_RELAXED);
+        memset(&t->own_slot, 0, sizeof t->own_slot);
+        t->own_slot.state = TKS_LIVE;
+        t->slot = &t->own_slot;
+    } else {
+        th[slot].tid = (uint32_t)gettid();
+        th[slot].cur_site = 0;
+        t->slot = &th[slot];
+    }
     __atomic_store_n(&th[slot].state, TKS_LIVE, __ATOMIC_RELEASE);
     if (slot >= my_nthreads) {
         my_nthreads = slot + 1;
@@ -355,7 +372,6 @@ void tk_seg_thread_attach(tk_thread *t) {
     }
     threads_seen++;
     pthread_mutex_unlock(&seg_lock);
-    t->slot = &th[slot];
     t->slot_index = slot;
     t->row = tk_seg_row(slot);
     t->cnt = t->row;
@@ -382,6 +398,13 @@ void tk_seg_thread_detach(tk_thread *t) {
         return;
     pthread_mutex_lock(&seg_lock);
     struct tks_thread *th = tk_seg_threads();
+    if (t->slot_index == TKS_SHARED_SLOT) { /* its counts stay in the shared row */
+        __atomic_store_n(&th[TKS_SHARED_SLOT].shared, th[TKS_SHARED_SLOT].shared - 1, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&seg_lock);
+        t->slot = NULL;
+        t->row = t->cnt = NULL;
+        return;
+    }
     struct tks_counters *retired = tk_seg_row(0);
     unsigned nsites = my_nsites;
     __atomic_store_n(&th[0].seq, th[0].seq + 1, __ATOMIC_RELAXED);
@@ -406,9 +429,9 @@ unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file, con
     if (!seg)
         seg_create();
     unsigned idx = my_nsites;
-    if (idx >= TKS_MAX_SITES) {
+    if (idx >= TKS_MAX_SITES) { /* full: lock sections must not count as transactions */
         pthread_mutex_unlock(&seg_lock);
-        return TKS_SITE_OTHER;
+        return kind == TKS_SITE_LOCK ? TKS_SITE_OTHER_LOCKS : TKS_SITE_OTHER;
     }
     struct tks_site *s = &seg_sites()[idx];
     s->kind = kind;
@@ -445,6 +468,13 @@ void tk_seg_sum(struct tks_counters *out, unsigned *threads) {
     pthread_mutex_unlock(&seg_lock);
 }
 
+unsigned tk_seg_shared_threads(void) {
+    pthread_mutex_lock(&seg_lock);
+    unsigned n = my_shared_threads;
+    pthread_mutex_unlock(&seg_lock);
+    return n;
+}
+
 void tk_seg_set_cm(const char *name) {
     pthread_mutex_lock(&seg_lock);
     if (seg)
@@ -464,6 +494,7 @@ void tk_seg_set_ns_per_tick(double v) {
  * segment (created now: the child may run a transaction at once). */
 void tk_seg_fork_child(tk_thread *me) {
     pthread_mutex_init(&seg_lock, NULL);
+    tk_seg_shared_lo = UINTPTR_MAX;
     if (seg_fd >= 0)
         close(seg_fd); /* the parent keeps its lock through its own descriptor */
     seg_fd = -1;
@@ -502,6 +533,8 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
     h.max_sites = nsites;
     h.nthreads = 1;
     h.is_dump = 1;
+    h.shared_slot = 0; /* one slot: the shared one's counts are in it */
+    h.shared_threads = my_shared_threads;
     h.threads_offset = sizeof h;
     h.sites_offset = h.threads_offset + sizeof(struct tks_thread);
     h.matrix_offset = h.sites_offset + nsites * sizeof(struct tks_site);
@@ -529,8 +562,16 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
     int rc = -1;
     char tmp[300];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
+    /* Mode 0600 like the segments: the counters and command line are the
+     * user's own business. */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f && fd >= 0) {
+        close(fd);
+        unlink(tmp);
+        snprintf(why, wlen, "cannot write %s: %s", tmp, strerror(errno));
+    } else if (!f) {
         snprintf(why, wlen, "cannot create %s: %s", tmp, strerror(errno));
     } else {
         int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(&th, sizeof th, 1, f) == 1 &&

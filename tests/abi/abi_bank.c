@@ -15,11 +15,18 @@
  *     violations must be 0.
  *
  * usage: abi_bank [ops-per-thread]
+ *
+ * TXKIT_STRESS_SECONDS (tests/runtime/stress_env.h): rounds of the same run,
+ * each checked, until that time has passed, from a fresh seed (printed;
+ * TXKIT_STRESS_SEED replays it). Otherwise the seed is fixed: the balances
+ * hash is part of the summary that abi.bank.compare compares across runtimes.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
+#include "../runtime/stress_env.h"
 #include "abi_common.h"
 
 #define NACC 64
@@ -89,8 +96,12 @@ __attribute__((noinline)) static long audit(void) {
     return sum;
 }
 
+static uint64_t base_seed = 0x9e3779b97f4a7c15ull;
+
 static void *transfer_thread(void *arg) {
-    uint64_t seed = 0x9e3779b97f4a7c15ull * (uintptr_t)(1 + (uintptr_t)arg);
+    uint64_t seed = base_seed * (uintptr_t)(1 + (uintptr_t)arg);
+    if (!seed)
+        seed = 1;
     for (long i = 0; i < ops; i++) {
         uint64_t r = abi_rand(&seed);
         int from = (int)(r % NACC);
@@ -115,15 +126,16 @@ static void *audit_thread(void *arg) {
     return NULL;
 }
 
-int main(int argc, char **argv) {
-    abi_init("abi_bank");
-    if (argc > 1)
-        ops = atol(argv[1]);
-    ABI_CHECK(ops > 0);
+/* One run from the initial state, checked; returns the balances' hash. */
+static uint64_t run_round(long naudits) {
     for (int a = 0; a < NACC; a++)
         accounts[a] = INITIAL;
+    ox = 0;
+    oy = 1;
+    oracle_sum = 0;
+    audits_done = 0;
+    uint64_t attempts0 = abi_attempts();
 
-    long naudits = ops / 20;
     pthread_t th[NXFER + 1];
     for (long t = 0; t < NXFER; t++)
         ABI_CHECK_EQ(pthread_create(&th[t], NULL, transfer_thread, (void *)t), 0);
@@ -146,11 +158,40 @@ int main(int argc, char **argv) {
     ABI_CHECK_EQ(violations, 0);
     ABI_CHECK_EQ(audit_violations, 0);
     /* every transfer committed exactly once: at least one attempt each */
-    ABI_CHECK(abi_attempts() >= (uint64_t)(NXFER * ops));
+    ABI_CHECK(abi_attempts() - attempts0 >= (uint64_t)(NXFER * ops));
+    return h;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+    abi_init("abi_bank");
+    if (argc > 1)
+        ops = atol(argv[1]);
+    ABI_CHECK(ops > 0);
+    int soak = tk_stress_soak();
+    const char *replay = getenv("TXKIT_STRESS_SEED");
+    if (soak || (replay && *replay))
+        base_seed = tk_stress_seed("abi_bank");
+
+    long naudits = ops / 20;
+    double end = soak ? now() + tk_stress_seconds(0) : 0;
+    long rounds = 0;
+    uint64_t h;
+    do {
+        h = run_round(naudits);
+        rounds++;
+    } while (soak && now() < end);
+    if (soak)
+        printf("INFO abi_bank: %ld rounds of %ld transfers per thread\n", rounds, ops);
 
     abi_summary("accounts=%d total=%ld transfers=%ld audits=%ld oracle_writes=%ld "
                 "oracle_reads=%ld violations=%lu audit_violations=%lu balances_hash=%016llx",
-                NACC, total, NXFER * ops, audits_done, ox, oracle_sum, violations,
+                NACC, (long)NACC * INITIAL, NXFER * ops, audits_done, ox, oracle_sum, violations,
                 audit_violations, (unsigned long long)h);
     return abi_finish();
 }

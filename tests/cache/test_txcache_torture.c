@@ -14,6 +14,8 @@
  * synchronized snapshot), and txc_check's invariants and the reference
  * counts at the end. --expect-runtime fails unless the gcc transactions bind
  * to that libitm-ABI runtime (tx mode under LD_PRELOAD=libitm.so.1).
+ * TXKIT_STRESS_SECONDS (tests/runtime/stress_env.h) replaces --seconds; the
+ * threads' choices come from a printed seed (TXKIT_STRESS_SEED replays it).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -30,6 +32,7 @@
 
 #include <txkit.h>
 
+#include "../runtime/stress_env.h"
 #include "txcache.h"
 
 #define MAX_THREADS 64
@@ -305,12 +308,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "FAIL: txc_create: %s\n", err);
         return 1;
     }
+    seconds = tk_stress_seconds(seconds);
+    uint64_t seed = tk_stress_seed("test_txcache_torture");
     tx_stats_t s0, s1;
     tx_stats_get(&s0);
     static struct worker w[MAX_THREADS];
     for (int i = 0; i < nthreads; i++) {
         w[i].id = i + 1;
-        w[i].rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(i + 1) + 12345;
+        w[i].rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(i + 1) + seed;
         if (pthread_create(&w[i].th, NULL, worker_main, &w[i]) != 0) {
             fprintf(stderr, "FAIL: pthread_create\n");
             return 1;

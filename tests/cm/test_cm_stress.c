@@ -38,6 +38,9 @@
  *       no undecided conflict.
  * The manager is set with txkit_set_cm before the first transaction, the
  * method is whatever TXKIT_METHOD says (CTest sets stm).
+ * TXKIT_STRESS_SECONDS (tests/runtime/stress_env.h): noinvert runs that long;
+ * livelock repeats its round (same bound each) until that time has passed.
+ * noinvert's slots come from a seed, printed (TXKIT_STRESS_SEED replays it).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -120,6 +123,8 @@ static void *noinvert_worker(void *arg)
     return NULL;
 }
 
+static uint64_t g_seed; /* tk_stress_seed() */
+
 static int noinvert(const char *cm, int nthreads, double seconds)
 {
     set_cm(cm);
@@ -131,7 +136,7 @@ static int noinvert(const char *cm, int nthreads, double seconds)
     for (int i = 0; i < nthreads; i++) {
         w[i].id = i;
         w[i].prio = i % 4 + 1;
-        w[i].rng = tk_seed((uint64_t)i + 11);
+        w[i].rng = tk_seed(g_seed + (uint64_t)i);
         CHECK_EQ(pthread_create(&w[i].th, NULL, noinvert_worker, &w[i]), 0);
     }
     struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
@@ -489,7 +494,8 @@ int main(int argc, char **argv)
     if (argc >= 3 && strcmp(argv[1], "noinvert") == 0) {
         int n = argc > 3 ? (int)arg_long("THREADS", argv[3], 1, MAX_THREADS) : 4;
         double secs = argc > 4 ? (double)arg_long("SECONDS", argv[4], 1, 60) : 1.0;
-        return noinvert(argv[2], n, secs);
+        g_seed = tk_stress_seed("test_cm_stress");
+        return noinvert(argv[2], n, tk_stress_seconds(secs));
     }
     if (argc >= 3 && strcmp(argv[1], "decided") == 0) {
         double secs = argc > 3 ? (double)arg_long("SECONDS", argv[3], 1, 60) : 5.0;
@@ -512,7 +518,19 @@ int main(int argc, char **argv)
         int n = (int)arg_long("THREADS", argv[4], 1, MAX_THREADS);
         int ops = argc > 5 ? (int)arg_long("OPS", argv[5], 1, 100000000) : 2000;
         double limit = argc > 6 ? (double)arg_long("LIMIT_S", argv[6], 1, 600) : 20.0;
-        return livelock(argv[2], sched, n, ops, limit);
+        if (!tk_stress_soak())
+            return livelock(argv[2], sched, n, ops, limit);
+        /* TXKIT_STRESS_SECONDS: round after round, each with the same bound */
+        double end = tk_now() + tk_stress_seconds(0);
+        for (int round = 1;; round++) {
+            memset(g_hot, 0, sizeof g_hot);
+            livelock(argv[2], sched, n, ops, limit);
+            CHECK_EQ(pthread_barrier_destroy(&g_start), 0);
+            if (tk_now() >= end) {
+                printf("livelock: %d rounds in %.0f s\n", round, tk_stress_seconds(0));
+                return 0;
+            }
+        }
     }
     fprintf(stderr, "usage: %s noinvert CM [THREADS [SECONDS]]\n"
                     "       %s livelock CM on|off THREADS [OPS [LIMIT_S]]\n"

@@ -13,10 +13,20 @@
  *   test_cx starvation         an exclusive waiter gets the lock within a
  *       bound while three threads flood it with optimistic entries.
  *   test_cx api                init/destroy/trylock/mode, errors.
+ *   test_cx release            a lock a transaction entered stays its own
+ *       until the attempt commits or has rolled back, not until cx_unlock():
+ *       another thread tries the lock after the section ended but before
+ *       the transaction ends (restarted, irrevocable, irrevocable after the
+ *       section), deterministically; and sections that reenter one lock or
+ *       use many locks in one transaction.
+ * TXKIT_STRESS_SECONDS (tests/runtime/stress_env.h) replaces the SECONDS of
+ * torture and nested; torture's choices come from a printed seed
+ * (TXKIT_STRESS_SEED replays it).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,8 +85,10 @@ static void one_transaction(void) {
     }
 }
 
+static uint64_t torture_seed; /* tk_stress_seed() */
+
 static void *torture_thread(void *arg) {
-    unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
+    unsigned seed = (unsigned)(torture_seed + (uintptr_t)arg * 7919u);
     long n = 0;
     while (!atomic_load(&stop)) {
         unsigned kind = rnd(&seed) % 8;
@@ -169,7 +181,8 @@ static int nested(double seconds) {
     pthread_t th[3];
     for (int i = 0; i < 3; i++)
         CHECK(pthread_create(&th[i], NULL, nested_thread, (void *)(uintptr_t)(i + 5)) == 0);
-    usleep((useconds_t)(seconds * 1e6));
+    for (double end = now() + seconds; now() < end;) /* also past useconds_t's 71 minutes */
+        usleep(10000);
     atomic_store(&stop, 1);
     for (int i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
@@ -223,6 +236,176 @@ static int starvation(void) {
     return 0;
 }
 
+/* ------------------------------------------------------------ release */
+
+static cx_lock_t lr = CX_LOCK_INITIALIZER;
+static volatile long rx;           /* under lr */
+static atomic_int phase;           /* 1: the section ended, 2: the other thread tried */
+static atomic_int other_got;       /* the other thread entered lr meanwhile */
+static atomic_long other_saw;      /* ... and read rx = this */
+static atomic_int irr_runs;        /* code after tx_irrevocable() ran this often */
+static int scenario;
+
+enum { REL_RESTART, REL_IRREVOCABLE, REL_IRR_AFTER, REL_IN_EXCL };
+static cx_lock_t lo = CX_LOCK_INITIALIZER; /* REL_IN_EXCL: held around the transaction */
+
+static void wait_phase(int want) {
+    for (long spins = 0; atomic_load(&phase) < want; spins++)
+        if (spins > 1000)
+            sched_yield();
+}
+
+/* The transaction: one section on lr, then it stays open until the other
+ * thread has tried lr (first attempt only). */
+static void *release_tx(void *arg) {
+    (void)arg;
+    static int attempt; /* not a local: the restart longjmps back */
+    attempt = 0;
+    if (scenario == REL_IN_EXCL)
+        cx_exclusive(&lo);
+    TX_ATOMIC {
+        attempt++;
+        if (scenario == REL_IRREVOCABLE) {
+            tx_irrevocable();
+            atomic_fetch_add(&irr_runs, 1);
+        }
+        cx_optimistic(&lr);
+        long v = TX_LOAD(&rx);
+        TX_STORE(&rx, v + 1);
+        cx_unlock(&lr);
+        if (scenario == REL_IRR_AFTER) {
+            tx_irrevocable(); /* takes every lock the transaction depends on */
+            atomic_fetch_add(&irr_runs, 1);
+        }
+        if (attempt == 1) {
+            atomic_store(&phase, 1);
+            wait_phase(2);
+            if (scenario == REL_RESTART || scenario == REL_IN_EXCL)
+                tx_restart(); /* rolls back x = v + 1 */
+        }
+    }
+    if (scenario == REL_IN_EXCL)
+        cx_unlock(&lo);
+    return NULL;
+}
+
+/* The other thread: if it gets lr, it must see only committed state, and
+ * its own update must survive. */
+static void *release_other(void *arg) {
+    (void)arg;
+    wait_phase(1);
+    if (cx_trylock(&lr) == 0) {
+        long v = rx;
+        atomic_store(&other_saw, v);
+        for (volatile int k = 0; k < 1000; k++) /* a rollback would land here */
+            ;
+        rx = rx + 100;
+        atomic_store(&other_got, 1);
+        cx_unlock(&lr);
+    }
+    atomic_store(&phase, 2);
+    return NULL;
+}
+
+static void release_scenario(int which, const char *name) {
+    scenario = which;
+    rx = 0;
+    atomic_store(&phase, 0);
+    atomic_store(&other_got, 0);
+    atomic_store(&other_saw, -1);
+    atomic_store(&irr_runs, 0);
+    pthread_t a, b;
+    CHECK(pthread_create(&b, NULL, release_other, NULL) == 0);
+    CHECK(pthread_create(&a, NULL, release_tx, NULL) == 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    int got = atomic_load(&other_got);
+    printf("release/%s: other thread %s the lock (read x=%ld), final x=%ld\n", name,
+           got ? "got" : "did not get", (long)other_saw, rx);
+    if (got)
+        CHECK_EQ(other_saw, 0); /* the transaction had not committed */
+    CHECK_EQ(rx, 1 + 100 * got); /* nobody's update lost */
+    if (which == REL_IRREVOCABLE || which == REL_IRR_AFTER)
+        CHECK_EQ(irr_runs, 1); /* an irrevocable transaction never re-runs */
+    CHECK_EQ(cx_destroy(&lr), 0);
+}
+
+static cx_lock_t lmany[20] = {
+    CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER,
+    CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER,
+    CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER,
+    CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER,
+    CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER};
+static long many[20];
+
+/* A transaction inside an exclusive section restarts inside its own
+ * section: the section is left with the attempt (not held twice). */
+static void restart_in_exclusive(void) {
+    static int attempt;
+    attempt = 0;
+    rx = 0;
+    cx_exclusive(&lo);
+    TX_ATOMIC {
+        cx_optimistic(&lr);
+        cx_optimistic(&lo); /* the outer section's lock: already ours */
+        TX_STORE(&rx, TX_LOAD(&rx) + 1);
+        if (++attempt == 1)
+            tx_restart();
+        cx_unlock(&lo);
+        cx_unlock(&lr);
+    }
+    CHECK_EQ(cx_mode(), 2);
+    cx_unlock(&lo);
+    CHECK_EQ(cx_mode(), 0);
+    CHECK_EQ(cx_destroy(&lo), 0);
+    CHECK_EQ(cx_destroy(&lr), 0);
+    CHECK_EQ(rx, 1);
+    printf("release/restart-inside-an-exclusive-section: ok\n");
+}
+
+static int release(void) {
+    release_scenario(REL_RESTART, "restart");
+    release_scenario(REL_IRREVOCABLE, "irrevocable");
+    release_scenario(REL_IRR_AFTER, "irrevocable-after-section");
+    release_scenario(REL_IN_EXCL, "inside-an-exclusive-section");
+    restart_in_exclusive();
+    /* One transaction: the same lock entered again (after and inside a
+     * section), more locks than one section may nest, a trylock. */
+    rx = 0;
+    for (int round = 0; round < 3; round++) {
+        TX_ATOMIC {
+            for (int k = 0; k < 2; k++) {
+                cx_optimistic(&lr);
+                cx_exclusive(&lr); /* nested on the same lock */
+                TX_STORE(&rx, TX_LOAD(&rx) + 1);
+                cx_unlock(&lr);
+                cx_unlock(&lr);
+            }
+            for (int i = 0; i < 20; i++)
+                cx_optimistic(&lmany[i]);
+            for (int i = 0; i < 20; i++)
+                TX_STORE(&many[i], TX_LOAD(&many[i]) + 1);
+            for (int i = 20; i-- > 0;)
+                cx_unlock(&lmany[i]);
+            if (cx_trylock(&lr) == 0) {
+                TX_STORE(&rx, TX_LOAD(&rx) + 1);
+                cx_unlock(&lr);
+            }
+            if (round == 2)
+                tx_irrevocable();
+        }
+        CHECK_EQ(cx_mode(), 0);
+    }
+    CHECK_EQ(rx, 3 * 3);
+    for (int i = 0; i < 20; i++) {
+        CHECK_EQ(many[i], 3);
+        CHECK_EQ(cx_destroy(&lmany[i]), 0);
+    }
+    CHECK_EQ(cx_destroy(&lr), 0);
+    printf("release: ok\n");
+    return 0;
+}
+
 /* ---------------------------------------------------------------- api */
 
 static int api(void) {
@@ -258,14 +441,18 @@ static int api(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 5 && strcmp(argv[1], "torture") == 0)
-        return torture(atoi(argv[2]), atoi(argv[3]), atof(argv[4]));
+    if (argc >= 5 && strcmp(argv[1], "torture") == 0) {
+        torture_seed = tk_stress_seed("test_cx torture");
+        return torture(atoi(argv[2]), atoi(argv[3]), tk_stress_seconds(atof(argv[4])));
+    }
     if (argc >= 3 && strcmp(argv[1], "nested") == 0)
-        return nested(atof(argv[2]));
+        return nested(tk_stress_seconds(atof(argv[2])));
     if (argc >= 2 && strcmp(argv[1], "starvation") == 0)
         return starvation();
     if (argc >= 2 && strcmp(argv[1], "api") == 0)
         return api();
-    fprintf(stderr, "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | api\n");
+    if (argc >= 2 && strcmp(argv[1], "release") == 0)
+        return release();
+    fprintf(stderr, "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | api | release\n");
     return 2;
 }

@@ -28,6 +28,9 @@
  *  hashset  1024 buckets of sorted chains with per-bucket counts, the same
  *           operations plus atomic moves across buckets and audits that
  *           compare chains to counts inside transactions.
+ * TXKIT_STRESS_SECONDS (tests/runtime/stress_env.h) replaces --seconds and
+ * --ops with a timed run of that length; the seed is --seed, else
+ * TXKIT_STRESS_SEED, else a fresh one, and is printed for a replay.
  * Every thread keeps a count of inconsistencies seen; all must be 0. Each
  * thread completes at least one operation, even in timed runs. The process
  * statistics must show exactly one commit per completed operation.
@@ -62,7 +65,8 @@ static struct {
     double fault;
     int expect_injected;
     uint64_t seed;
-} opt = {W_BANK, 4, 1.0, 0, 0, 0.0, 0, 1};
+    int have_seed;
+} opt = {W_BANK, 4, 1.0, 0, 0, 0.0, 0, 1, 0};
 
 /* One per thread, on its own cache lines. Fields written inside transaction
  * bodies (violations, res) are plain writes to thread-private memory: they are
@@ -724,6 +728,7 @@ static void parse_args(int argc, char **argv) {
             opt.seed = strtoull(v, &end, 10);
             if (*end)
                 usage(argv[0]);
+            opt.have_seed = 1;
             i++;
         } else if (strcmp(a, "--mixed") == 0) {
             opt.mixed = 1;
@@ -735,6 +740,14 @@ static void parse_args(int argc, char **argv) {
     }
     if (!have_workload)
         usage(argv[0]);
+    if (tk_stress_soak()) {
+        opt.seconds = tk_stress_seconds(opt.seconds);
+        opt.ops = 0;
+    }
+    if (opt.have_seed)
+        printf("test_stress: seed %llu (--seed)\n", (unsigned long long)opt.seed);
+    else
+        opt.seed = tk_stress_seed("test_stress");
 }
 
 int main(int argc, char **argv) {

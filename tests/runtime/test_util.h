@@ -19,6 +19,8 @@
 
 #include <txkit.h>
 
+#include "stress_env.h" /* TXKIT_STRESS_SECONDS, TXKIT_STRESS_SEED */
+
 /* Exit code that CTest maps to "skipped" (SKIP_RETURN_CODE in CMakeLists). */
 #define TK_SKIP_CODE 77
 
@@ -102,6 +104,14 @@ __attribute__((unused)) static void tk_skip_unless_method_usable(const char *pro
 /* Whether the calling thread's next transaction may run in hardware. Hardware
  * attempts undo plain writes too and do not run abort handlers, so some exact
  * counts only hold when this is 0. */
+/* A -DTXKIT_SIM_RTM=ON build: XBEGIN follows a script (TXKIT_SIM_RTM) and
+ * hardware attempts may never start. */
+__attribute__((unused)) static int tk_rtm_simulated(void) {
+    struct txkit_rtm_info info;
+    txkit_rtm_info(&info);
+    return strcmp(info.vendor, "simulated") == 0;
+}
+
 __attribute__((unused)) static int tk_hw_possible(void) {
     txkit_method_t m = txkit_get_method();
     return txkit_htm_usable() && (m == TXKIT_AUTO || m == TXKIT_HTM);

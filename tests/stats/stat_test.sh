@@ -260,7 +260,7 @@ time.sleep(50)' $(for n in $locked; do echo "$dir/$n.seg"; done) >"$tmp/locker.o
   expect_msg version.seg "format version 99, this txkit reads version 1"
   expect_msg hdrsize.seg "header_size 7"
   expect_msg hugemax.seg "max_sites 2147483647 out of range"
-  expect_msg bigmax.seg "site table (offset 12288, 1000000 sites) runs into the counter matrix"
+  expect_msg bigmax.seg "max_sites 1000000 out of range (1..256)"
   expect_msg offsets.seg "runs past the end of the file"
   expect_msg 424242.seg "the header says pid $a, the file name says 424242"
   expect_msg garbage.seg "truncated: 12 bytes"
@@ -576,6 +576,54 @@ args)
   "$bin" help | grep -q '^  report ' || fail "help lists report"
   TXKIT_STATS_DIR=$(printf 'x%.0s' $(seq 5000)) "$bin" stat 2>"$tmp/err"
   [ $? = 1 ] && grep -q "TXKIT_STATS_DIR is too long" "$tmp/err" || fail "a too long TXKIT_STATS_DIR"
+  ;;
+
+crafted)
+  # Hostile files (craft_segment.py): each is refused with one line naming it,
+  # or read with bounded work; the live process beside them is still listed.
+  # Before the fix, hang.seg made txkit stat loop over 2^32 records.
+  craft=$(dirname "$0")/craft_segment.py
+  start_helper a --tx 10 --name good; a=$hpid
+  for k in hang hangdump oddseq shared short; do
+    python3 "$craft" $k "$tmp/$k.bin" 4242 || fail "crafting $k"
+  done
+  cp --sparse=always "$tmp/hang.bin" "$dir/4242.seg"
+  for k in hangdump oddseq shared short; do cp --sparse=always "$tmp/$k.bin" "$dir/$k.seg"; done
+  # limit CMD...: run CMD for 40 s at most (its stderr may be redirected: the
+  # verdict goes to the terminal through fd 3)
+  exec 3>&2
+  limit() { timeout 40 "$@"; r=$?; [ $r = 124 ] && fail "$* did not finish in 40 s" 2>&3; return $r; }
+  limit "$bin" stat --json >"$tmp/x.json" 2>"$tmp/x.err"
+  rc=$?
+  cat "$tmp/x.err"
+  [ $rc = 0 ] || fail "txkit stat exited $rc"
+  msg() { # msg NAME TEXT: one line about NAME, with TEXT
+    [ "$(grep -c "^txkit stat: $dir/$1: " "$tmp/x.err")" = 1 ] || fail "not one line about $1"
+    grep "^txkit stat: $dir/$1: " "$tmp/x.err" | grep -qF -- "$2" || fail "$1: expected '$2'"
+  }
+  msg 4242.seg "max_threads 65536 out of range (1..128)"
+  msg hangdump.seg "max_sites 1048576 out of range (1..256)"
+  msg shared.seg "shared_slot 500 out of range (1..127)"
+  msg short.seg "truncated: the header says"
+  check "$tmp/x.json" "
+assert [p['pid'] for p in d['processes']] == [$a], d['processes']
+exact(proc($a), H[$a])
+# oddseq.seg: valid, nobody holds its lock: a dead process's, read and removed
+assert [(g['file'], g['commits'], g['removed']) for g in d['gone']] == [('oddseq.seg', 0, True)], d['gone']
+"
+  # txkit report reads any file: the same answers, and oddseq (a live-looking
+  # segment whose every seqlock stays odd) is read in bounded time.
+  for k in hang hangdump shared short; do
+    limit "$bin" report "$tmp/$k.bin" >/dev/null 2>"$tmp/r.$k" && fail "report accepted $k"
+    grep -q "^txkit report: $tmp/$k.bin: " "$tmp/r.$k" || fail "report $k: $(cat "$tmp/r.$k")"
+  done
+  limit "$bin" report --json "$tmp/oddseq.bin" >"$tmp/odd.json" 2>"$tmp/r.odd" || fail "report oddseq: $(cat "$tmp/r.odd")"
+  check "$tmp/odd.json" "
+p = d['processes'][0]
+# every record holds one transaction: 127 slots (1..127) + slot 0, 256 sites each
+assert p['transactions'] == 128 * 256, p['transactions']
+assert p['unstable_reads'] > 0 and p['shared_slot_threads'] == 0, p
+"
   ;;
 
 *)

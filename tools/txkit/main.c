@@ -139,6 +139,7 @@ static int add_preload(const char *lib) {
 
 static int cmd_run(int argc, char **argv) {
     const char *method = NULL, *stats = NULL;
+    char stats_file[PATH_MAX + 2];
     int elide = 1;
     int i = 2;
     for (; i < argc; i++) {
@@ -152,7 +153,15 @@ static int cmd_run(int argc, char **argv) {
         } else if (strcmp(argv[i], "--stats") == 0) {
             stats = "1";
         } else if (strncmp(argv[i], "--stats=", 8) == 0) {
-            stats = argv[i] + 8;
+            stats = argv[i] + 8; /* a file: TXKIT_STATS takes one with a '/' */
+            if (!*stats) {
+                fprintf(stderr, "txkit run: --stats=: no file name\n");
+                return 2;
+            }
+            if (!strchr(stats, '/')) {
+                snprintf(stats_file, sizeof stats_file, "./%s", stats);
+                stats = stats_file;
+            }
         } else if (strcmp(argv[i], "--no-elide") == 0) {
             elide = 0;
         } else if (argv[i][0] == '-') {

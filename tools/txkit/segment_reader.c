@@ -22,8 +22,10 @@
 #define SNAPSHOT_TRIES 4      /* whole snapshots, while slot 0 moves (a thread exiting) */
 #define FRESH_SECONDS 5       /* a segment this young may still be being created */
 #define HEADER_RETRIES 3      /* a live writer may still be filling its header */
-#define MAX_THREADS_SANE 65536u
-#define MAX_SITES_SANE (1u << 20)
+/* No writer of this format makes more: a file that claims more is refused,
+ * which bounds every loop of the reader (threads x sites records). */
+#define MAX_THREADS_SANE TKS_MAX_THREADS
+#define MAX_SITES_SANE TKS_MAX_SITES
 
 /* ------------------------------------------------------------ SIGBUS guard */
 
@@ -81,11 +83,11 @@ static void load_counters(struct tks_counters *dst, const struct tks_counters *s
         d[i] = i >= from && i < to ? __atomic_load_n(&s[i], __ATOMIC_RELAXED) : 0;
 }
 
-/* Copy one record under its thread's seqlock; after SEQ_TRIES accept the
- * copy (a writer is never waited for). Returns 1 when it was accepted so. */
+/* Copy one record under its thread's seqlock; after tries attempts accept
+ * the copy (a writer is never waited for). Returns 1 when it was accepted so. */
 static int copy_stable(const struct tks_thread *th, const struct tks_counters *src,
-                       struct tks_counters *dst, size_t from, size_t to) {
-    for (unsigned i = 0; i < SEQ_TRIES; i++) {
+                       struct tks_counters *dst, size_t from, size_t to, unsigned tries) {
+    for (unsigned i = 0; i < tries; i++) {
         uint64_t s1 = __atomic_load_n(&th->seq, __ATOMIC_ACQUIRE);
         if (!(s1 & 1)) {
             load_counters(dst, src, from, to);
@@ -176,6 +178,8 @@ static int validate(const struct tks_header *h, uint64_t st_size, unsigned flags
         return BAD("max_threads %u out of range (1..%u)", h->max_threads, MAX_THREADS_SANE);
     if (h->max_sites == 0 || h->max_sites > MAX_SITES_SANE)
         return BAD("max_sites %u out of range (1..%u)", h->max_sites, MAX_SITES_SANE);
+    if (h->shared_slot && h->shared_slot >= h->max_threads)
+        return BAD("shared_slot %u out of range (1..%u)", h->shared_slot, h->max_threads - 1);
     if (h->is_dump > 1)
         return BAD("is_dump %u (0 or 1)", h->is_dump);
     if ((h->threads_offset | h->sites_offset | h->matrix_offset) % 8)
@@ -244,6 +248,7 @@ static int copy_header(const struct mapped *m, struct tks_header *h) {
 struct live_fields {
     uint32_t nthreads, nsites;
     double ns_per_tick;
+    uint64_t shared_threads;
 };
 
 static int copy_live_fields(const struct mapped *m, struct live_fields *f) {
@@ -253,6 +258,7 @@ static int copy_live_fields(const struct mapped *m, struct live_fields *f) {
     bus_armed = 1;
     f->nthreads = __atomic_load_n(&h->nthreads, __ATOMIC_ACQUIRE);
     f->nsites = __atomic_load_n(&h->nsites, __ATOMIC_ACQUIRE);
+    f->shared_threads = __atomic_load_n(&h->shared_threads, __ATOMIC_RELAXED);
     uint64_t bits = __atomic_load_n((const uint64_t *)&h->ns_per_tick, __ATOMIC_RELAXED);
     bus_armed = 0;
     memcpy(&f->ns_per_tick, &bits, sizeof bits);
@@ -329,10 +335,11 @@ struct snap_args {
     const struct datamap *dm;
 };
 
-/* Copy record (thread, site), except what lies in holes (zero). A record
- * (552 bytes) spans at most two pages. */
-static void read_record(const struct snap_args *a, const struct tks_thread *th, unsigned thread,
-                        unsigned site, struct tks_counters *dst) {
+/* Copy record (thread, site), except what lies in holes (zero), with up to
+ * tries seqlock attempts. A record (552 bytes) spans at most two pages.
+ * Returns 1 when the copy was accepted without a stable seqlock. */
+static int read_record(const struct snap_args *a, const struct tks_thread *th, unsigned thread,
+                       unsigned site, struct tks_counters *dst, unsigned tries) {
     const size_t nwords = sizeof *dst / sizeof(uint64_t);
     uint64_t off = a->h->matrix_offset + tks_matrix_index(a->h, thread, site) * sizeof *dst;
     uint64_t split = (off / DM_PAGE + 1) * DM_PAGE; /* start of the next page */
@@ -342,10 +349,25 @@ static void read_record(const struct snap_args *a, const struct tks_thread *th, 
     size_t from = first ? 0 : k, to = second ? nwords : k;
     if (from >= to) {
         memset(dst, 0, sizeof *dst);
-        return;
+        return 0;
     }
     const struct tks_counters *src = (const struct tks_counters *)(a->m->base + off);
-    a->p->torn += (unsigned)copy_stable(th, src, dst, from, to);
+    int torn = copy_stable(th, src, dst, from, to, tries);
+    a->p->torn += (unsigned)torn;
+    return torn;
+}
+
+/* Add up a thread's row. A writer keeps its seq odd for a few stores: one
+ * that stays odd through SEQ_TRIES attempts is stopped, or the file is
+ * crafted, and its other records get one attempt each (bounded work). */
+static void read_row(const struct snap_args *a, const struct tks_thread *th, unsigned thread) {
+    struct tks_counters tmp;
+    unsigned tries = SEQ_TRIES;
+    for (unsigned s = 0; s < a->nsites; s++) {
+        if (read_record(a, th, thread, s, &tmp, tries))
+            tries = 1;
+        tkc_add(&a->p->counters[s], &tmp);
+    }
 }
 
 static void read_sites(const struct snap_args *a) {
@@ -373,25 +395,25 @@ static void read_counters(const struct snap_args *a) {
     const struct tks_header *h = a->h;
     const struct tks_thread *th = (const struct tks_thread *)(a->m->base + h->threads_offset);
     struct tkr_proc *p = a->p;
-    struct tks_counters tmp;
     for (unsigned attempt = 0; attempt < SNAPSHOT_TRIES; attempt++) {
         memset(p->counters, 0, (size_t)a->nsites * sizeof *p->counters);
         p->torn = 0;
+        p->shared_now = 0;
         unsigned live = 0;
         uint64_t s0 = even_seq(&th[0]);
         for (unsigned i = h->is_dump ? a->nthreads : 1; i < a->nthreads; i++) {
             if (__atomic_load_n(&th[i].state, __ATOMIC_ACQUIRE) != TKS_LIVE)
                 continue;
-            live++;
-            for (unsigned s = 0; s < a->nsites; s++) {
-                read_record(a, &th[i], i, s, &tmp);
-                tkc_add(&p->counters[s], &tmp);
+            if (h->shared_slot && i == h->shared_slot) { /* many threads, atomic adds */
+                uint64_t n = __atomic_load_n(&th[i].shared, __ATOMIC_RELAXED);
+                p->shared_now = n < (1u << 24) ? (unsigned)n : 1u << 24;
+                live += p->shared_now;
+            } else {
+                live++;
             }
+            read_row(a, &th[i], i);
         }
-        for (unsigned s = 0; s < a->nsites; s++) {
-            read_record(a, &th[0], 0, s, &tmp);
-            tkc_add(&p->counters[s], &tmp);
-        }
+        read_row(a, &th[0], 0);
         /* In a dump, slot 0's tid is the number of threads that ran transactions. */
         p->threads = h->is_dump ? __atomic_load_n(&th[0].tid, __ATOMIC_RELAXED) : live;
         if (__atomic_load_n(&th[0].seq, __ATOMIC_ACQUIRE) == s0)
@@ -608,6 +630,7 @@ enum tkr_result tkr_read(int dirfd, const char *name, unsigned flags, struct tkr
     p->uid = h.uid;
     p->is_dump = (int)h.is_dump;
     p->ns_per_tick = lf.ns_per_tick;
+    p->shared_threads = lf.shared_threads;
     copy_field(p->name, sizeof p->name, h.name, sizeof h.name);
     copy_field(p->cmdline, sizeof p->cmdline, h.cmdline, sizeof h.cmdline);
     copy_field(p->cm, sizeof p->cm, h.cm, sizeof h.cm);

@@ -48,6 +48,8 @@ struct tkr_proc {
     unsigned threads;        /* threads with a slot now; in a dump, threads that ran transactions */
     unsigned nsites;
     unsigned torn;           /* records accepted after the seqlock retries ran out */
+    unsigned shared_now;     /* threads counting in the shared slot now (in threads) */
+    uint64_t shared_threads; /* threads that ever counted in the shared slot */
     struct tkr_site *sites;         /* [nsites] */
     struct tks_counters *counters;  /* [nsites], summed over the threads */
     char cm[17];                    /* contention manager, "" if not said */

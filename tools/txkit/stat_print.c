@@ -236,6 +236,19 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
                 r->gone[i].removed ? "; segment removed" : "");
     for (size_t i = 0; i < r->nexited; i++)
         fprintf(f, "exited: pid %llu (%s)\n", (ull)r->exited[i].pid, r->exited[i].name);
+    for (size_t i = 0; i < r->nprocs; i++) {
+        const struct tkr_proc *p = r->procs[i].p;
+        if (!p->shared_threads)
+            continue;
+        fprintf(f, "shared slot: pid %llu (%s): %llu thread%s counted together in one statistics slot "
+                   "(more than %u at once",
+                (ull)p->pid, p->name, (ull)p->shared_threads, p->shared_threads == 1 ? "" : "s",
+                TKS_SHARED_SLOT - 1);
+        if (p->is_dump)
+            fprintf(f, ")\n");
+        else
+            fprintf(f, "; %u there now)\n", p->shared_now);
+    }
 
     table_header(f);
     for (size_t i = 0; i < r->nprocs; i++) {
@@ -379,6 +392,7 @@ void st_print_json(FILE *f, const struct st_report *r, const struct st_print_opt
         else
             jw_null(&w, "ns_per_tick");
         jw_u64(&w, "unstable_reads", p->torn);
+        jw_u64(&w, "shared_slot_threads", p->shared_threads);
         jw_string(&w, "cm", p->cm);
         jw_array(&w, "counters");
         for (unsigned k = 0; k < p->nucounters; k++) {

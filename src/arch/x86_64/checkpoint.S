@@ -13,7 +13,11 @@
  *
  * void tk_longjmp(const tk_jmpbuf *jb, int value)
  *   Restores the registers and "returns" from the begin again with value,
- *   after a software abort has been rolled back.
+ *   after a software abort has been rolled back. Under AddressSanitizer
+ *   (TXKIT_SANITIZE) the frames it drops would leave their redzones poisoned;
+ *   its callers are instrumented C and it is declared noreturn, so gcc calls
+ *   __asan_handle_no_return() before each call, as for longjmp
+ *   (tests/runtime/test_restart_stack.c).
  *
  * tk_jmpbuf layout (runtime/internal.h): rsp rbx rbp r12 r13 r14 r15 rip ssp.
  */

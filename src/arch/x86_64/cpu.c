@@ -38,6 +38,14 @@ static void detect(void) {
     struct txkit_rtm_info *r = &detected;
     unsigned a = 0, b = 0, c = 0, d = 0;
     memset(r, 0, sizeof *r);
+#ifdef TXKIT_SIM_RTM
+    memcpy(r->vendor, "simulated", 10);
+    r->cpuid_rtm = 1;
+    r->usable = 1;
+    snprintf(r->reason, sizeof r->reason, "simulated RTM (a -DTXKIT_SIM_RTM=ON test build)");
+    (void)probe_rtm; /* never XBEGIN for real here */
+    return;
+#endif
     if (__get_cpuid(0, &a, &b, &c, &d)) {
         memcpy(r->vendor, &b, 4);
         memcpy(r->vendor + 4, &d, 4);

@@ -30,6 +30,7 @@ static inline void tk_cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory
 #define TK_XCODE_INJECT 0xf4      /* fault injection */
 #define TK_XCODE_CANCEL_OUTER 0xf5  /* __transaction_cancel of the whole transaction */
 #define TK_XCODE_CANCEL_NESTED 0xf6 /* __transaction_cancel of a nested one: redo in software */
+#define TK_XCODE_SERIAL 0xf7        /* needs an undo log in place (_ITM_dropReferences): serial */
 
 struct txkit_rtm_info;
 /* Detect once (CPUID, then a probe when CPUID allows); thread-safe. */

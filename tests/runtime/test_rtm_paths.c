@@ -1,0 +1,185 @@
+/* test_rtm_paths.c - the hardware paths' control flow (issue 12), on any CPU.
+ *
+ * usage: test_rtm_paths CASE
+ *   layout          (every build) a cx lock's word has a cache line of its own:
+ *                   the adaptive counters, written at every section end, must
+ *                   not abort the optimistic holders that read the word
+ * The others need a -DTXKIT_SIM_RTM=ON build (else exit 77); each scripts the
+ * XBEGIN outcomes itself (src/arch/x86_64/rtm.h) and runs single-threaded:
+ *   cx_explicit     an explicit-abort status (lock busy, code 0xe1 in bits
+ *                   31:24) must not be taken for "started": the section goes
+ *                   on in hardware only after a real start, and nothing runs
+ *                   XEND or XABORT outside a transaction
+ *   cx_need_excl    a started optimistic section that needs the lock (I/O)
+ *                   comes back to its XBEGIN with the right status and runs
+ *                   again exclusive
+ *   mutex_explicit  the same as cx_explicit for an elided mutex
+ *   htm_restart     TXKIT_METHOD=htm: tx_restart() in a started hardware
+ *                   attempt comes back to XBEGIN; the next attempt commits
+ *   status_zero     one abort with status 0 (an interrupt, a page fault) must
+ *                   not send the site to software for the next transactions
+ */
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <txkit.h>
+#include <txkit/cx.h>
+#include <txkit/stats.h>
+
+#include "test_util.h"
+
+/* In libtxkit, for the tests of a simulated build (rtm_sim.c). */
+extern int txkit_sim_rtm_script(const char *script);
+extern unsigned long txkit_sim_rtm_violations(void);
+/* The entry point the preload library forwards pthread_mutex_lock to (elide.c). */
+extern int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller);
+extern int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller);
+
+static void need_sim(const char *script) {
+    if (!tk_rtm_simulated()) {
+        printf("SKIP: needs a -DTXKIT_SIM_RTM=ON build\n");
+        exit(TK_SKIP_CODE);
+    }
+    CHECK_EQ(txkit_sim_rtm_script(script), 0);
+}
+
+static void layout(void) {
+    size_t word = offsetof(cx_lock_t, state);
+    CHECK_EQ(_Alignof(cx_lock_t), 64);
+    CHECK(offsetof(cx_lock_t, win_entries) / 64 != word / 64);
+    CHECK(offsetof(cx_lock_t, win_exclusive) / 64 != word / 64);
+    CHECK(offsetof(cx_lock_t, skip) / 64 != word / 64);
+    static cx_lock_t locks[2] = {CX_LOCK_INITIALIZER, CX_LOCK_INITIALIZER};
+    CHECK_EQ((uintptr_t)&locks[1] % 64, 0);
+}
+
+static int body_runs;
+
+static void cx_explicit(void) {
+    need_sim("explicit:0xe1,explicit:0xe1,start");
+    static cx_lock_t l = CX_LOCK_INITIALIZER;
+    cx_optimistic(&l);
+    body_runs++;
+    int mode = cx_mode();
+    cx_unlock(&l);
+    CHECK_EQ(body_runs, 1);
+    CHECK_EQ(mode, 1); /* optimistic, after the real start */
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
+static void cx_need_excl(void) {
+    need_sim("start");
+    static cx_lock_t l = CX_LOCK_INITIALIZER;
+    static int modes[4];
+    body_runs = 0;
+    cx_optimistic(&l);
+    modes[body_runs++ & 3] = cx_mode();
+    cx_need_exclusive(); /* aborts the hardware section: back in cx_optimistic */
+    cx_unlock(&l);
+    CHECK_EQ(body_runs, 2);
+    CHECK_EQ(modes[0], 1);
+    CHECK_EQ(modes[1], 2);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
+static void mutex_explicit(void) {
+    need_sim("explicit:0xe1,start");
+    static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    CHECK_EQ(_txkit_mutex_lock(&m, pthread_mutex_lock, (void *)mutex_explicit), 0);
+    body_runs++;
+    CHECK_EQ(_txkit_mutex_unlock(&m, pthread_mutex_unlock, (void *)mutex_explicit), 0);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+    CHECK_EQ(pthread_mutex_trylock(&m), 0); /* not left locked */
+    pthread_mutex_unlock(&m);
+}
+
+static long g_value;
+
+static void htm_restart(void) {
+    need_sim("start");
+    CHECK_EQ(txkit_set_method(TXKIT_HTM), 0);
+    static int runs;
+    TX_ATOMIC {
+        if (runs++ == 0)
+            tx_restart(); /* before any write: the simulator can come back */
+        TX_STORE(&g_value, TX_LOAD(&g_value) + 1);
+    }
+    CHECK_EQ(runs, 2);
+    CHECK_EQ(g_value, 1);
+    tx_stats_t s = tk_stats();
+    CHECK_EQ(s.commits[TXKIT_HTM], 1);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
+/* Auto runs a lone thread serially: another thread, alive until the end,
+ * ran a transaction first, so that this one shares (no solo mode). */
+static pthread_mutex_t other_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t other_cv = PTHREAD_COND_INITIALIZER;
+static int other_state; /* 1: ran its transaction, 2: may exit */
+
+static void *one_transaction(void *arg) {
+    (void)arg;
+    TX_ATOMIC {
+        TX_STORE(&g_value, TX_LOAD(&g_value) + 1);
+    }
+    pthread_mutex_lock(&other_lock);
+    other_state = 1;
+    pthread_cond_broadcast(&other_cv);
+    while (other_state != 2)
+        pthread_cond_wait(&other_cv, &other_lock);
+    pthread_mutex_unlock(&other_lock);
+    return NULL;
+}
+
+static void status_zero(void) {
+    need_sim("start");
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, one_transaction, NULL), 0);
+    pthread_mutex_lock(&other_lock);
+    while (other_state != 1)
+        pthread_cond_wait(&other_cv, &other_lock);
+    pthread_mutex_unlock(&other_lock);
+    CHECK_EQ(txkit_sim_rtm_script("zero,start"), 0);
+    tx_stats_t s0 = tk_stats();
+    for (int i = 0; i < 8; i++) {
+        TX_ATOMIC {
+            TX_STORE(&g_value, TX_LOAD(&g_value) + 1);
+        }
+    }
+    tx_stats_t s1 = tk_stats();
+    printf("    hardware commits %llu of 8, software %llu, serial %llu\n",
+           (unsigned long long)(s1.commits[TXKIT_HTM] - s0.commits[TXKIT_HTM]),
+           (unsigned long long)(s1.commits[TXKIT_STM] - s0.commits[TXKIT_STM]),
+           (unsigned long long)(s1.commits[TXKIT_SERIAL] - s0.commits[TXKIT_SERIAL]));
+    CHECK(s1.commits[TXKIT_HTM] - s0.commits[TXKIT_HTM] >= 7);
+    CHECK_EQ(g_value, 9);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+    pthread_mutex_lock(&other_lock);
+    other_state = 2;
+    pthread_cond_broadcast(&other_cv);
+    pthread_mutex_unlock(&other_lock);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+}
+
+int main(int argc, char **argv) {
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } cases[] = {{"layout", layout},         {"cx_explicit", cx_explicit},
+                 {"cx_need_excl", cx_need_excl}, {"mutex_explicit", mutex_explicit},
+                 {"htm_restart", htm_restart}, {"status_zero", status_zero}};
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_rtm_paths CASE\n");
+        return 2;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (!strcmp(argv[1], cases[i].name)) {
+            cases[i].fn();
+            printf("ok: %s\n", argv[1]);
+            return 0;
+        }
+    fprintf(stderr, "test_rtm_paths: unknown case %s\n", argv[1]);
+    return 2;
+}
