@@ -73,7 +73,8 @@ TXKIT_API const char *txkit_cause_name(int cause);
  * @sched_queued:    transactions that waited for their site's ticket.
  * @cm_undecided:    under timestamp, size or prio: conflict aborts no manager
  *                   decided (a writer that did not see this reader: hardware
- *                   or serial transactions, rare races); not in cm_decided.
+ *                   or serial transactions, threads beyond the visible slots,
+ *                   cx locks taken exclusively); not in cm_decided.
  */
 typedef struct tx_stats {
     uint64_t threads;

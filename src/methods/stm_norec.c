@@ -329,6 +329,14 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
     tk_epoch_publish(t, clock); /* we hold the clock: no free is pending at it */
     t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     t->ctl.m = &tk_method_stm;
+    /* Visible and pinned, as when irrevocable from the start (stm_begin): its
+     * commit decides against the readers it overwrites. Its own reads need
+     * not be seen (no writer commits under the token): fast reads stay. */
+    t->vis_active = 0;
+    if (tk_vis_on) {
+        tk_vis_begin(t);
+        TK_ASSERT(tk_vis_pin(t)); /* we hold the clock: nobody can have killed us */
+    }
     _txkit_tls.access = tk_method_stm.access & (tk_g.hybrid ? ~TXKIT_ACC_FASTREAD : ~0u);
 }
 
@@ -424,7 +432,7 @@ static int stm_commit(tk_thread *t) {
         /* Killed, or a reader that beats us must finish first: give the
          * clock back unused (and wait for that reader). */
         __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
-        if (r < 0 || !tk_vis_wait_for(t, r))
+        if (r == TK_VIS_KILLED || !tk_vis_wait_for(t, r))
             return TXKIT_CAUSE_CONFLICT;
     }
     tk_g.last_writer_prio = t->prio;

@@ -22,10 +22,10 @@
  * Ordering: a reader sets its bit with a locked OR (a full barrier), then
  * loads the data; a writer takes the clock (locked), then loads the
  * signatures. So either the writer sees the bit, or the reader's load comes
- * after the clock moved and NOrec makes it read the new value. Should a
- * conflict still go undecided (a reader that is not visible), the engine
- * counts its abort like a backoff one, against the last writer's priority,
- * so the inversion counter sees it.
+ * after the clock moved and NOrec makes it read the new value (it
+ * revalidates, and reads again, before it returns that load). A conflict
+ * abort no manager decided (a party that is not visible) is counted apart,
+ * as cm_undecided; among visible software transactions there is none.
  *
  * Correctness stays NOrec's (value validation under the clock); this layer
  * only decides *who* aborts. Parties that are not visible - hardware
@@ -211,9 +211,13 @@ static bool sig_hits(const struct vis_slot *o, const tk_thread *t) {
     return false;
 }
 
-/* A writer's commit point, clock held: TK_OK, or -1 when killed (abort), or
+/* A writer's commit point, clock held: TK_OK, or TK_VIS_KILLED (abort), or
  * the slot of a reader that beat us (give the clock back, wait, retry). From
- * TK_OK on, nobody can kill us, and we wait for nobody. */
+ * TK_OK on, nobody can kill us, and we wait for nobody.
+ * TK_OK is -1: "killed" must be another value, or a killed writer would
+ * commit without deciding against the readers it overwrites (they then
+ * abort by validation, undecided), and its killer's decision would be lost. */
+_Static_assert(TK_VIS_KILLED < 0 && TK_VIS_KILLED != TK_OK, "commit point results are distinct from slots");
 int tk_vis_commit_point(tk_thread *t) {
     if (!t->vis_active)
         return TK_OK;
@@ -224,34 +228,45 @@ int tk_vis_commit_point(tk_thread *t) {
                     !__atomic_compare_exchange_n(&s->status, &st, (st & ~3ull) | ST_COMMITTING,
                                                  false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))) {
         t->vis_decided = 1;
-        return -1;
+        return TK_VIS_KILLED;
     }
-    int me = t->vis_slot - 1, hi = __atomic_load_n(&slots_hi, __ATOMIC_ACQUIRE);
+    /* Decide against every reader we overwrite first, kill after: a writer
+     * that loses to a later reader must not have killed the earlier ones for
+     * a commit that does not happen. A kill then fails only if that attempt
+     * ended meanwhile, or is a new one, whose reads come after our clock
+     * and are NOrec's to check. */
+    int me = t->vis_slot - 1, hi = __atomic_load_n(&slots_hi, __ATOMIC_ACQUIRE), nk = 0;
+    struct {
+        int slot, prio;
+        uint64_t st;
+    } kill[VIS_SLOTS];
+    struct _txkit_cm_party a, b;
+    party_of(&a, s, (unsigned)me);
     for (int j = 0; j < hi; j++) {
         if (j == me)
             continue;
         struct vis_slot *o = &slots[j];
-        for (;;) {
-            uint64_t ost = __atomic_load_n(&o->status, __ATOMIC_ACQUIRE);
-            int o_irr = state_of(ost) == ST_COMMITTING && __atomic_load_n(&o->irrevocable, __ATOMIC_RELAXED);
-            if ((state_of(ost) != ST_ACTIVE && !o_irr) || !sig_hits(o, t))
-                break;
-            struct _txkit_cm_party a, b;
-            party_of(&a, s, (unsigned)me);
-            party_of(&b, o, (unsigned)j);
-            if (!pinned && (o_irr || !tk_cm->wins(&a, &b))) {
-                tk_cm_count(t, b.prio, a.prio);
-                __atomic_store_n(&s->status, st, __ATOMIC_RELEASE); /* active again */
-                return j;
-            }
-            if (o_irr)
-                break; /* cannot happen with the token; never kill an irrevocable one */
-            if (__atomic_compare_exchange_n(&o->status, &ost, (ost & ~3ull) | ST_KILLED, false,
-                                            __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-                tk_cm_count(t, a.prio, b.prio);
-                break;
-            }
+        uint64_t ost = __atomic_load_n(&o->status, __ATOMIC_ACQUIRE);
+        int o_irr = state_of(ost) == ST_COMMITTING && __atomic_load_n(&o->irrevocable, __ATOMIC_RELAXED);
+        if ((state_of(ost) != ST_ACTIVE && !o_irr) || !sig_hits(o, t))
+            continue;
+        party_of(&b, o, (unsigned)j);
+        if (!pinned && (o_irr || !tk_cm->wins(&a, &b))) {
+            tk_cm_count(t, b.prio, a.prio);
+            __atomic_store_n(&s->status, st, __ATOMIC_RELEASE); /* active again */
+            return j;
         }
+        if (o_irr)
+            continue; /* cannot happen with the token; never kill an irrevocable one */
+        kill[nk].slot = j;
+        kill[nk].prio = b.prio;
+        kill[nk++].st = ost;
+    }
+    for (int k = 0; k < nk; k++) {
+        uint64_t ost = kill[k].st;
+        if (__atomic_compare_exchange_n(&slots[kill[k].slot].status, &ost, (ost & ~3ull) | ST_KILLED,
+                                        false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            tk_cm_count(t, a.prio, kill[k].prio);
     }
     return TK_OK;
 }

@@ -526,8 +526,10 @@ TK_HIDDEN void tk_vis_read(tk_thread *t, const void *addr, size_t size);
 TK_HIDDEN void tk_vis_write(tk_thread *t);          /* after adding to the write set */
 TK_HIDDEN bool tk_vis_read_commit(tk_thread *t);    /* read-only: false when killed */
 TK_HIDDEN void tk_vis_note_abort(tk_thread *t);     /* before rollback: killed = decided */
-/* Writer, clock held: TK_OK; -1 killed (abort); else the slot of a reader
+/* Writer, clock held: TK_OK (-1, methods/method.h); TK_VIS_KILLED: a winner
+ * killed us (give the clock back, abort); else the slot (>= 0) of a reader
  * that won: give the clock back, tk_vis_wait_for() it, then try again. */
+#define TK_VIS_KILLED (-2)
 TK_HIDDEN int tk_vis_commit_point(tk_thread *t);
 TK_HIDDEN bool tk_vis_wait_for(tk_thread *t, int slot); /* false: killed */
 TK_HIDDEN bool tk_vis_pin(tk_thread *t);            /* irrevocable: never killed; false if killed */

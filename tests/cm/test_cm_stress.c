@@ -5,14 +5,37 @@
  *       between random slots of a small array (each transaction reads 4 slots,
  *       writes 2). Oracles: the array's sum never changes (also checked by
  *       read-only transactions while the run goes on); the manager decided
- *       conflicts (cm_decided > 0); under prio no decision went against the
- *       higher priority (cm_inversions == 0).
+ *       conflicts (cm_decided > 0), all of them (cm_undecided == 0); under
+ *       prio no decision went against the higher priority (cm_inversions == 0).
  *   test_cm_stress livelock CM on|off THREADS [OPS [LIMIT_S]]
  *       Every transaction reads the same three words, works a little and
  *       increments them; all threads start together; every thread must
  *       commit its OPS transactions (2000) within LIMIT_S seconds (20), and
  *       each word must end at THREADS x OPS. Under prio the threads have
  *       priorities 1..4, so the lower ones must get through as well.
+ *   test_cm_stress decided CM [SECONDS]
+ *       Every conflict must be decided by the manager: cm_undecided == 0.
+ *       The shape that lost decisions: a "killer" (reads x, writes it back
+ *       unchanged) kills a "taker" (reads x and the row, writes the row)
+ *       that has passed its last barrier; the taker's reads still hold, so
+ *       it reaches its commit point, where it must abort, not commit
+ *       without deciding against the "reader" (reads the row and pads,
+ *       never writes), which then aborts undecided. Takers and reader yield
+ *       inside their transactions so they stay active while the others
+ *       run; the takers hold lower slots than the reader. Under prio the
+ *       order is taker 1 < killer 2 < reader 4; under size the read pads
+ *       make it so; under timestamp it is whatever the ages are. Oracles:
+ *       x stays 0, row == taker commits, the row never torn (the reader
+ *       checks: opacity), decisions made, none missing.
+ *   test_cm_stress adopted CM [SECONDS]
+ *       A serial transaction that becomes irrevocable before writing goes
+ *       on as an irrevocable software one; its commit must decide against
+ *       the readers it overwrites like any other (it wins: kills them).
+ *       The writer restarts its transaction until it falls back to serial
+ *       (run with TXKIT_STM_RETRIES=2), calls tx_irrevocable(), then
+ *       increments a row; readers read the row with a yield in between.
+ *       Oracles: row == writer commits, never torn, fallbacks happened,
+ *       no undecided conflict.
  * The manager is set with txkit_set_cm before the first transaction, the
  * method is whatever TXKIT_METHOD says (CTest sets stm).
  * TXKIT_STRESS_SECONDS (tests/runtime/stress_env.h): noinvert runs that long;
@@ -134,10 +157,11 @@ static int noinvert(const char *cm, int nthreads, double seconds)
         sum += g_slots[s];
     uint64_t decided = e.cm_decided - b.cm_decided, inv = e.cm_inversions - b.cm_inversions;
     printf("noinvert cm=%s threads=%d method=%s: %llu transfers, %llu audits, %llu aborts, "
-           "cm_decided %llu, cm_inversions %llu, to_serial %llu\n",
+           "cm_decided %llu, cm_inversions %llu, cm_undecided %llu, to_serial %llu\n",
            cm, nthreads, txkit_method_name(txkit_get_method()), (unsigned long long)commits,
            (unsigned long long)audits, (unsigned long long)(tx_stats_aborts(&e) - tx_stats_aborts(&b)),
            (unsigned long long)decided, (unsigned long long)inv,
+           (unsigned long long)(e.cm_undecided - b.cm_undecided),
            (unsigned long long)(e.to_serial - b.to_serial));
     CHECK_EQ(sum, (int64_t)NSLOTS * SLOT_INIT);
     CHECK_EQ(atomic_load(&g_bad_sums), 0);
@@ -150,6 +174,210 @@ static int noinvert(const char *cm, int nthreads, double seconds)
         CHECK_EQ(inv, 0);
     else
         CHECK(inv <= decided);
+    CHECK_EQ(e.cm_undecided - b.cm_undecided, 0); /* every party is visible to the manager */
+    printf("ok\n");
+    return 0;
+}
+
+/* -------------------------------------------------------------- decided */
+
+#define ROW 4
+
+static int64_t g_x;
+static int64_t g_row[ROW];
+static int64_t g_pad[16]; /* read only: makes the killer and the reader bigger (size) */
+static atomic_long g_torn;
+static atomic_int g_dstop, g_slot_turn;
+
+enum { D_TAKER, D_KILLER, D_READER };
+
+struct dworker {
+    pthread_t th;
+    int role, turn, prio;
+    uint64_t commits;
+};
+
+static void *decided_worker(void *arg)
+{
+    struct dworker *w = arg;
+    if (strcmp(g_cm, "prio") == 0)
+        CHECK_EQ(tx_set_priority(w->prio), 0);
+    /* Take the slots in turn (the first software transaction takes one), so
+     * that the takers' slots come before the reader's. */
+    while (atomic_load(&g_slot_turn) != w->turn)
+        sched_yield();
+    TX_ATOMIC {
+        (void)TX_LOAD(&g_x);
+    }
+    atomic_fetch_add(&g_slot_turn, 1);
+    while (atomic_load(&g_slot_turn) >= 0 && !atomic_load_explicit(&g_dstop, memory_order_relaxed))
+        sched_yield(); /* main sets it to -1: all start together */
+    while (!atomic_load_explicit(&g_dstop, memory_order_relaxed)) {
+        switch (w->role) {
+        case D_TAKER:
+            TX_ATOMIC {
+                (void)TX_LOAD(&g_x);
+                int64_t v = TX_LOAD(&g_row[0]);
+                for (int k = 0; k < ROW; k++)
+                    TX_STORE(&g_row[k], v + 1);
+                /* after the last barrier: a kill now is seen at the commit point only */
+                sched_yield();
+            }
+            break;
+        case D_KILLER:
+            /* It stores the value x has: the taker it killed still
+             * validates, and gets as far as its commit point. */
+            TX_ATOMIC {
+                for (int k = 0; k < 6; k++)
+                    (void)TX_LOAD(&g_pad[k]);
+                TX_STORE(&g_x, TX_LOAD(&g_x));
+            }
+            break;
+        default:
+            TX_ATOMIC {
+                int64_t first = TX_LOAD(&g_row[0]);
+                for (int k = 1; k < ROW; k++)
+                    if (TX_LOAD(&g_row[k]) != first)
+                        atomic_fetch_add(&g_torn, 1);
+                for (int k = 0; k < 16; k++)
+                    (void)TX_LOAD(&g_pad[k]);
+                sched_yield(); /* active (the row read) while the others run */
+            }
+            break;
+        }
+        w->commits++;
+    }
+    return NULL;
+}
+
+static int decided(const char *cm, double seconds)
+{
+    set_cm(cm);
+    /* slots are taken in the order of turns: taker, taker, reader, killers */
+    static const int roles[] = {D_READER, D_TAKER, D_TAKER, D_KILLER, D_KILLER};
+    static const int turns[] = {2, 0, 1, 3, 4};
+    static const int prios[] = {4, 1, 1, 2, 2};
+    enum { N = sizeof roles / sizeof roles[0] };
+    struct dworker w[N];
+    memset(w, 0, sizeof w);
+    tx_stats_t b = tk_stats();
+    for (int i = 0; i < N; i++) {
+        w[i].role = roles[i];
+        w[i].turn = turns[i];
+        w[i].prio = prios[i];
+        CHECK_EQ(pthread_create(&w[i].th, NULL, decided_worker, &w[i]), 0);
+    }
+    while (atomic_load(&g_slot_turn) != N)
+        sched_yield();
+    atomic_store(&g_slot_turn, -1);
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+    atomic_store(&g_dstop, 1);
+    uint64_t takes = 0, kills = 0, reads = 0;
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(pthread_join(w[i].th, NULL), 0);
+        if (w[i].role == D_TAKER)
+            takes += w[i].commits;
+        else if (w[i].role == D_KILLER)
+            kills += w[i].commits;
+        else
+            reads += w[i].commits;
+    }
+    tx_stats_t e = tk_stats();
+    uint64_t undecided = e.cm_undecided - b.cm_undecided, decided_n = e.cm_decided - b.cm_decided;
+    printf("decided cm=%s method=%s: %llu reads, %llu takes, %llu kills, %llu aborts, "
+           "cm_decided %llu, cm_undecided %llu, to_serial %llu\n",
+           cm, txkit_method_name(txkit_get_method()), (unsigned long long)reads,
+           (unsigned long long)takes, (unsigned long long)kills,
+           (unsigned long long)(tx_stats_aborts(&e) - tx_stats_aborts(&b)),
+           (unsigned long long)decided_n, (unsigned long long)undecided,
+           (unsigned long long)(e.to_serial - b.to_serial));
+    CHECK_EQ(g_x, 0);
+    CHECK_EQ(g_row[0], (int64_t)takes);
+    for (int k = 1; k < ROW; k++)
+        CHECK_EQ(g_row[k], g_row[0]);
+    CHECK_EQ(atomic_load(&g_torn), 0);
+    CHECK(reads > 0);
+    CHECK(decided_n > 0);
+    CHECK_MSG(undecided == 0, "%llu conflicts were never decided by %s (%llu were)",
+              (unsigned long long)undecided, cm, (unsigned long long)decided_n);
+    printf("ok\n");
+    return 0;
+}
+
+/* -------------------------------------------------------------- adopted */
+
+static int64_t g_arow[ROW];
+
+static void *adopted_reader(void *arg)
+{
+    uint64_t *commits = arg;
+    while (!atomic_load_explicit(&g_dstop, memory_order_relaxed)) {
+        TX_ATOMIC {
+            int64_t first = TX_LOAD(&g_arow[0]);
+            sched_yield(); /* row[0] read, while the writer runs */
+            for (int k = 1; k < ROW; k++)
+                if (TX_LOAD(&g_arow[k]) != first)
+                    atomic_fetch_add(&g_torn, 1);
+        }
+        (*commits)++;
+    }
+    return NULL;
+}
+
+static void *adopted_writer(void *arg)
+{
+    uint64_t *commits = arg;
+    while (!atomic_load_explicit(&g_dstop, memory_order_relaxed)) {
+        volatile int restarts = 0; /* outside the block: counts the attempts */
+        TX_ATOMIC {
+            if (restarts++ < 2) /* TXKIT_STM_RETRIES=2: the next one is serial */
+                tx_restart();
+            tx_irrevocable(); /* nothing written yet: goes on in software */
+            int64_t v = TX_LOAD(&g_arow[0]);
+            for (int k = 0; k < ROW; k++)
+                TX_STORE(&g_arow[k], v + 1);
+        }
+        (*commits)++;
+    }
+    return NULL;
+}
+
+static int adopted(const char *cm, double seconds)
+{
+    set_cm(cm);
+    enum { NR = 2 };
+    pthread_t th[NR + 1];
+    uint64_t commits[NR + 1] = {0};
+    tx_stats_t b = tk_stats();
+    for (int i = 0; i < NR; i++)
+        CHECK_EQ(pthread_create(&th[i], NULL, adopted_reader, &commits[i]), 0);
+    CHECK_EQ(pthread_create(&th[NR], NULL, adopted_writer, &commits[NR]), 0);
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+    atomic_store(&g_dstop, 1);
+    uint64_t reads = 0;
+    for (int i = 0; i <= NR; i++) {
+        CHECK_EQ(pthread_join(th[i], NULL), 0);
+        if (i < NR)
+            reads += commits[i];
+    }
+    tx_stats_t e = tk_stats();
+    uint64_t undecided = e.cm_undecided - b.cm_undecided, decided_n = e.cm_decided - b.cm_decided;
+    printf("adopted cm=%s method=%s: %llu reads, %llu writes, %llu aborts, cm_decided %llu, "
+           "cm_undecided %llu, to_serial %llu\n",
+           cm, txkit_method_name(txkit_get_method()), (unsigned long long)reads,
+           (unsigned long long)commits[NR], (unsigned long long)(tx_stats_aborts(&e) - tx_stats_aborts(&b)),
+           (unsigned long long)decided_n, (unsigned long long)undecided,
+           (unsigned long long)(e.to_serial - b.to_serial));
+    CHECK_EQ(g_arow[0], (int64_t)commits[NR]);
+    for (int k = 1; k < ROW; k++)
+        CHECK_EQ(g_arow[k], g_arow[0]);
+    CHECK_EQ(atomic_load(&g_torn), 0);
+    CHECK(reads > 0 && commits[NR] > 0);
+    CHECK(e.to_serial - b.to_serial > 0);
+    CHECK_MSG(undecided == 0, "%llu conflicts were never decided by %s (%llu were)",
+              (unsigned long long)undecided, cm, (unsigned long long)decided_n);
     printf("ok\n");
     return 0;
 }
@@ -269,6 +497,14 @@ int main(int argc, char **argv)
         g_seed = tk_stress_seed("test_cm_stress");
         return noinvert(argv[2], n, tk_stress_seconds(secs));
     }
+    if (argc >= 3 && strcmp(argv[1], "decided") == 0) {
+        double secs = argc > 3 ? (double)arg_long("SECONDS", argv[3], 1, 60) : 5.0;
+        return decided(argv[2], secs);
+    }
+    if (argc >= 3 && strcmp(argv[1], "adopted") == 0) {
+        double secs = argc > 3 ? (double)arg_long("SECONDS", argv[3], 1, 60) : 5.0;
+        return adopted(argv[2], secs);
+    }
     if (argc >= 5 && strcmp(argv[1], "livelock") == 0) {
         int sched;
         if (strcmp(argv[3], "on") == 0)
@@ -297,7 +533,9 @@ int main(int argc, char **argv)
         }
     }
     fprintf(stderr, "usage: %s noinvert CM [THREADS [SECONDS]]\n"
-                    "       %s livelock CM on|off THREADS [OPS [LIMIT_S]]\n",
-            argv[0], argv[0]);
+                    "       %s livelock CM on|off THREADS [OPS [LIMIT_S]]\n"
+                    "       %s decided CM [SECONDS]\n"
+                    "       %s adopted CM [SECONDS]\n",
+            argv[0], argv[0], argv[0], argv[0]);
     return 2;
 }
