@@ -23,7 +23,7 @@ build=${1:-build-sim}
 jobs=${JOBS:-$(nproc)}
 statuses=${SIM_STATUSES:-"conflict zero explicit:0xe1 explicit:0xf1"}
 include='^(api|irrevocable|cx|preload|fork|stress|long_reader|restart_stack)\.'
-exclude='^(cx\.starvation|cx\.model)$|\.htm$'
+exclude='^(cx\.starvation|cx\.model)$'
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
     cmake -S . -B "$build" -DTXKIT_SIM_RTM=ON -DTXKIT_BUILD_BENCH=OFF >/dev/null

@@ -14,6 +14,9 @@ static int classify(tk_thread *t, unsigned status) {
         switch (TK_XA_CODE(status)) {
         case TK_XCODE_LOCKED:
             return TXKIT_CAUSE_LOCKED;
+        case TK_XCODE_IRR_OTHER:
+            t->ctl.htm_irr_other = 1; /* written after the abort: it stays */
+            return TXKIT_CAUSE_LOCKED;
         case TK_XCODE_RESTART:
             return TXKIT_CAUSE_EXPLICIT;
         case TK_XCODE_IRREVOCABLE:
@@ -48,10 +51,13 @@ static int classify(tk_thread *t, unsigned status) {
 TK_RTM_FN static int htm_begin(tk_thread *t) {
     unsigned status = tk_xbegin();
     if (status == TK_XSTARTED) {
-        /* Subscribe to both: a serial or committing writer, an irrevocable one. */
-        if ((__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) & 1) |
-            (__atomic_load_n(&tk_g.irr_owner, __ATOMIC_RELAXED) != 0))
+        /* Subscribe to both: a serial or committing writer, an irrevocable
+         * one. An irrevocable transaction may run long (I/O): we do not wait
+         * for it but read on in software, as its readers may. */
+        if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) & 1)
             TK_XABORT(TK_XCODE_LOCKED);
+        if (__atomic_load_n(&tk_g.irr_owner, __ATOMIC_RELAXED) != 0)
+            TK_XABORT(TK_XCODE_IRR_OTHER);
         return TK_OK;
     }
     return classify(t, status);

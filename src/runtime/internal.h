@@ -160,6 +160,7 @@ struct tk_thread {
         unsigned attempts;            /* aborted attempts of this transaction */
         unsigned htm_tries, htm_locked_waits, stm_aborts;
         unsigned htm_zero;            /* hardware aborts with status 0 (txn.c) */
+        int htm_irr_other;            /* the last hardware abort: another was irrevocable (htm.c) */
         unsigned revals;              /* software: snapshot extensions of this attempt, */
         uint64_t reval_work;          /* and the read-log entries they checked */
         unsigned reval_aborts;        /* attempts that ran out of that budget (stm_norec.c) */

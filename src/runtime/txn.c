@@ -169,7 +169,16 @@ static bool software_possible(const tk_thread *t) {
 static void htm_policy(tk_thread *t, int cause) {
     switch (cause) {
     case TXKIT_CAUSE_LOCKED:
-        /* A serial or irrevocable transaction ran: wait for it outside, retry. */
+        if (t->ctl.htm_irr_other) {
+            t->ctl.htm_irr_other = 0;
+            /* Another transaction is irrevocable, maybe for long: go on in
+             * software, whose readers do not wait for it, where possible. */
+            if (software_possible(t)) {
+                t->ctl.htm_tries = tk_cfg.htm_retries;
+                return;
+            }
+        }
+        /* A serial transaction or a commit ran: wait for it outside, retry. */
         tk_wait_no_irrevocable(t);
         tk_wait_clock_even();
         if (++t->ctl.htm_locked_waits % 8 == 0)

@@ -21,6 +21,10 @@
  *                   attempt comes back to XBEGIN; the next attempt commits
  *   status_zero     one abort with status 0 (an interrupt, a page fault) must
  *                   not send the site to software for the next transactions
+ *   irr_reader      (auto) while another thread is irrevocable and waits for
+ *                   us, a hardware attempt that sees it goes on in software
+ *                   (readers do not wait for an irrevocable transaction)
+ *                   instead of waiting for it: no deadlock
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -178,6 +182,46 @@ static void status_zero(void) {
     CHECK_EQ(pthread_join(th, NULL), 0);
 }
 
+static long g_irr_seen, g_read;
+
+static void *irrevocable_waiter(void *arg) {
+    (void)arg;
+    TX_ATOMIC {
+        tx_irrevocable();
+        TX_STORE(&g_irr_seen, 1);
+        pthread_mutex_lock(&other_lock);
+        other_state = 1; /* irrevocable now, until the reader is done */
+        pthread_cond_broadcast(&other_cv);
+        while (other_state != 2)
+            pthread_cond_wait(&other_cv, &other_lock);
+        pthread_mutex_unlock(&other_lock);
+    }
+    return NULL;
+}
+
+static void irr_reader(void) {
+    need_sim("start");
+    alarm(20); /* a deadlock: killed, a failure */
+    g_value = 41;
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, irrevocable_waiter, NULL), 0);
+    pthread_mutex_lock(&other_lock);
+    while (other_state != 1)
+        pthread_cond_wait(&other_cv, &other_lock);
+    pthread_mutex_unlock(&other_lock);
+    TX_ATOMIC {
+        g_read = TX_LOAD(&g_value);
+    }
+    CHECK_EQ(g_read, 41);
+    pthread_mutex_lock(&other_lock);
+    other_state = 2;
+    pthread_cond_broadcast(&other_cv);
+    pthread_mutex_unlock(&other_lock);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(g_irr_seen, 1);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
@@ -185,7 +229,8 @@ int main(int argc, char **argv) {
     } cases[] = {{"layout", layout},         {"cx_explicit", cx_explicit},
                  {"cx_need_excl", cx_need_excl}, {"cx_busy", cx_busy},
                  {"mutex_explicit", mutex_explicit},
-                 {"htm_restart", htm_restart}, {"status_zero", status_zero}};
+                 {"htm_restart", htm_restart}, {"status_zero", status_zero},
+                 {"irr_reader", irr_reader}};
     if (argc != 2) {
         fprintf(stderr, "usage: test_rtm_paths CASE\n");
         return 2;
