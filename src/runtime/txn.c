@@ -177,9 +177,9 @@ static void htm_policy(tk_thread *t, int cause) {
                 t->ctl.htm_tries = tk_cfg.htm_retries;
                 return;
             }
+            tk_wait_no_irrevocable(t);
         }
         /* A serial transaction or a commit ran: wait for it outside, retry. */
-        tk_wait_no_irrevocable(t);
         tk_wait_clock_even();
         if (++t->ctl.htm_locked_waits % 8 == 0)
             t->ctl.htm_tries++;
