@@ -38,7 +38,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runtime/internal.h"
+#include "methods/method.h"
 
 #define BUCKET_CAP 64  /* frees per bucket: one reclaim pass per bucket filled */
 #define PASS_BUCKETS 4 /* buckets one pass frees at most: bounds a commit's work */
@@ -132,6 +132,11 @@ void tk_free_later(tk_thread *t, const tk_free *f) {
     }
     b->e[b->n++] = *f;
     b->tag = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
+    /* A hardware commit does not move the clock: a software reader whose
+     * snapshot is this very value may have read the pointer before it. Only
+     * snapshots past the next software commit (or no reader) are safe. */
+    if (t->ctl.m && t->ctl.m->id == TXKIT_HTM)
+        b->tag |= 1;
     if (b->n == BUCKET_CAP)
         reclaim_pass(t, PASS_BUCKETS);
 }

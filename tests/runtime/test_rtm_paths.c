@@ -25,12 +25,19 @@
  *                   us, a hardware attempt that sees it goes on in software
  *                   (readers do not wait for an irrevocable transaction)
  *                   instead of waiting for it: no deadlock
+ *   hw_free         a block freed by a hardware commit waits for the software
+ *                   reader that read the pointer to it before that commit
+ *                   (hardware commits do not move the clock the limbo tags
+ *                   blocks with); the block is large, so an early free()
+ *                   unmaps it and the reader's next load faults
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <txkit.h>
 #include <unistd.h>
 #include <txkit/cx.h>
@@ -222,6 +229,66 @@ static void irr_reader(void) {
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
 }
 
+struct big {
+    long val;
+    char pad[1 << 20]; /* above malloc's mmap threshold: free() unmaps it */
+};
+static struct big *g_head;
+static atomic_int hw_phase; /* 1: reader holds the pointer, 2: freed, 3: read on */
+static long g_reader_val;
+
+static void *hw_reader(void *arg) {
+    (void)arg;
+    CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
+    TX_ATOMIC {
+        struct big *p = TX_LOAD(&g_head);
+        if (p && atomic_load(&hw_phase) == 0) {
+            atomic_store(&hw_phase, 1);
+            while (atomic_load(&hw_phase) != 3)
+                usleep(1000);
+        }
+        g_reader_val = p ? TX_LOAD(&p->val) : -1;
+    }
+    return NULL;
+}
+
+static void *hw_freer(void *arg) {
+    (void)arg;
+    CHECK_EQ(txkit_set_thread_method(TXKIT_HTM), 0);
+    TX_ATOMIC {
+        struct big *p = TX_LOAD(&g_head);
+        TX_STORE(&g_head, (struct big *)NULL);
+        tx_free(p);
+    }
+    atomic_store(&hw_phase, 2);
+    return NULL; /* thread exit: its limbo is reclaimed, waiting for readers */
+}
+
+static void hw_free(void) {
+    need_sim("start");
+    alarm(30);
+    g_head = malloc(sizeof *g_head);
+    CHECK(g_head != NULL);
+    g_head->val = 7;
+    pthread_t r, f;
+    CHECK_EQ(pthread_create(&r, NULL, hw_reader, NULL), 0);
+    while (atomic_load(&hw_phase) != 1)
+        usleep(1000);
+    CHECK_EQ(pthread_create(&f, NULL, hw_freer, NULL), 0);
+    /* A freer whose exit frees the block at once is gone in a moment; one
+     * that waits for the reader is still there after a second. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    int joined = pthread_timedjoin_np(f, NULL, &until) == 0;
+    atomic_store(&hw_phase, 3); /* the reader loads through its pointer now */
+    CHECK_EQ(pthread_join(r, NULL), 0);
+    if (!joined)
+        CHECK_EQ(pthread_join(f, NULL), 0);
+    CHECK_EQ(g_reader_val, -1); /* it saw the unlink, at its revalidation */
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
@@ -230,7 +297,7 @@ int main(int argc, char **argv) {
                  {"cx_need_excl", cx_need_excl}, {"cx_busy", cx_busy},
                  {"mutex_explicit", mutex_explicit},
                  {"htm_restart", htm_restart}, {"status_zero", status_zero},
-                 {"irr_reader", irr_reader}};
+                 {"irr_reader", irr_reader}, {"hw_free", hw_free}};
     if (argc != 2) {
         fprintf(stderr, "usage: test_rtm_paths CASE\n");
         return 2;
