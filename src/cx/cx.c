@@ -232,7 +232,12 @@ static void adapt(cx_lock_t *l, int ended_exclusive) {
 __attribute__((noinline)) TK_RTM_FN static unsigned spec_begin(cx_lock_t *l) {
     unsigned status = tk_xbegin();
     if (status == TK_XSTARTED) {
-        if (!is_free(l))
+        /* Software transactions subscribe to the lock too: like an htm
+         * attempt, the section must not start during a software write-back
+         * or a serial transaction (odd clock), nor commit writes under an
+         * irrevocable one; it publishes its commit in cx_unlock. */
+        if (!is_free(l) || (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) & 1) ||
+            __atomic_load_n(&tk_g.irr_owner, __ATOMIC_RELAXED))
             TK_XABORT(TK_XCODE_SECTION_BUSY);
     }
     return status;
@@ -486,6 +491,10 @@ CX_API void cx_unlock(cx_lock_t *l) {
     switch (c->mode) {
     case CX_SPEC:
         if (depth == 0) {
+            /* Software transactions running now revalidate (stm_norec.c):
+             * they may have read what the section wrote. */
+            if (__atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED))
+                tk_g.hw_commits++; /* transactional: atomic with the section */
             tk_section_end();
             __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
             count_end(t, c->cnt, TXKIT_HTM);

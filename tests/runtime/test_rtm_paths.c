@@ -25,6 +25,12 @@
  *                   us, a hardware attempt that sees it goes on in software
  *                   (readers do not wait for an irrevocable transaction)
  *                   instead of waiting for it: no deadlock
+ *   cx_clock        an optimistic cx section does not run in hardware while a
+ *                   serial transaction holds the clock (it would see and
+ *                   make writes the software side cannot order)
+ *   cx_publish      a software transaction subscribed to a cx lock sees the
+ *                   commit of an optimistic section that wrote what it read:
+ *                   it never returns two different values of one location
  *   hw_free         a block freed by a hardware commit waits for the software
  *                   reader that read the pointer to it before that commit
  *                   (hardware commits do not move the clock the limbo tags
@@ -229,6 +235,83 @@ static void irr_reader(void) {
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
 }
 
+/* A serial transaction on another thread, holding the clock until told. */
+static atomic_int ser_phase; /* 1: serial and holding the clock, 2: may end */
+static long g_ser;
+
+static void *serial_holder(void *arg) {
+    (void)arg;
+    CHECK_EQ(txkit_set_thread_method(TXKIT_SERIAL), 0);
+    TX_ATOMIC {
+        TX_STORE(&g_ser, TX_LOAD(&g_ser) + 1);
+        atomic_store(&ser_phase, 1);
+        while (atomic_load(&ser_phase) != 2)
+            usleep(1000);
+    }
+    return NULL;
+}
+
+static void cx_clock(void) {
+    need_sim("start");
+    alarm(20);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, serial_holder, NULL), 0);
+    while (atomic_load(&ser_phase) != 1)
+        usleep(1000);
+    static cx_lock_t l = CX_LOCK_INITIALIZER;
+    cx_optimistic(&l);
+    int mode = cx_mode();
+    cx_unlock(&l);
+    atomic_store(&ser_phase, 2);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK(mode != 1); /* not a hardware section under an odd clock */
+    CHECK_EQ(g_ser, 1);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
+static cx_lock_t pub_lock = CX_LOCK_INITIALIZER;
+static long g_x = 1;
+static atomic_int pub_phase; /* 1: reader read x once, 2: section committed */
+static long g_first, g_second, g_pub_attempts;
+
+static void *pub_reader(void *arg) {
+    (void)arg;
+    CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
+    TX_ATOMIC {
+        g_pub_attempts++;
+        cx_optimistic(&pub_lock); /* subscribes the transaction */
+        g_first = TX_LOAD(&g_x);
+        if (atomic_load(&pub_phase) == 0) {
+            atomic_store(&pub_phase, 1);
+            while (atomic_load(&pub_phase) != 2)
+                usleep(1000);
+        }
+        g_second = TX_LOAD(&g_x);
+        cx_unlock(&pub_lock);
+    }
+    return NULL;
+}
+
+static void cx_publish(void) {
+    need_sim("start");
+    alarm(20);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, pub_reader, NULL), 0);
+    while (atomic_load(&pub_phase) != 1)
+        usleep(1000);
+    cx_optimistic(&pub_lock); /* a simulated hardware section */
+    int mode = cx_mode();
+    g_x = 2;
+    cx_unlock(&pub_lock);
+    atomic_store(&pub_phase, 2);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(mode, 1);
+    CHECK_EQ(g_first, g_second); /* one snapshot: 2 and 2, after a restart */
+    CHECK_EQ(g_second, 2);
+    CHECK(g_pub_attempts >= 2);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
 struct big {
     long val;
     char pad[1 << 20]; /* above malloc's mmap threshold: free() unmaps it */
@@ -297,7 +380,8 @@ int main(int argc, char **argv) {
                  {"cx_need_excl", cx_need_excl}, {"cx_busy", cx_busy},
                  {"mutex_explicit", mutex_explicit},
                  {"htm_restart", htm_restart}, {"status_zero", status_zero},
-                 {"irr_reader", irr_reader}, {"hw_free", hw_free}};
+                 {"irr_reader", irr_reader}, {"cx_clock", cx_clock},
+                 {"cx_publish", cx_publish}, {"hw_free", hw_free}};
     if (argc != 2) {
         fprintf(stderr, "usage: test_rtm_paths CASE\n");
         return 2;
