@@ -433,7 +433,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
             if (give_up)
                 break;
             if (cause == TXKIT_CAUSE_CONFLICT)
-                tk_spin_pause((unsigned)(tk_rand(t) % (64u << c->tries)));
+                tk_spin_ns(tk_rand(t) % (1600u << c->tries)); /* 64 pauses of ~25 ns before */
         }
     }
     excl_acquire(l);

@@ -260,7 +260,7 @@ static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, 
         if (give_up)
             return false;
         if (cause == TXKIT_CAUSE_CONFLICT)
-            tk_spin_pause((unsigned)(tk_rand(tk_self()) % (64u << *tries)));
+            tk_spin_ns(tk_rand(tk_self()) % (1600u << *tries)); /* was 64 pauses << tries */
     }
 }
 

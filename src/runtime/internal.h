@@ -547,7 +547,9 @@ TK_HIDDEN void tk_sched_before_retry(tk_thread *t);  /* may queue at the site */
 TK_HIDDEN void tk_sched_release(tk_thread *t);       /* give the site's queue back */
 
 TK_HIDDEN uint64_t tk_rand(tk_thread *t);
-TK_HIDDEN void tk_spin_pause(unsigned iterations);
+/* Spin (pause) for about ns nanoseconds, measured with the TSC: a pause
+ * takes 10 cycles on some CPUs and 140 on others (RTM-FACTS). */
+TK_HIDDEN void tk_spin_ns(uint64_t ns);
 
 /* ------------------------------------------------------------------- stats */
 
@@ -558,6 +560,7 @@ TK_HIDDEN void tk_stats_at_exit(void);
 TK_HIDDEN void tk_stats_out_init(void);
 TK_HIDDEN FILE *tk_stats_out(void);
 TK_HIDDEN double tk_ns_per_tick(void);
+TK_HIDDEN double tk_ns_per_tick_known(void); /* 0 until calibrated; never waits */
 TK_HIDDEN void tk_calibrate_maybe(void);
 TK_HIDDEN void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c);
 #define TK_INSIDE_SAMPLE 16

@@ -39,7 +39,16 @@ static double measure_ns_per_tick(void) {
 static pthread_once_t calibrate_once = PTHREAD_ONCE_INIT;
 static double ns_per_tick;
 
-static void calibrate(void) { ns_per_tick = measure_ns_per_tick(); }
+static int calibrated;
+
+static void calibrate(void) {
+    ns_per_tick = measure_ns_per_tick();
+    __atomic_store_n(&calibrated, 1, __ATOMIC_RELEASE);
+}
+
+double tk_ns_per_tick_known(void) {
+    return __atomic_load_n(&calibrated, __ATOMIC_ACQUIRE) ? ns_per_tick : 0.0;
+}
 
 double tk_ns_per_tick(void) {
     pthread_once(&calibrate_once, calibrate);
