@@ -47,14 +47,7 @@ static inline bool is_free(const cx_lock_t *l) { return l->state.word == 0; }
 
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void tk_cx_atfork(int phase) {
-    if (phase == TK_FORK_PREPARE)
-        pthread_mutex_lock(&site_lock);
-    else if (phase == TK_FORK_PARENT)
-        pthread_mutex_unlock(&site_lock);
-    else
-        pthread_mutex_init(&site_lock, NULL);
-}
+void tk_cx_atfork(int phase) { tk_atfork_mutex(&site_lock, phase); }
 
 /* The lock's statistics entry: registered at its first entry, named by the
  * caller of that entry. */

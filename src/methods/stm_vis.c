@@ -101,15 +101,9 @@ void tk_vis_thread_exit(tk_thread *t) {
  * idle (a writer must not wait for, or be killed by, a reader that no longer
  * exists); the forking thread keeps its own. */
 void tk_vis_atfork(int phase, tk_thread *me) {
-    if (phase == TK_FORK_PREPARE) {
-        pthread_mutex_lock(&slot_lock);
+    tk_atfork_mutex(&slot_lock, phase);
+    if (phase != TK_FORK_CHILD)
         return;
-    }
-    if (phase == TK_FORK_PARENT) {
-        pthread_mutex_unlock(&slot_lock);
-        return;
-    }
-    pthread_mutex_init(&slot_lock, NULL);
     int mine = me && me->vis_slot > 0 ? me->vis_slot - 1 : -1;
     for (int i = 0; i < VIS_SLOTS; i++) {
         if (i == mine)

@@ -5,6 +5,7 @@
 #ifndef TK_INTERNAL_H
 #define TK_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -312,6 +313,15 @@ static inline uintptr_t tk_stack_private_top(const tk_thread *t) {
  * back) or CHILD (the only thread left is `me`, possibly NULL: reset every
  * lock and whatever belonged to the threads that are gone). */
 enum tk_fork_phase { TK_FORK_PREPARE, TK_FORK_PARENT, TK_FORK_CHILD };
+/* The usual part of it for one mutex: lock, unlock, or a fresh one. */
+static inline void tk_atfork_mutex(pthread_mutex_t *m, int phase) {
+    if (phase == TK_FORK_PREPARE)
+        pthread_mutex_lock(m);
+    else if (phase == TK_FORK_PARENT)
+        pthread_mutex_unlock(m);
+    else
+        pthread_mutex_init(m, NULL);
+}
 TK_HIDDEN void tk_txn_atfork(int phase);
 TK_HIDDEN void tk_cx_atfork(int phase);
 TK_HIDDEN void tk_itm_atfork(int phase);

@@ -457,14 +457,7 @@ void tk_abort(tk_thread *t, int cause) {
  * first thread to get here registers it; racing ones wait for the id. */
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void tk_txn_atfork(int phase) {
-    if (phase == TK_FORK_PREPARE)
-        pthread_mutex_lock(&site_lock);
-    else if (phase == TK_FORK_PARENT)
-        pthread_mutex_unlock(&site_lock);
-    else
-        pthread_mutex_init(&site_lock, NULL);
-}
+void tk_txn_atfork(int phase) { tk_atfork_mutex(&site_lock, phase); }
 
 void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line) {
     if (__atomic_load_n(&site->id, __ATOMIC_ACQUIRE))
