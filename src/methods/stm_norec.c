@@ -85,7 +85,8 @@ static inline bool snapshot_current(const tk_thread *t) {
  * frames, blocks it allocated) may differ by its own writes: not conflicts. */
 static bool rlog_valid(const tk_thread *t) {
     for (const tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
-        if (read_mem(r->addr, r->size) != r->val && !tk_stack_private(t, r->addr, r->size) &&
+        if (!tk_stack_private(t, r->addr, r->size) && /* not even read: maybe a dead frame */
+            read_mem(r->addr, r->size) != r->val &&
             !(t->captured.len && tk_captured(t, r->addr, r->size)))
             return false;
     return true;

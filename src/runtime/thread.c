@@ -46,6 +46,7 @@ static void thread_exit(void *p) {
     tk_vec_free(&t->frees);
     tk_vec_free(&t->handlers);
     tk_vec_free(&t->arena);
+    tk_vec_free(&t->itm_cps); /* empty outside transactions: no write-set copies left */
     free(t->windex);
     tk_cx_thread_exit(t);
     free(t);
