@@ -148,12 +148,6 @@ static int excl_try(cx_lock_t *l) {
 
 static void excl_release(cx_lock_t *l) { __atomic_store_n(&l->state.word, 0, __ATOMIC_RELEASE); }
 
-static void push_held(tk_thread *t, cx_lock_t *l) {
-    if (t->cx.nheld >= TK_CX_MAX_HELD)
-        TK_FATAL("more than %d cx locks held exclusively at once", TK_CX_MAX_HELD);
-    t->cx.held[t->cx.nheld++] = l;
-}
-
 /* Release l if this thread holds it exclusively; 1 if it did. */
 static int pop_held(tk_thread *t, cx_lock_t *l) {
     for (unsigned i = t->cx.nheld; i-- > 0;) {
@@ -185,6 +179,11 @@ static void list_push(struct cx_lock ***v, unsigned *n, unsigned *cap, cx_lock_t
         *cap = ncap;
     }
     (*v)[(*n)++] = l;
+}
+
+/* No limit on the locks a thread holds at once (nested exclusive sections). */
+static void push_held(tk_thread *t, cx_lock_t *l) {
+    list_push(&t->cx.held, &t->cx.nheld, &t->cx.held_cap, l);
 }
 
 static void push_txheld(tk_thread *t, cx_lock_t *l) {
@@ -546,6 +545,8 @@ void tk_cx_release_at_commit(tk_thread *t) { release_txheld(t); }
 void tk_cx_thread_exit(tk_thread *t) {
     free(t->cx.txheld);
     free(t->cx.subs);
-    t->cx.txheld = t->cx.subs = NULL;
+    free(t->cx.held);
+    t->cx.txheld = t->cx.subs = t->cx.held = NULL;
     t->cx.ntxheld = t->cx.nsubs = t->cx.txheld_cap = t->cx.subs_cap = 0;
+    t->cx.nheld = t->cx.held_cap = 0;
 }

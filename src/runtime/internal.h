@@ -124,7 +124,6 @@ typedef struct tk_jmpbuf {
 typedef struct tk_thread tk_thread;
 
 /* Per-thread state of cx lock sections (cx/cx.c). */
-#define TK_CX_MAX_HELD 16
 struct cx_lock;
 struct tk_cx {
     int mode;                     /* 0 none, 1 optimistic, 2 exclusive, 3 subscribed */
@@ -133,8 +132,8 @@ struct tk_cx {
     struct cx_lock *lock;         /* the outermost section's lock */
     struct tks_counters *cnt;     /* its statistics entry */
     unsigned tries;               /* hardware attempts of the current entry */
-    unsigned nheld;
-    struct cx_lock *held[TK_CX_MAX_HELD]; /* held exclusively by sections outside transactions */
+    unsigned nheld, held_cap;
+    struct cx_lock **held;        /* held exclusively by sections outside transactions */
     /* Owned by the running transaction attempt, not by its sections: kept
      * after cx_unlock until the attempt commits or has rolled back. */
     unsigned ntxheld, txheld_cap;

@@ -436,6 +436,16 @@ static int api(void) {
     r = (int)(intptr_t)ret;
     CHECK_EQ(r, -EBUSY);
     cx_unlock(&l);
+    /* No limit of the library's own on locks held at once (was 16: fatal). */
+    static cx_lock_t many[40];
+    for (int i = 0; i < 40; i++) {
+        CHECK_EQ(cx_init(&many[i], NULL), 0);
+        cx_exclusive(&many[i]);
+    }
+    for (int i = 40; i-- > 0;)
+        cx_unlock(&many[i]);
+    for (int i = 0; i < 40; i++)
+        CHECK_EQ(cx_destroy(&many[i]), 0);
     printf("api: ok\n");
     return 0;
 }
