@@ -19,6 +19,9 @@
  *       the transaction ends (restarted, irrevocable, irrevocable after the
  *       section), deterministically; and sections that reenter one lock or
  *       use many locks in one transaction.
+ *   test_cx irrwindow SECONDS  a transaction that read under a lock becomes
+ *       irrevocable while another thread enters the lock exclusively: its
+ *       earlier reads must hold (no TK_ASSERT, no torn pair, no lost update).
  * TXKIT_STRESS_SECONDS (tests/runtime/stress_env.h) replaces the SECONDS of
  * torture and nested; torture's choices come from a printed seed
  * (TXKIT_STRESS_SEED replays it).
@@ -450,6 +453,67 @@ static int api(void) {
     return 0;
 }
 
+/* ------------------------------------------------------ irrwindow */
+
+/* A software transaction subscribed to a lock becomes irrevocable
+ * (stm_make_irrevocable: token, extend, then hold the subscribed locks)
+ * while another thread enters that lock exclusively over and over. An
+ * exclusive holder does not look at the token, so it can write between the
+ * extension and the hold: the reads before tx_irrevocable() must still be
+ * valid after it (found by tests/cx/tm_model.pml, MAKE_IRR_REVALIDATES=0).
+ * Before the fix: TK_ASSERT at the next read, or x != y. */
+static cx_lock_t lw = CX_LOCK_INITIALIZER;
+static volatile long wa, wb; /* under lw: wa == wb between sections */
+static atomic_long wexcl;
+
+static void *irrwindow_excl(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        cx_exclusive(&lw);
+        long v = wa;
+        wa = v + 1;
+        wb = v + 1;
+        cx_unlock(&lw);
+        atomic_fetch_add(&wexcl, 1);
+    }
+    return NULL;
+}
+
+static long wtorn;
+
+static void irrwindow_tx(void) {
+    TX_ATOMIC {
+        cx_optimistic(&lw);
+        long x = TX_LOAD(&wa);
+        cx_unlock(&lw);
+        tx_irrevocable();
+        long y = TX_LOAD(&wb);
+        if (x != y)
+            wtorn++; /* irrevocable: runs once, so counted once */
+        TX_STORE(&wa, y + 1);
+        TX_STORE(&wb, y + 1);
+    }
+}
+
+static int irrwindow(double seconds) {
+    pthread_t th;
+    atomic_store(&stop, 0);
+    CHECK(pthread_create(&th, NULL, irrwindow_excl, NULL) == 0);
+    long txs = 0;
+    for (double end = now() + seconds; now() < end;)
+        for (int k = 0; k < 1000; k++, txs++)
+            irrwindow_tx();
+    atomic_store(&stop, 1);
+    CHECK(pthread_join(th, NULL) == 0);
+    long want = txs + atomic_load(&wexcl);
+    printf("irrwindow: %ld transactions, %ld exclusive sections, %ld torn, a=%ld b=%ld\n", txs,
+           (long)atomic_load(&wexcl), wtorn, wa, wb);
+    CHECK_EQ(wtorn, 0);
+    CHECK_EQ(wa, want);
+    CHECK_EQ(wb, want);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 5 && strcmp(argv[1], "torture") == 0) {
         torture_seed = tk_stress_seed("test_cx torture");
@@ -463,6 +527,8 @@ int main(int argc, char **argv) {
         return api();
     if (argc >= 2 && strcmp(argv[1], "release") == 0)
         return release();
-    fprintf(stderr, "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | api | release\n");
+    if (argc >= 3 && strcmp(argv[1], "irrwindow") == 0)
+        return irrwindow(tk_stress_seconds(atof(argv[2])));
+    fprintf(stderr, "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | api | release | irrwindow SECONDS\n");
     return 2;
 }
