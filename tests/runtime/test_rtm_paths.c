@@ -66,6 +66,12 @@ static void need_sim(const char *script) {
     CHECK_EQ(txkit_sim_rtm_script(script), 0);
 }
 
+/* The handshakes between a case's threads: wait until *p == v. */
+static void await_phase(atomic_int *p, int v) {
+    while (atomic_load(p) != v)
+        usleep(1000);
+}
+
 static void layout(void) {
     size_t word = offsetof(cx_lock_t, state);
     CHECK_EQ(_Alignof(cx_lock_t), 64);
@@ -147,21 +153,15 @@ static void htm_restart(void) {
 
 /* Auto runs a lone thread serially: another thread, alive until the end,
  * ran a transaction first, so that this one shares (no solo mode). */
-static pthread_mutex_t other_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t other_cv = PTHREAD_COND_INITIALIZER;
-static int other_state; /* 1: ran its transaction, 2: may exit */
+static atomic_int other_state; /* 1: ran its transaction, 2: may exit */
 
 static void *one_transaction(void *arg) {
     (void)arg;
     TX_ATOMIC {
         TX_STORE(&g_value, TX_LOAD(&g_value) + 1);
     }
-    pthread_mutex_lock(&other_lock);
-    other_state = 1;
-    pthread_cond_broadcast(&other_cv);
-    while (other_state != 2)
-        pthread_cond_wait(&other_cv, &other_lock);
-    pthread_mutex_unlock(&other_lock);
+    atomic_store(&other_state, 1);
+    await_phase(&other_state, 2);
     return NULL;
 }
 
@@ -169,10 +169,7 @@ static void status_zero(void) {
     need_sim("start");
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, one_transaction, NULL), 0);
-    pthread_mutex_lock(&other_lock);
-    while (other_state != 1)
-        pthread_cond_wait(&other_cv, &other_lock);
-    pthread_mutex_unlock(&other_lock);
+    await_phase(&other_state, 1);
     CHECK_EQ(txkit_sim_rtm_script("zero,start"), 0);
     tx_stats_t s0 = tk_stats();
     for (int i = 0; i < 8; i++) {
@@ -188,10 +185,7 @@ static void status_zero(void) {
     CHECK(s1.commits[TXKIT_HTM] - s0.commits[TXKIT_HTM] >= 7);
     CHECK_EQ(g_value, 9);
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
-    pthread_mutex_lock(&other_lock);
-    other_state = 2;
-    pthread_cond_broadcast(&other_cv);
-    pthread_mutex_unlock(&other_lock);
+    atomic_store(&other_state, 2);
     CHECK_EQ(pthread_join(th, NULL), 0);
 }
 
@@ -202,12 +196,8 @@ static void *irrevocable_waiter(void *arg) {
     TX_ATOMIC {
         tx_irrevocable();
         TX_STORE(&g_irr_seen, 1);
-        pthread_mutex_lock(&other_lock);
-        other_state = 1; /* irrevocable now, until the reader is done */
-        pthread_cond_broadcast(&other_cv);
-        while (other_state != 2)
-            pthread_cond_wait(&other_cv, &other_lock);
-        pthread_mutex_unlock(&other_lock);
+        atomic_store(&other_state, 1); /* irrevocable now, until the reader is done */
+        await_phase(&other_state, 2);
     }
     return NULL;
 }
@@ -218,18 +208,12 @@ static void irr_reader(void) {
     g_value = 41;
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, irrevocable_waiter, NULL), 0);
-    pthread_mutex_lock(&other_lock);
-    while (other_state != 1)
-        pthread_cond_wait(&other_cv, &other_lock);
-    pthread_mutex_unlock(&other_lock);
+    await_phase(&other_state, 1);
     TX_ATOMIC {
         g_read = TX_LOAD(&g_value);
     }
     CHECK_EQ(g_read, 41);
-    pthread_mutex_lock(&other_lock);
-    other_state = 2;
-    pthread_cond_broadcast(&other_cv);
-    pthread_mutex_unlock(&other_lock);
+    atomic_store(&other_state, 2);
     CHECK_EQ(pthread_join(th, NULL), 0);
     CHECK_EQ(g_irr_seen, 1);
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
@@ -245,8 +229,7 @@ static void *serial_holder(void *arg) {
     TX_ATOMIC {
         TX_STORE(&g_ser, TX_LOAD(&g_ser) + 1);
         atomic_store(&ser_phase, 1);
-        while (atomic_load(&ser_phase) != 2)
-            usleep(1000);
+        await_phase(&ser_phase, 2);
     }
     return NULL;
 }
@@ -256,8 +239,7 @@ static void cx_clock(void) {
     alarm(20);
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, serial_holder, NULL), 0);
-    while (atomic_load(&ser_phase) != 1)
-        usleep(1000);
+    await_phase(&ser_phase, 1);
     static cx_lock_t l = CX_LOCK_INITIALIZER;
     cx_optimistic(&l);
     int mode = cx_mode();
@@ -283,8 +265,7 @@ static void *pub_reader(void *arg) {
         g_first = TX_LOAD(&g_x);
         if (atomic_load(&pub_phase) == 0) {
             atomic_store(&pub_phase, 1);
-            while (atomic_load(&pub_phase) != 2)
-                usleep(1000);
+            await_phase(&pub_phase, 2);
         }
         g_second = TX_LOAD(&g_x);
         cx_unlock(&pub_lock);
@@ -297,8 +278,7 @@ static void cx_publish(void) {
     alarm(20);
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, pub_reader, NULL), 0);
-    while (atomic_load(&pub_phase) != 1)
-        usleep(1000);
+    await_phase(&pub_phase, 1);
     cx_optimistic(&pub_lock); /* a simulated hardware section */
     int mode = cx_mode();
     g_x = 2;
@@ -327,8 +307,7 @@ static void *hw_reader(void *arg) {
         struct big *p = TX_LOAD(&g_head);
         if (p && atomic_load(&hw_phase) == 0) {
             atomic_store(&hw_phase, 1);
-            while (atomic_load(&hw_phase) != 3)
-                usleep(1000);
+            await_phase(&hw_phase, 3);
         }
         g_reader_val = p ? TX_LOAD(&p->val) : -1;
     }
@@ -355,8 +334,7 @@ static void hw_free(void) {
     g_head->val = 7;
     pthread_t r, f;
     CHECK_EQ(pthread_create(&r, NULL, hw_reader, NULL), 0);
-    while (atomic_load(&hw_phase) != 1)
-        usleep(1000);
+    await_phase(&hw_phase, 1);
     CHECK_EQ(pthread_create(&f, NULL, hw_freer, NULL), 0);
     /* A freer whose exit frees the block at once is gone in a moment; one
      * that waits for the reader is still there after a second. */
