@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "methods/method.h"
+#include "runtime/simpoint.h"
 
 /* ------------------------------------------------------------ memory access */
 
@@ -433,6 +434,7 @@ static int stm_commit(tk_thread *t) {
         /* Killed, or a reader that beats us must finish first: give the
          * clock back unused (and wait for that reader). */
         __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
+        TK_SIM_POINT("stm.lost_at_commit"); /* cm.waitrace: the winner moves on here */
         if (r == TK_VIS_KILLED || !tk_vis_wait_for(t, r))
             return TXKIT_CAUSE_CONFLICT;
     }

@@ -247,6 +247,7 @@ int tk_vis_commit_point(tk_thread *t) {
         party_of(&b, o, (unsigned)j);
         if (!pinned && (o_irr || !tk_cm->wins(&a, &b))) {
             tk_cm_count(t, b.prio, a.prio);
+            t->vis_lost_to = ost; /* the attempt we wait out: see tk_vis_wait_for */
             __atomic_store_n(&s->status, st, __ATOMIC_RELEASE); /* active again */
             return j;
         }
@@ -266,10 +267,16 @@ int tk_vis_commit_point(tk_thread *t) {
 }
 
 /* We lost to slot j at our commit point and gave the clock back: wait until
- * j is done (it commits before us). False if someone killed us meanwhile. */
+ * the attempt we lost to is done (it commits before us). False if someone
+ * killed us meanwhile.
+ * Only that attempt: the status word is the one the decision saw, not the
+ * slot's status now. By now j may run a later transaction, which the manager
+ * never compared with us; it can lose to us and wait for us in turn (a
+ * younger one under timestamp), and waiting for it would close a cycle that
+ * nobody breaks: the sanitizer lane hung in cm.noinvert that way. */
 bool tk_vis_wait_for(tk_thread *t, int j) {
     const struct vis_slot *o = &slots[j];
-    uint64_t st0 = __atomic_load_n(&o->status, __ATOMIC_ACQUIRE);
+    uint64_t st0 = t->vis_lost_to;
     for (unsigned spins = 0;; spins++) {
         if (is_killed(t)) {
             t->vis_decided = 1;

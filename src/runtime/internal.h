@@ -219,6 +219,8 @@ struct tk_thread {
     uint64_t vis_sig_touched;     /* words of the read signature set */
     int vis_active;               /* the running attempt's accesses are visible */
     int vis_decided;              /* the attempt aborts by a manager's decision */
+    uint64_t vis_lost_to;         /* status word of the attempt we lost to at our commit
+                                   * point (stm_vis.c): the one tk_vis_wait_for() waits out */
     /* -- transaction-aware scheduling (sched.c) */
     uint64_t sched_attempt_tsc;   /* start of the current attempt (when on) */
     uint64_t sched_tx_lost;       /* ticks lost in aborted attempts of this transaction */
@@ -541,7 +543,9 @@ TK_HIDDEN void tk_vis_note_abort(tk_thread *t);     /* before rollback: killed =
  * that won: give the clock back, tk_vis_wait_for() it, then try again. */
 #define TK_VIS_KILLED (-2)
 TK_HIDDEN int tk_vis_commit_point(tk_thread *t);
-TK_HIDDEN bool tk_vis_wait_for(tk_thread *t, int slot); /* false: killed */
+/* Waits out the attempt of `slot` that tk_vis_commit_point() lost to (not a
+ * later one of that slot); false if we were killed meanwhile. */
+TK_HIDDEN bool tk_vis_wait_for(tk_thread *t, int slot);
 TK_HIDDEN bool tk_vis_pin(tk_thread *t);            /* irrevocable: never killed; false if killed */
 TK_HIDDEN void tk_vis_end(tk_thread *t);            /* release everything */
 TK_HIDDEN void tk_vis_thread_exit(tk_thread *t);

@@ -488,6 +488,81 @@ static long arg_long(const char *what, const char *s, long lo, long hi)
     return v;
 }
 
+/* ------------------------------------------------------------- waitrace
+ * A writer that loses at its commit point waits out the attempt it lost to,
+ * not whatever its slot runs next. Timestamp manager, two threads, one word:
+ *   J1  (older)  reads x, stays active until C has lost to it, commits read-only;
+ *   C   (younger than J1) reads x, writes x + 1: at its commit J1's read
+ *       signature has x, J1 wins, C gives the clock back and (stall point
+ *       "stm.lost_at_commit", simulator builds only) sleeps 300 ms there;
+ *   J2  (J's next transaction, younger than C) reads x, writes x + 1: C is
+ *       active again with x in its signature, C is older, so J2 waits for C.
+ * C wakes: if it now waited for "slot J" as it is (J2), each would wait for
+ * the other for ever (the cm.noinvert hang). Oracles: both finish within
+ * 10 s, x == 2, the stall happened once. */
+extern int txkit_sim_stall(const char *point, unsigned usec);
+extern unsigned long txkit_sim_stalls(void);
+
+static int64_t g_x;
+static atomic_int g_j_in;
+
+static void wait_until(int (*cond)(void), const char *what)
+{
+    double t0 = tk_now();
+    while (!cond()) {
+        CHECK_MSG(tk_now() - t0 < 10.0, "waitrace: no %s within 10 s", what);
+        sched_yield();
+    }
+}
+static int j_is_in(void) { return atomic_load(&g_j_in); }
+static int c_stalled(void) { return txkit_sim_stalls() >= 1; }
+
+static void *waitrace_j(void *arg)
+{
+    (void)arg;
+    TX_ATOMIC {
+        (void)TX_LOAD(&g_x);
+        atomic_store(&g_j_in, 1);
+        wait_until(c_stalled, "stall of the losing writer");
+    }
+    TX_ATOMIC {
+        int64_t v = TX_LOAD(&g_x);
+        TX_STORE(&g_x, v + 1);
+    }
+    return NULL;
+}
+
+static void *waitrace_c(void *arg)
+{
+    (void)arg;
+    wait_until(j_is_in, "first transaction of J");
+    TX_ATOMIC {
+        int64_t v = TX_LOAD(&g_x);
+        TX_STORE(&g_x, v + 1);
+    }
+    return NULL;
+}
+
+static int waitrace(void)
+{
+    if (txkit_sim_stall("stm.lost_at_commit", 300000) == -ENOTSUP) {
+        printf("SKIP waitrace: needs stall points (a -DTXKIT_SIM_RTM=ON build)\n");
+        return 77;
+    }
+    set_cm("timestamp");
+    pthread_t j, c;
+    CHECK_EQ(pthread_create(&j, NULL, waitrace_j, NULL), 0);
+    CHECK_EQ(pthread_create(&c, NULL, waitrace_c, NULL), 0);
+    alarm(10); /* the hang this guards against: SIGALRM ends the test */
+    CHECK_EQ(pthread_join(j, NULL), 0);
+    CHECK_EQ(pthread_join(c, NULL), 0);
+    alarm(0);
+    CHECK_EQ(g_x, 2);
+    CHECK_EQ(txkit_sim_stalls(), 1);
+    printf("waitrace: x = %lld, both writers committed\n", (long long)g_x);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     tk_skip_unless_method_usable(argv[0]);
@@ -497,6 +572,8 @@ int main(int argc, char **argv)
         g_seed = tk_stress_seed("test_cm_stress");
         return noinvert(argv[2], n, tk_stress_seconds(secs));
     }
+    if (argc >= 2 && strcmp(argv[1], "waitrace") == 0)
+        return waitrace();
     if (argc >= 3 && strcmp(argv[1], "decided") == 0) {
         double secs = argc > 3 ? (double)arg_long("SECONDS", argv[3], 1, 60) : 5.0;
         return decided(argv[2], secs);
@@ -535,7 +612,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "usage: %s noinvert CM [THREADS [SECONDS]]\n"
                     "       %s livelock CM on|off THREADS [OPS [LIMIT_S]]\n"
                     "       %s decided CM [SECONDS]\n"
-                    "       %s adopted CM [SECONDS]\n",
-            argv[0], argv[0], argv[0], argv[0]);
+                    "       %s adopted CM [SECONDS]\n"
+                    "       %s waitrace\n",
+            argv[0], argv[0], argv[0], argv[0], argv[0]);
     return 2;
 }
