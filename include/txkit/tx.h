@@ -218,10 +218,14 @@ struct _txkit_rentry {
 };
 
 /* Per-thread barrier state, read by the inline fast paths. Everything after
- * depth is runtime-private and may change between versions. */
+ * wrote is runtime-private and may change between versions. */
 struct txkit_tls {
     unsigned int access;         /* TXKIT_ACC_* bits: which accesses need the runtime */
     unsigned int depth;          /* nesting depth, 0 outside transactions */
+    unsigned int wrote;          /* set by every TX_STORE, tx_memcpy, tx_memset; cleared by
+                                  * the runtime when a hardware attempt begins: a hardware
+                                  * commit that wrote nothing need not make software
+                                  * transactions revalidate */
     /* software TM read fast path (TXKIT_ACC_FASTREAD) */
     const volatile uint64_t *clock; /* the global sequence clock */
     uint64_t snap;               /* the snapshot the reads so far are valid at */
@@ -325,9 +329,10 @@ _txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
         __typeof__(p) _txkit_sp = (p);                                              \
         _TXKIT_UNQUAL(_txkit_sp) _txkit_sv = (v);                                   \
         _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_sv), "TX_STORE: 1, 2, 4 or 8 bytes"); \
-        if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE)))                   \
+        if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE))) {                 \
             *_txkit_sp = _txkit_sv;                                                 \
-        else                                                                        \
+            _txkit_tls.wrote = 1;                                                   \
+        } else                                                                      \
             _txkit_store_bytes((void *)_txkit_sp, &_txkit_sv, sizeof _txkit_sv);     \
         (void)0;                                                                    \
     })

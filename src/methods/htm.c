@@ -3,8 +3,9 @@
  *
  * Coexistence with the other methods: an attempt reads the global clock right
  * after XBEGIN, so a software commit's write-back or a serial transaction (both
- * make the clock odd) aborts it; and at commit it bumps hw_commits when any
- * software transaction is running, so those revalidate and see its writes.
+ * make the clock odd) aborts it; and at commit, if it wrote, it bumps
+ * hw_commits when any software transaction is running, so those revalidate
+ * and see its writes.
  */
 #include "arch/x86_64/rtm.h"
 #include "methods/method.h"
@@ -58,6 +59,7 @@ TK_RTM_FN static int htm_begin(tk_thread *t) {
             TK_XABORT(TK_XCODE_LOCKED);
         if (__atomic_load_n(&tk_g.irr_owner, __ATOMIC_RELAXED) != 0)
             TK_XABORT(TK_XCODE_IRR_OTHER);
+        _txkit_tls.wrote = 0; /* TX_STORE & co. set it: see htm_commit */
         return TK_OK;
     }
     return classify(t, status);
@@ -66,7 +68,12 @@ TK_RTM_FN static int htm_begin(tk_thread *t) {
 TK_RTM_FN static int htm_commit(tk_thread *t) {
     if (t->ctl.inject)
         TK_XABORT(TK_XCODE_INJECT);
-    if (__atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED))
+    /* Software transactions revalidate when hw_commits moves; every hardware
+     * attempt that bumps it also conflicts with all the others on its line.
+     * So only commits that wrote: TX_STORE, tx_memcpy and tx_memset say so;
+     * gcc's code under htm runs uninstrumented, so it always counts. */
+    if (__atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED) &&
+        (_txkit_tls.wrote || t->ctl.kind == TK_KIND_ITM))
         tk_g.hw_commits++; /* transactional: atomic with our writes */
     tk_xend();
     return TK_OK;

@@ -384,7 +384,8 @@ TK_HIDDEN uint64_t tk_others_transactions(const tk_thread *self);
  * free, odd while a software commit writes back or a serial/irrevocable
  * transaction runs. Hardware transactions read it at their start, so either
  * event aborts them; they bump `hw_commits` at commit only while software
- * transactions are running, which is how those notice hardware writes. */
+ * transactions are running and only if they wrote (htm.c: _txkit_tls.wrote;
+ * cx optimistic sections always), which is how those notice hardware writes. */
 struct tk_global {
     _Alignas(TK_CACHELINE) volatile uint64_t clock;
     /* Same line as the clock, written by the software committer that holds

@@ -588,6 +588,8 @@ void _txkit_store_bytes(void *addr, const void *src, size_t size) {
 void tk_copy(void *dst, const void *src, size_t n, int src_tx, int dst_tx, int move) {
     unsigned acc = _txkit_tls.access;
     if ((!src_tx || !(acc & TXKIT_ACC_LOAD)) && (!dst_tx || !(acc & TXKIT_ACC_STORE))) {
+        if (dst_tx)
+            _txkit_tls.wrote = 1; /* as TX_STORE: a hardware attempt wrote */
         if (move)
             memmove(dst, src, n);
         else
@@ -632,6 +634,7 @@ void tx_memset(void *dst, int c, size_t n) {
     tk_thread *t = tk_cur;
     if (!t || !_txkit_tls.access) {
         memset(dst, c, n);
+        _txkit_tls.wrote = 1; /* as TX_STORE: a hardware attempt wrote */
         return;
     }
     uint64_t pattern;

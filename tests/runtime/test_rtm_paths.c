@@ -31,6 +31,11 @@
  *   cx_publish      a software transaction subscribed to a cx lock sees the
  *                   commit of an optimistic section that wrote what it read:
  *                   it never returns two different values of one location
+ *   hw_readonly     a hardware commit that wrote nothing does not make the
+ *                   running software transactions revalidate (it does not
+ *                   move hw_commits); one that wrote does. The reader's first
+ *                   read is changed by a plain store meanwhile, so a
+ *                   revalidation shows as a restart
  *   hw_free         a block freed by a hardware commit waits for the software
  *                   reader that read the pointer to it before that commit
  *                   (hardware commits do not move the clock the limbo tags
@@ -292,6 +297,55 @@ static void cx_publish(void) {
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
 }
 
+static long g_ro_y = 7, g_ro_z = 1;
+static atomic_int ro_phase; /* 1: reader read z, 2: hardware transaction committed */
+static long g_ro_attempts;
+
+static void *ro_reader(void *arg) {
+    (void)arg;
+    CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
+    TX_ATOMIC {
+        g_ro_attempts++;
+        (void)TX_LOAD(&g_ro_z);
+        if (atomic_load(&ro_phase) == 0) {
+            atomic_store(&ro_phase, 1);
+            await_phase(&ro_phase, 2);
+        }
+        (void)TX_LOAD(&g_ro_y);
+    }
+    return NULL;
+}
+
+/* The reader's attempts while this thread commits one hardware transaction
+ * that reads y and, if `write`, stores it back unchanged. */
+static long hw_beside_reader(int write) {
+    g_ro_attempts = 0;
+    atomic_store(&ro_phase, 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, ro_reader, NULL), 0);
+    await_phase(&ro_phase, 1);
+    g_ro_z++; /* not transactional: only a revalidation notices it */
+    uint64_t hw0 = tk_stats().commits[TXKIT_HTM];
+    TX_ATOMIC {
+        long v = TX_LOAD(&g_ro_y);
+        if (write)
+            TX_STORE(&g_ro_y, v);
+    }
+    CHECK_EQ(tk_stats().commits[TXKIT_HTM], hw0 + 1); /* it ran in (simulated) hardware */
+    atomic_store(&ro_phase, 2);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    return g_ro_attempts;
+}
+
+static void hw_readonly(void) {
+    need_sim("start");
+    alarm(20);
+    CHECK_EQ(txkit_set_method(TXKIT_HTM), 0);
+    CHECK_EQ(hw_beside_reader(0), 1); /* read-only: no revalidation, no restart */
+    CHECK_EQ(hw_beside_reader(1), 2); /* wrote: revalidation finds z changed */
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
 struct big {
     long val;
     char pad[1 << 20]; /* above malloc's mmap threshold: free() unmaps it */
@@ -359,7 +413,8 @@ int main(int argc, char **argv) {
                  {"mutex_explicit", mutex_explicit},
                  {"htm_restart", htm_restart}, {"status_zero", status_zero},
                  {"irr_reader", irr_reader}, {"cx_clock", cx_clock},
-                 {"cx_publish", cx_publish}, {"hw_free", hw_free}};
+                 {"cx_publish", cx_publish}, {"hw_readonly", hw_readonly},
+                 {"hw_free", hw_free}};
     if (argc != 2) {
         fprintf(stderr, "usage: test_rtm_paths CASE\n");
         return 2;
