@@ -16,8 +16,8 @@
 
 #include <txkit.h>
 
-#include "../common/check.h" /* CHECK, CHECK_EQ, CHECK_MSG */
-#include "stress_env.h"       /* TXKIT_STRESS_SECONDS, TXKIT_STRESS_SEED */
+#include "check.h"      /* CHECK, CHECK_EQ, CHECK_MSG (tests/common) */
+#include "stress_env.h" /* TXKIT_STRESS_SECONDS, TXKIT_STRESS_SEED */
 
 /* Exit code that CTest maps to "skipped" (SKIP_RETURN_CODE in CMakeLists). */
 #define TK_SKIP_CODE 77
