@@ -22,21 +22,42 @@
 #define TK_CHECK_PURE
 #endif
 
+/* A program may define tk_check_context() to say where it was (its round,
+ * its threads) before a failure report. It runs on the failing thread, inside
+ * the failed transaction if there is one. Weak: no program has to. */
+#ifdef __cplusplus
+extern "C"
+#endif
+TK_CHECK_PURE void tk_check_context(void) __attribute__((weak));
+
+/* The start of every failure report: what stdout holds, then the context. */
+TK_CHECK_PURE __attribute__((cold, unused)) static void tk_fail_begin(void) {
+    fflush(stdout);
+    if (tk_check_context)
+        tk_check_context();
+}
+
+/* The end of every failure report: file:line, the function, what failed. */
+TK_CHECK_PURE __attribute__((noreturn, cold, unused)) static void
+tk_fail_end(const char *file, int line, const char *func, const char *what) {
+    fprintf(stderr, "%s:%d: in %s(): CHECK FAILED: %s\n", file, line, func, what);
+    fflush(stderr);
+    abort();
+}
+
 /* Report a failed check and abort(). Any thread, any time, inside a
  * transaction or not. */
 TK_CHECK_PURE __attribute__((noreturn, cold, unused)) static void
 tk_fail(const char *file, int line, const char *func, const char *what) {
-    fflush(stdout);
-    fprintf(stderr, "%s:%d: in %s(): CHECK FAILED: %s\n", file, line, func, what);
-    fflush(stderr);
-    abort();
+    tk_fail_begin();
+    tk_fail_end(file, line, func, what);
 }
 
 /* Report a failed CHECK_EQ with both values and abort(). Any thread, any time. */
 TK_CHECK_PURE __attribute__((noreturn, cold, unused)) static void
 tk_fail_eq(const char *file, int line, const char *func, const char *a, const char *b,
            long long va, long long vb) {
-    fflush(stdout);
+    tk_fail_begin();
     fprintf(stderr, "%s:%d: in %s(): CHECK FAILED: %s == %s\n    left:  %lld (0x%llx)\n"
                     "    right: %lld (0x%llx)\n",
             file, line, func, a, b, va, (unsigned long long)va, vb, (unsigned long long)vb);
@@ -50,12 +71,12 @@ TK_CHECK_PURE __attribute__((noreturn, cold, unused, format(printf, 5, 6))) stat
 tk_fail_msg(const char *file, int line, const char *func, const char *what, const char *fmt,
             ...) {
     va_list ap;
-    fflush(stdout);
+    tk_fail_begin();
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
-    tk_fail(file, line, func, what);
+    tk_fail_end(file, line, func, what);
 }
 
 /* CHECK(expr): expr must be true. */
