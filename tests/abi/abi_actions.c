@@ -207,7 +207,7 @@ __attribute__((noinline)) static uint64_t ids_of_transaction(uint64_t *nested) {
 
 static void transaction_ids(void) {
     uint64_t id1_nested = 0, id2_nested = 0;
-    ABI_CHECK_EQ(_ITM_getTransactionId(), ABI_NO_TRANSACTION_ID);
+    CHECK_EQ(_ITM_getTransactionId(), ABI_NO_TRANSACTION_ID);
     uint64_t id1 = ids_of_transaction(&id1_nested);
     uint64_t id2 = ids_of_transaction(&id2_nested);
     ABI_EXPECT("id_inside", id1 != ABI_NO_TRANSACTION_ID && id1 != 0, "no id inside");
@@ -215,7 +215,7 @@ static void transaction_ids(void) {
                "nested transaction has another id");
     ABI_EXPECT("id_next_differs", id2 != id1 && id2 != ABI_NO_TRANSACTION_ID,
                "the next transaction has the same id");
-    ABI_CHECK_EQ(_ITM_getTransactionId(), ABI_NO_TRANSACTION_ID);
+    CHECK_EQ(_ITM_getTransactionId(), ABI_NO_TRANSACTION_ID);
 }
 
 /* ---------------------------------------- per attempt, with many threads */
@@ -258,9 +258,9 @@ static void actions_per_attempt(void) {
     uint64_t attempts_before = abi_attempts();
     pthread_t th[NTHREADS];
     for (int t = 0; t < NTHREADS; t++)
-        ABI_CHECK_EQ(pthread_create(&th[t], NULL, action_thread, NULL), 0);
+        CHECK_EQ(pthread_create(&th[t], NULL, action_thread, NULL), 0);
     for (int t = 0; t < NTHREADS; t++)
-        ABI_CHECK_EQ(pthread_join(th[t], NULL), 0);
+        CHECK_EQ(pthread_join(th[t], NULL), 0);
     uint64_t attempts = abi_attempts() - attempts_before;
     long n = NTHREADS * per_thread_ops;
     char detail[200];
@@ -271,7 +271,7 @@ static void actions_per_attempt(void) {
     ABI_EXPECT("undo_once_per_aborted_attempt",
                (uint64_t)undo_runs + (uint64_t)n == attempts, detail);
     ABI_EXPECT("commit_in_committing_thread", wrong_thread == 0, "commit action in another thread");
-    ABI_CHECK_EQ(counter, n);
+    CHECK_EQ(counter, n);
     printf("INFO abi_actions: %lu undo actions ran for aborted attempts\n", undo_runs);
     if (getenv("ABI_EXPECT_INJECTED"))
         ABI_EXPECT("undo_ran_for_injected_aborts", undo_runs > 0, "no undo action ran");
@@ -294,14 +294,14 @@ static int in_child(void (*fn)(void)) {
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
-    ABI_CHECK(pid >= 0);
+    CHECK(pid >= 0);
     if (pid == 0) {
         alarm(3); /* a runtime that hangs on its way out: killed, counted as a failure */
         fn();
         _exit(0);
     }
     int status = 0;
-    ABI_CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
     return status;
 }
 
@@ -311,7 +311,7 @@ static void drop_references(void) {
         _ITM_dropReferences(&shared_other, sizeof shared_other); /* a hint: no effect */
         shared_other = shared_other + 1;
     }
-    ABI_CHECK_EQ(shared_other, 2);
+    CHECK_EQ(shared_other, 2);
 }
 
 /* GCC's dropref-2: the dropped range keeps what the transaction wrote there
@@ -335,7 +335,7 @@ static void drop_references_cancel(void) {
             __transaction_cancel;
     }
     for (int i = 0; i < 16; i++)
-        ABI_CHECK_EQ(dropped[i], i >= 3 && i < 13 ? 0x99 : 0x22);
+        CHECK_EQ(dropped[i], i >= 3 && i < 13 ? 0x99 : 0x22);
 }
 
 static void call_itm_error(void) {

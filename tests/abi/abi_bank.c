@@ -118,7 +118,7 @@ static long audits_done;
 static void *audit_thread(void *arg) {
     long n = *(long *)arg;
     for (long i = 0; i < n; i++) {
-        ABI_CHECK_EQ(audit(), (long)NACC * INITIAL);
+        CHECK_EQ(audit(), (long)NACC * INITIAL);
         audits_done++;
         oracle_read(); /* twice per audit */
         oracle_read();
@@ -138,10 +138,10 @@ static uint64_t run_round(long naudits) {
 
     pthread_t th[NXFER + 1];
     for (long t = 0; t < NXFER; t++)
-        ABI_CHECK_EQ(pthread_create(&th[t], NULL, transfer_thread, (void *)t), 0);
-    ABI_CHECK_EQ(pthread_create(&th[NXFER], NULL, audit_thread, &naudits), 0);
+        CHECK_EQ(pthread_create(&th[t], NULL, transfer_thread, (void *)t), 0);
+    CHECK_EQ(pthread_create(&th[NXFER], NULL, audit_thread, &naudits), 0);
     for (int t = 0; t <= NXFER; t++)
-        ABI_CHECK_EQ(pthread_join(th[t], NULL), 0);
+        CHECK_EQ(pthread_join(th[t], NULL), 0);
 
     long total = 0;
     uint64_t h = ABI_HASH_INIT;
@@ -150,15 +150,15 @@ static uint64_t run_round(long naudits) {
         h = abi_hash(h, &accounts[a], sizeof accounts[a]);
     }
     long writes = NXFER * ((ops + 3) / 4);
-    ABI_CHECK_EQ(total, (long)NACC * INITIAL);
-    ABI_CHECK_EQ(audits_done, naudits);
-    ABI_CHECK_EQ(ox, writes);
-    ABI_CHECK_EQ(oy, 2 * writes + 1);
-    ABI_CHECK_EQ(oracle_sum, 2 * naudits);
-    ABI_CHECK_EQ(violations, 0);
-    ABI_CHECK_EQ(audit_violations, 0);
+    CHECK_EQ(total, (long)NACC * INITIAL);
+    CHECK_EQ(audits_done, naudits);
+    CHECK_EQ(ox, writes);
+    CHECK_EQ(oy, 2 * writes + 1);
+    CHECK_EQ(oracle_sum, 2 * naudits);
+    CHECK_EQ(violations, 0);
+    CHECK_EQ(audit_violations, 0);
     /* every transfer committed exactly once: at least one attempt each */
-    ABI_CHECK(abi_attempts() - attempts0 >= (uint64_t)(NXFER * ops));
+    CHECK(abi_attempts() - attempts0 >= (uint64_t)(NXFER * ops));
     return h;
 }
 
@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
     abi_init("abi_bank");
     if (argc > 1)
         ops = atol(argv[1]);
-    ABI_CHECK(ops > 0);
+    CHECK(ops > 0);
     int soak = tk_stress_soak();
     const char *replay = getenv("TXKIT_STRESS_SEED");
     if (soak || (replay && *replay))

@@ -99,7 +99,7 @@ extern int abi_cancel_now; /* 1, in another file: gcc cannot fold the cancel */
             T x, y;                                                              \
             ABI_TYPED_BODY(typed_g_##S, x, y);                                   \
             T want = x + 1;                                                      \
-            ABI_CHECK(ABI_EQ_##KIND(y, want)); /* read-after-write, inside */    \
+            CHECK(ABI_EQ_##KIND(y, want)); /* read-after-write, inside */    \
             if (cancel && abi_cancel_now)                                        \
                 __transaction_cancel;                                            \
         }                                                                        \
@@ -110,11 +110,11 @@ extern int abi_cancel_now; /* 1, in another file: gcc cannot fold the cancel */
             T *g = direct_g_##S;                                                 \
             T a = _ITM_R##S(&g[0]);                                              \
             T b = _ITM_RaR##S(&g[0]);                                            \
-            ABI_CHECK(ABI_EQ_##KIND(a, b));                                      \
+            CHECK(ABI_EQ_##KIND(a, b));                                      \
             _ITM_W##S(&g[1], a + 1);                                             \
             T c = _ITM_RaW##S(&g[1]);                                            \
             T want = a + 1;                                                      \
-            ABI_CHECK(ABI_EQ_##KIND(c, want));                                   \
+            CHECK(ABI_EQ_##KIND(c, want));                                   \
             _ITM_WaW##S(&g[1], c + b);                                           \
             T d = _ITM_RfW##S(&g[2]);                                            \
             _ITM_WaR##S(&g[2], d + 2);                                           \

@@ -376,9 +376,9 @@ static void cancel_concurrent(void) {
     conc_cancelled_writes = 0;
     pthread_t th[2];
     for (long t = 0; t < 2; t++)
-        ABI_CHECK_EQ(pthread_create(&th[t], NULL, conc_thread, (void *)(intptr_t)t), 0);
+        CHECK_EQ(pthread_create(&th[t], NULL, conc_thread, (void *)(intptr_t)t), 0);
     for (int t = 0; t < 2; t++)
-        ABI_CHECK_EQ(pthread_join(th[t], NULL), 0);
+        CHECK_EQ(pthread_join(th[t], NULL), 0);
     long kept = CONC_OPS - (CONC_OPS + 2) / 3;
     char detail[160];
     snprintf(detail, sizeof detail, "counter=%ld (want %ld), arr[0]=%ld arr[1]=%ld (want %ld), "

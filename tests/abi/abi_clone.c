@@ -75,9 +75,9 @@ static void safe_calls(void) {
         for (int i = 0; i < 3; i++)
             table[i](&v[2], i + 1); /* _ITM_getTMCloneSafe, three targets */
     }
-    ABI_CHECK_EQ(v[0], 15);
-    ABI_CHECK_EQ(v[1], 29);
-    ABI_CHECK_EQ(v[2], 30 + 1 + 4 + 9);
+    CHECK_EQ(v[0], 15);
+    CHECK_EQ(v[1], 29);
+    CHECK_EQ(v[2], 30 + 1 + 4 + 9);
     abi_summary("safe=%ld,%ld,%ld", v[0], v[1], v[2]);
 
     reset();
@@ -90,9 +90,9 @@ static void safe_calls(void) {
             __transaction_cancel;
         v[1] = -1;
     }
-    ABI_CHECK_EQ(v[3], 40); /* the clone's stores were undone */
-    ABI_CHECK_EQ(v[0], 10);
-    ABI_CHECK_EQ(v[1], 20);
+    CHECK_EQ(v[3], 40); /* the clone's stores were undone */
+    CHECK_EQ(v[0], 10);
+    CHECK_EQ(v[1], 20);
     abi_summary("cancelled=%ld,%ld,%ld", v[3], v[0], v[1]);
 }
 
@@ -108,13 +108,13 @@ static void relaxed_calls(void) {
         r = chosen_scale(&v[0], 3);
         after = _ITM_inTransaction();
     }
-    ABI_CHECK_EQ(r, 30);
-    ABI_CHECK_EQ(v[0], 30);
-    ABI_CHECK(before == ABI_RETRYABLE || before == ABI_IRREVOCABLE);
+    CHECK_EQ(r, 30);
+    CHECK_EQ(v[0], 30);
+    CHECK(before == ABI_RETRYABLE || before == ABI_IRREVOCABLE);
     if (before == ABI_RETRYABLE)
-        ABI_CHECK_EQ(after, ABI_RETRYABLE); /* the clone was found: no need to serialize */
+        CHECK_EQ(after, ABI_RETRYABLE); /* the clone was found: no need to serialize */
     else
-        ABI_CHECK_EQ(after, ABI_IRREVOCABLE);
+        CHECK_EQ(after, ABI_IRREVOCABLE);
 
     chosen_scale = LAUNDER(scale_plain);
     __transaction_relaxed {
@@ -123,10 +123,10 @@ static void relaxed_calls(void) {
         after = _ITM_inTransaction();
         v[2] = r;
     }
-    ABI_CHECK_EQ(after, ABI_IRREVOCABLE);
-    ABI_CHECK_EQ(plain_calls, 1);
-    ABI_CHECK_EQ(v[1], 42);
-    ABI_CHECK_EQ(v[2], 42);
+    CHECK_EQ(after, ABI_IRREVOCABLE);
+    CHECK_EQ(plain_calls, 1);
+    CHECK_EQ(v[1], 42);
+    CHECK_EQ(v[2], 42);
 
     /* a libc function: no clone anywhere */
     size_t len;
@@ -136,9 +136,9 @@ static void relaxed_calls(void) {
         after = _ITM_inTransaction();
         v[3] = (long)len;
     }
-    ABI_CHECK_EQ(len, 11);
-    ABI_CHECK_EQ(v[3], 11);
-    ABI_CHECK_EQ(after, ABI_IRREVOCABLE);
+    CHECK_EQ(len, 11);
+    CHECK_EQ(v[3], 11);
+    CHECK_EQ(after, ABI_IRREVOCABLE);
     abi_summary("relaxed=%ld,%ld,%ld,%ld plain_calls=%ld", v[0], v[1], v[2], v[3], plain_calls);
 }
 
@@ -148,31 +148,31 @@ static void library_calls(const char *path, int round) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
-        ABI_CHECK(h != NULL);
+        CHECK(h != NULL);
     }
     add_fn add = (add_fn)dlsym(h, "clonelib_add");
     add_fn set = (add_fn)dlsym(h, "clonelib_set");
     scale_fn scale = (scale_fn)dlsym(h, "clonelib_scale");
     long *calls = (long *)dlsym(h, "clonelib_calls");
-    ABI_CHECK(add && set && scale && calls);
-    ABI_CHECK_EQ(*calls, 0); /* a fresh copy each round */
+    CHECK(add && set && scale && calls);
+    CHECK_EQ(*calls, 0); /* a fresh copy each round */
 
     reset();
     __transaction_atomic {
         add(&v[0], 7);
         add(&v[1], -5);
     }
-    ABI_CHECK_EQ(v[0], 17);
-    ABI_CHECK_EQ(v[1], 15);
-    ABI_CHECK_EQ(*calls, 2);
+    CHECK_EQ(v[0], 17);
+    CHECK_EQ(v[1], 15);
+    CHECK_EQ(*calls, 2);
 
     __transaction_atomic {
         set(&v[2], 100);
         if (cancel_now)
             __transaction_cancel;
     }
-    ABI_CHECK_EQ(v[2], 30); /* the library clone's store was undone */
-    ABI_CHECK_EQ(*calls, 2);
+    CHECK_EQ(v[2], 30); /* the library clone's store was undone */
+    CHECK_EQ(*calls, 2);
 
     int before, after;
     long r;
@@ -181,12 +181,12 @@ static void library_calls(const char *path, int round) {
         r = scale(&v[3], 3);
         after = _ITM_inTransaction();
     }
-    ABI_CHECK_EQ(r, 120);
-    ABI_CHECK_EQ(*calls, 3);
+    CHECK_EQ(r, 120);
+    CHECK_EQ(*calls, 3);
     if (before == ABI_RETRYABLE)
-        ABI_CHECK_EQ(after, ABI_RETRYABLE);
+        CHECK_EQ(after, ABI_RETRYABLE);
     abi_summary("lib%d=%ld,%ld,%ld,%ld", round, v[0], v[1], v[2], v[3]);
-    ABI_CHECK_EQ(dlclose(h), 0);
+    CHECK_EQ(dlclose(h), 0);
 }
 
 /* Many calls through the table (and enough transactions for fault
@@ -208,7 +208,7 @@ static void many_table_calls(void) {
         table_call(i);
     }
     for (int k = 0; k < 4; k++)
-        ABI_CHECK_EQ(v[k], want[k]);
+        CHECK_EQ(v[k], want[k]);
     abi_summary("table=%ld,%ld,%ld,%ld", v[0], v[1], v[2], v[3]);
 }
 

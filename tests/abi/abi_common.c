@@ -30,23 +30,6 @@ static int expect_failures;
 static int expect_checks;
 static uint64_t attempt_count;
 
-void abi_fail(const char *file, int line, const char *what) {
-    fflush(stdout);
-    fprintf(stderr, "%s:%d: CHECK FAILED in %s: %s\n", file, line, prog_name, what);
-    fflush(stderr);
-    abort();
-}
-
-void abi_fail_eq(const char *file, int line, const char *a, const char *b, long long va,
-                 long long vb) {
-    fflush(stdout);
-    fprintf(stderr, "%s:%d: CHECK FAILED in %s: %s == %s\n    left:  %lld (%#llx)\n"
-                    "    right: %lld (%#llx)\n",
-            file, line, prog_name, a, b, va, (unsigned long long)va, vb, (unsigned long long)vb);
-    fflush(stderr);
-    abort();
-}
-
 /* Whether the comma-separated list in environment variable var names name. */
 static int env_lists(const char *var, const char *name) {
     const char *v = getenv(var);
@@ -95,7 +78,7 @@ int abi_run_isolated_at(const char *file, int line, const char *name, void (*fn)
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0)
-        abi_fail(__FILE__, __LINE__, "fork");
+        tk_fail(__FILE__, __LINE__, __func__, "fork");
     if (pid == 0) {
         alarm(30);
         fn();
@@ -106,7 +89,7 @@ int abi_run_isolated_at(const char *file, int line, const char *name, void (*fn)
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
-            abi_fail(__FILE__, __LINE__, "waitpid");
+            tk_fail(__FILE__, __LINE__, __func__, "waitpid");
     char detail[160];
     int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (WIFEXITED(status))
@@ -189,18 +172,18 @@ void abi_init(const char *prog) {
     if (expect && *expect) {
         if (strcmp(expect, "libitm") == 0) {
             if (txkit || !li.found)
-                abi_fail(__FILE__, __LINE__, "ABI_EXPECT_RUNTIME=libitm: the system libitm.so.1 "
+                tk_fail(__FILE__, __LINE__, __func__, "ABI_EXPECT_RUNTIME=libitm: the system libitm.so.1 "
                                              "is not the runtime of this process");
         } else if (strcmp(expect, "txkit-dropin") == 0) {
             if (!txkit || !li.found || !strstr(li.path, "libtxkit"))
-                abi_fail(__FILE__, __LINE__, "ABI_EXPECT_RUNTIME=txkit-dropin: libitm.so.1 did "
+                tk_fail(__FILE__, __LINE__, __func__, "ABI_EXPECT_RUNTIME=txkit-dropin: libitm.so.1 did "
                                              "not resolve to libtxkit (LD_LIBRARY_PATH?)");
         } else if (strcmp(expect, "txkit-linked") == 0) {
             if (!txkit || li.found)
-                abi_fail(__FILE__, __LINE__, "ABI_EXPECT_RUNTIME=txkit-linked: expected libtxkit "
+                tk_fail(__FILE__, __LINE__, __func__, "ABI_EXPECT_RUNTIME=txkit-linked: expected libtxkit "
                                              "and no libitm.so.1 in the process");
         } else {
-            abi_fail(__FILE__, __LINE__, "ABI_EXPECT_RUNTIME: unknown value");
+            tk_fail(__FILE__, __LINE__, __func__, "ABI_EXPECT_RUNTIME: unknown value");
         }
     }
 
@@ -211,9 +194,9 @@ void abi_init(const char *prog) {
         txkit_method_t (*get)(void) = (txkit_method_t(*)(void))txkit_sym("txkit_get_method");
         txkit_method_t want;
         if (!parse || !get || parse(method, &want) != 0)
-            abi_fail(__FILE__, __LINE__, "TXKIT_METHOD names no txkit method");
+            tk_fail(__FILE__, __LINE__, __func__, "TXKIT_METHOD names no txkit method");
         if (get() != want)
-            abi_fail(__FILE__, __LINE__, "txkit_get_method() is not the TXKIT_METHOD asked for");
+            tk_fail(__FILE__, __LINE__, __func__, "txkit_get_method() is not the TXKIT_METHOD asked for");
     }
 
     const char *fault = getenv("TXKIT_FAULT");
@@ -229,13 +212,13 @@ void abi_init(const char *prog) {
 void abi_summary(const char *fmt, ...) {
     va_list ap;
     if (summary_len + 2 >= sizeof summary)
-        abi_fail(__FILE__, __LINE__, "summary line too long");
+        tk_fail(__FILE__, __LINE__, __func__, "summary line too long");
     summary[summary_len++] = ' ';
     va_start(ap, fmt);
     int n = vsnprintf(summary + summary_len, sizeof summary - summary_len, fmt, ap);
     va_end(ap);
     if (n < 0 || (size_t)n >= sizeof summary - summary_len)
-        abi_fail(__FILE__, __LINE__, "summary line too long");
+        tk_fail(__FILE__, __LINE__, __func__, "summary line too long");
     summary_len += (size_t)n;
 }
 
@@ -251,7 +234,7 @@ int abi_finish(void) {
     int (*get)(tx_stats_t *) = (int (*)(tx_stats_t *))txkit_sym("tx_stats_get");
     if (get) {
         tx_stats_t st;
-        ABI_CHECK_EQ(get(&st), 0);
+        CHECK_EQ(get(&st), 0);
         uint64_t commits = 0, aborts = 0;
         for (int m = 0; m < TXKIT_NMETHODS; m++) {
             commits += st.commits[m];
@@ -266,7 +249,7 @@ int abi_finish(void) {
         const char *want = getenv("ABI_EXPECT_INJECTED");
         if (want && *want && strcmp(want, "0") != 0 &&
             st.aborts_by_cause[TXKIT_CAUSE_INJECTED] == 0)
-            abi_fail(__FILE__, __LINE__, "ABI_EXPECT_INJECTED: TXKIT_FAULT injected no abort");
+            tk_fail(__FILE__, __LINE__, __func__, "ABI_EXPECT_INJECTED: TXKIT_FAULT injected no abort");
     } else {
         printf("INFO %s: attempts_counted=%llu\n", prog_name, (unsigned long long)abi_attempts());
     }

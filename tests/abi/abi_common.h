@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "check.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,28 +51,9 @@ const char *_ITM_libraryVersion(void) ABI_PURE;
 
 /* ---------------------------------------------------------------- checks */
 
-/* Fatal checks: print file:line and the expression, then abort(). Usable
- * inside transactions (every runtime under test is opaque, so a transaction
+/* Fatal checks: CHECK, CHECK_EQ, CHECK_MSG of tests/common/check.h (usable
+ * inside transactions: every runtime under test is opaque, so a transaction
  * never sees an inconsistent state, not even in an attempt that aborts). */
-ABI_PURE __attribute__((noreturn, cold)) void abi_fail(const char *file, int line,
-                                                      const char *what);
-ABI_PURE __attribute__((noreturn, cold)) void abi_fail_eq(const char *file, int line,
-                                                         const char *a, const char *b,
-                                                         long long va, long long vb);
-
-#define ABI_CHECK(expr)                                   \
-    do {                                                  \
-        if (!(expr))                                      \
-            abi_fail(__FILE__, __LINE__, #expr);          \
-    } while (0)
-
-#define ABI_CHECK_EQ(a, b)                                                   \
-    do {                                                                     \
-        long long abi_va_ = (long long)(a);                                  \
-        long long abi_vb_ = (long long)(b);                                  \
-        if (abi_va_ != abi_vb_)                                              \
-            abi_fail_eq(__FILE__, __LINE__, #a, #b, abi_va_, abi_vb_);       \
-    } while (0)
 
 /* A named check that does not stop the program: its failure is reported
  * with file:line and makes abi_finish() return 1, unless ABI_XFAIL or

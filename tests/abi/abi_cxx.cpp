@@ -100,37 +100,37 @@ __attribute__((noinline)) void throw_from_nested() {
 void nested_throw_case() {
     x = y = z = 0;
     throw_from_nested();
-    ABI_CHECK_EQ(x, 20);
-    ABI_CHECK_EQ(y, 21);
-    ABI_CHECK_EQ(z, 22);
+    CHECK_EQ(x, 20);
+    CHECK_EQ(y, 21);
+    CHECK_EQ(z, 22);
 }
 
 void exceptions_out() {
     x = y = z = 0;
     try {
         throw_out_of_transaction();
-        ABI_CHECK(!"no exception");
+        CHECK(!"no exception");
     } catch (const TxError &e) {
         // committed before the exception left the transaction
-        ABI_CHECK_EQ(e.code, 42);
-        ABI_CHECK_EQ(e.seen, 3);
-        ABI_CHECK_EQ(x, 1);
-        ABI_CHECK_EQ(y, 2);
-        ABI_CHECK_EQ(_ITM_inTransaction(), ABI_OUTSIDE);
+        CHECK_EQ(e.code, 42);
+        CHECK_EQ(e.seen, 3);
+        CHECK_EQ(x, 1);
+        CHECK_EQ(y, 2);
+        CHECK_EQ(_ITM_inTransaction(), ABI_OUTSIDE);
     }
-    ABI_CHECK_EQ(z, 0);
+    CHECK_EQ(z, 0);
 
     x = y = z = 0;
     try {
         throw_from_safe_function();
-        ABI_CHECK(!"no exception");
+        CHECK(!"no exception");
     } catch (const TxError &e) {
-        ABI_CHECK_EQ(e.code, 7);
-        ABI_CHECK_EQ(e.seen, 11);
+        CHECK_EQ(e.code, 7);
+        CHECK_EQ(e.seen, 11);
     }
-    ABI_CHECK_EQ(x, 10);
-    ABI_CHECK_EQ(z, 11);
-    ABI_CHECK_EQ(y, 0);
+    CHECK_EQ(x, 10);
+    CHECK_EQ(z, 11);
+    CHECK_EQ(y, 0);
 
     ABI_RUN_ISOLATED("throw_from_nested", nested_throw_case);
     abi_summary("throw_out=ok");
@@ -162,8 +162,8 @@ void catch_inside_case() {
     caught_count = 0;
     for (long i = 0; i < ops / 8; i++)
         throw_and_catch_inside(i);
-    ABI_CHECK_EQ(caught_count, ops / 8);
-    ABI_CHECK_EQ(x, ops / 8 - 1);
+    CHECK_EQ(caught_count, ops / 8);
+    CHECK_EQ(x, ops / 8 - 1);
 }
 
 // the same inside a handler: the outer exception must stay alive
@@ -174,10 +174,10 @@ void catch_inside_handler_case() {
     } catch (const Outer &o) {
         for (long i = 0; i < ops / 8; i++) {
             throw_and_catch_inside(i);
-            ABI_CHECK_EQ(o.magic, kMagic);
+            CHECK_EQ(o.magic, kMagic);
         }
     }
-    ABI_CHECK_EQ(caught_count, ops / 8);
+    CHECK_EQ(caught_count, ops / 8);
 }
 
 extern "C" {
@@ -199,7 +199,7 @@ __attribute__((noinline)) void allocate_and_free_exception(long i) {
 void free_exception_case() {
     for (long i = 0; i < ops / 8; i++)
         allocate_and_free_exception(i);
-    ABI_CHECK_EQ(x, ops / 8 - 1);
+    CHECK_EQ(x, ops / 8 - 1);
 }
 
 // The exception object is built by a transaction_safe constructor, so with
@@ -249,7 +249,7 @@ void exception_block_case() {
     if (damaged)
         std::fprintf(stderr, "%ld of 64 blocks freed with their exception were written at the "
                      "commit\n", damaged);
-    ABI_CHECK_EQ(damaged, 0);
+    CHECK_EQ(damaged, 0);
 }
 
 void exceptions_inside() {
@@ -382,7 +382,7 @@ void sized_nothrow_delete_case() {
     z = 0;
     for (long i = 0; i < 16; i++)
         sized_nothrow_delete(nothrow_new(i), i);
-    ABI_CHECK_EQ(z, 0);
+    CHECK_EQ(z, 0);
 }
 
 void new_delete_worker(long self) {
@@ -416,26 +416,26 @@ void new_delete() {
                 live - live_before);
     ABI_EXPECT("new_delete_no_leak", grew <= expected + 128 * 1024,
                "the heap grew more than the live nodes");
-    ABI_CHECK_EQ(bad_nodes, 0);
-    ABI_CHECK_EQ(z, 0);
+    CHECK_EQ(bad_nodes, 0);
+    CHECK_EQ(z, 0);
     char detail[128];
     std::snprintf(detail, sizeof detail, "%ld of %ld transactions read back a value other than "
                   "the one they stored in their new[] array", array_errors, 3 * (ops / 16));
     ABI_EXPECT("new_array_reads", array_errors == 0, detail);
-    ABI_CHECK_EQ(pushed, 3 * ops);
-    ABI_CHECK_EQ(popped, 3 * (ops / 2));
+    CHECK_EQ(pushed, 3 * ops);
+    CHECK_EQ(popped, 3 * (ops / 2));
 
     long count = 0, sum = 0;
     for (Node *n = head; n && count <= pushed; n = n->next) {
-        ABI_CHECK_EQ(n->magic, kMagic);
+        CHECK_EQ(n->magic, kMagic);
         count++;
         sum += n->value;
     }
-    ABI_CHECK_EQ(count, pushed - popped);
+    CHECK_EQ(count, pushed - popped);
     long all = 0;
     for (long v = 0; v < 3 * ops; v++)
         all += v;
-    ABI_CHECK_EQ(sum + popped_sum, all);
+    CHECK_EQ(sum + popped_sum, all);
     abi_summary("pushed=%ld popped=%ld left=%ld", pushed, popped, count);
     ABI_RUN_ISOLATED("sized_nothrow_delete", sized_nothrow_delete_case);
     while (head) {
@@ -506,7 +506,7 @@ void bank_worker(uint64_t seed) {
         int to = (int)((from + 1 + (r >> 8) % (kAccounts - 1)) % kAccounts);
         transfer(from, to, (long)((r >> 32) % 500));
         if (i % 32 == 0)
-            ABI_CHECK_EQ(audit(), kAccounts * 1000L);
+            CHECK_EQ(audit(), kAccounts * 1000L);
     }
 }
 
@@ -516,11 +516,11 @@ void members() {
     std::thread t1(bank_worker, 0x1234567ull), t2(bank_worker, 0x7654321ull);
     t1.join();
     t2.join();
-    ABI_CHECK_EQ(audit(), kAccounts * 1000L);
+    CHECK_EQ(audit(), kAccounts * 1000L);
     long negative = 0;
     for (int i = 0; i < kAccounts; i++)
         negative += accounts[i]->balance() < 0;
-    ABI_CHECK_EQ(negative, 0);
+    CHECK_EQ(negative, 0);
     std::printf("INFO abi_cxx: fees %ld, refused transfers %ld (depend on the interleaving)\n",
                 fees_collected, refused);
     abi_summary("bank_total=%ld", audit());

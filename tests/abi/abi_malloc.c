@@ -160,9 +160,9 @@ static void run_threads(int n) {
     pthread_t th[2];
     threads_running = n;
     for (long t = 0; t < n; t++)
-        ABI_CHECK_EQ(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t), 0);
+        CHECK_EQ(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t), 0);
     for (int t = 0; t < n; t++)
-        ABI_CHECK_EQ(pthread_join(th[t], NULL), 0);
+        CHECK_EQ(pthread_join(th[t], NULL), 0);
 }
 
 int main(int argc, char **argv) {
@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--small") == 0)
         ops = 300;
     current = calloc(1, sizeof *current);
-    ABI_CHECK(current != NULL);
+    CHECK(current != NULL);
     current->magic1 = MAGIC1;
     current->magic2 = MAGIC2;
 
@@ -188,11 +188,11 @@ int main(int argc, char **argv) {
     size_t grew = after > before ? after - before : 0;
     printf("INFO abi_malloc: heap in use grew by %zu bytes (%ld more live nodes); "
            "%llu attempts\n", grew, live_nodes, (unsigned long long)abi_attempts());
-    ABI_CHECK_EQ(bad_blocks, 0);
-    ABI_CHECK_EQ(bad_calloc, 0);
-    ABI_CHECK(cancelled_slot == NULL);
-    ABI_CHECK_EQ(current->magic1, MAGIC1);
-    ABI_CHECK_EQ(current->seq, 3 * ops);
+    CHECK_EQ(bad_blocks, 0);
+    CHECK_EQ(bad_calloc, 0);
+    CHECK(cancelled_slot == NULL);
+    CHECK_EQ(current->magic1, MAGIC1);
+    CHECK_EQ(current->seq, 3 * ops);
     /* a leak of every rolled-back or cancelled allocation would be ~100 bytes
      * times thousands of attempts */
     ABI_EXPECT("no_leak", grew <= expected + 128 * 1024, "the heap grew more than the live data");
@@ -206,14 +206,14 @@ int main(int argc, char **argv) {
     }
     printf("INFO abi_malloc: list: %ld nodes (%ld pushed, %ld popped), %ld bad\n", count,
            list_pushed, list_popped, bad_nodes);
-    ABI_CHECK_EQ(bad_nodes, 0);
-    ABI_CHECK_EQ(count, list_pushed - list_popped);
-    ABI_CHECK_EQ(list_pushed, 3 * ops);
-    ABI_CHECK_EQ(list_popped, 3 * (ops / 2));
+    CHECK_EQ(bad_nodes, 0);
+    CHECK_EQ(count, list_pushed - list_popped);
+    CHECK_EQ(list_pushed, 3 * ops);
+    CHECK_EQ(list_popped, 3 * (ops / 2));
     long all = 0;
     for (long i = 0; i < ops; i++)
         all += i + (ops + i) + i; /* thread 0 twice (warm-up, then with thread 1) */
-    ABI_CHECK_EQ(sum + list_sum_popped, all);
+    CHECK_EQ(sum + list_sum_popped, all);
 
     uint64_t h = abi_hash(ABI_HASH_INIT, current->payload, sizeof current->payload);
     abi_summary("swaps=%ld pushed=%ld popped=%ld left=%ld bad_blocks=%lu bad_calloc=%lu "

@@ -49,7 +49,7 @@ __attribute__((noinline)) static void relaxed_once(long self) {
             char buf[32];
             int n = snprintf(buf, sizeof buf, "%ld\n", s);
             if (write(out_fd, buf, (size_t)n) != n)
-                abi_fail(__FILE__, __LINE__, "write");
+                tk_fail(__FILE__, __LINE__, __func__, "write");
         }
         note_mode(_ITM_inTransaction());
     }
@@ -94,14 +94,14 @@ int main(int argc, char **argv) {
     abi_init("abi_relaxed");
     if (argc > 1)
         ops = atol(argv[1]);
-    ABI_CHECK(ops > 0);
+    CHECK(ops > 0);
     atomic_ops = 2 * ops;
     long total = NRELAXED * ops + atomic_ops;
     taken = calloc((size_t)total, 1);
     unsigned char *seen = calloc((size_t)total, 1);
     out_stdio = tmpfile();
     FILE *fd_file = tmpfile();
-    ABI_CHECK(taken && seen && out_stdio && fd_file);
+    CHECK(taken && seen && out_stdio && fd_file);
     out_fd = fileno(fd_file);
 
     /* a relaxed transaction printing to stdout, from the main thread */
@@ -112,17 +112,17 @@ int main(int argc, char **argv) {
         printf("INFO abi_relaxed: printed from inside a relaxed transaction\n");
         mode = _ITM_inTransaction();
     }
-    ABI_CHECK_EQ(mode, ABI_IRREVOCABLE);
-    ABI_CHECK_EQ(first, 0);
-    ABI_CHECK_EQ(_ITM_inTransaction(), ABI_OUTSIDE);
+    CHECK_EQ(mode, ABI_IRREVOCABLE);
+    CHECK_EQ(first, 0);
+    CHECK_EQ(_ITM_inTransaction(), ABI_OUTSIDE);
 
     pthread_t th[NRELAXED + 1];
     for (long t = 0; t < NRELAXED; t++)
-        ABI_CHECK_EQ(pthread_create(&th[t], NULL, relaxed_thread, (void *)(intptr_t)t), 0);
-    ABI_CHECK_EQ(pthread_create(&th[NRELAXED], NULL, atomic_thread, NULL), 0);
+        CHECK_EQ(pthread_create(&th[t], NULL, relaxed_thread, (void *)(intptr_t)t), 0);
+    CHECK_EQ(pthread_create(&th[NRELAXED], NULL, atomic_thread, NULL), 0);
     for (int t = 0; t <= NRELAXED; t++)
-        ABI_CHECK_EQ(pthread_join(th[t], NULL), 0);
-    ABI_CHECK_EQ(fflush(out_stdio), 0);
+        CHECK_EQ(pthread_join(th[t], NULL), 0);
+    CHECK_EQ(fflush(out_stdio), 0);
 
     long by_relaxed = 0, by_atomic = 0, untaken = 0;
     for (long s = 0; s < total; s++) {
@@ -137,15 +137,15 @@ int main(int argc, char **argv) {
     for (long s = 0; s < total; s++)
         missing += taken[s] == 2 && !seen[s];
 
-    ABI_CHECK_EQ(seq, total);
-    ABI_CHECK_EQ(untaken, 0);
-    ABI_CHECK_EQ(by_relaxed, NRELAXED * ops);
-    ABI_CHECK_EQ(by_atomic, atomic_ops);
-    ABI_CHECK_EQ(dups, 0);
-    ABI_CHECK_EQ(bad, 0);
-    ABI_CHECK_EQ(missing, 0);
-    ABI_CHECK_EQ(printed, NRELAXED * ops);
-    ABI_CHECK_EQ(not_irrevocable, 0);
+    CHECK_EQ(seq, total);
+    CHECK_EQ(untaken, 0);
+    CHECK_EQ(by_relaxed, NRELAXED * ops);
+    CHECK_EQ(by_atomic, atomic_ops);
+    CHECK_EQ(dups, 0);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(missing, 0);
+    CHECK_EQ(printed, NRELAXED * ops);
+    CHECK_EQ(not_irrevocable, 0);
 
     abi_summary("sequence=%ld relaxed=%ld atomic=%ld printed=%ld duplicates=%ld missing=%ld "
                 "not_irrevocable=%lu",

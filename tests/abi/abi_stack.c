@@ -155,7 +155,7 @@ static __attribute__((noinline)) void one_round(int id, long r) {
         g_out[id] = point_sum();
     }
     if (g_out[id] != 4.0)
-        abi_fail(__FILE__, __LINE__, "callee_local_read: point_sum() != 4");
+        tk_fail(__FILE__, __LINE__, __func__, "callee_local_read: point_sum() != 4");
     if (r % 16 == 0) {
         poison_stack();
         __transaction_atomic {
@@ -163,7 +163,7 @@ static __attribute__((noinline)) void one_round(int id, long r) {
             g_shared++;
         }
         if (g_got[id] != scribble_expect(r))
-            abi_fail(__FILE__, __LINE__, "rollback_dead_frames: wrong sum");
+            tk_fail(__FILE__, __LINE__, __func__, "rollback_dead_frames: wrong sum");
         /* The same, cancelled: the rollback runs where scribble's frame was
          * (and so does the commit of an attempt that may cancel, with undo
          * logs, under serial and fault injection). */
@@ -215,10 +215,10 @@ int main(int argc, char **argv) {
     struct arg a[NTHREADS];
     for (int i = 0; i < NTHREADS; i++) {
         a[i].id = i;
-        ABI_CHECK_EQ(pthread_create(&th[i], NULL, worker, &a[i]), 0);
+        CHECK_EQ(pthread_create(&th[i], NULL, worker, &a[i]), 0);
     }
     for (int i = 0; i < NTHREADS; i++)
-        ABI_CHECK_EQ(pthread_join(th[i], NULL), 0);
+        CHECK_EQ(pthread_join(th[i], NULL), 0);
     for (int i = 0; i < NTHREADS; i++) {
         ABI_EXPECT("dead_frame_writeback", g_total[i] == rounds * 10, "iter_sum total");
         ABI_EXPECT("callee_local_read", g_out[i] == 4.0, "point_sum");

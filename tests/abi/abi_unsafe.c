@@ -75,14 +75,14 @@ int main(int argc, char **argv) {
         ops = atol(argv[1]);
     pthread_t w[WRITERS], r[READERS];
     for (int i = 0; i < READERS; i++)
-        ABI_CHECK_EQ(pthread_create(&r[i], NULL, reader, NULL), 0);
+        CHECK_EQ(pthread_create(&r[i], NULL, reader, NULL), 0);
     for (int i = 0; i < WRITERS; i++)
-        ABI_CHECK_EQ(pthread_create(&w[i], NULL, writer, NULL), 0);
+        CHECK_EQ(pthread_create(&w[i], NULL, writer, NULL), 0);
     for (int i = 0; i < WRITERS; i++)
-        ABI_CHECK_EQ(pthread_join(w[i], NULL), 0);
+        CHECK_EQ(pthread_join(w[i], NULL), 0);
     __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < READERS; i++)
-        ABI_CHECK_EQ(pthread_join(r[i], NULL), 0);
+        CHECK_EQ(pthread_join(r[i], NULL), 0);
     ABI_EXPECT("sees_own_writes", a == WRITERS * ops * 6 && b == a, "final a, b");
     ABI_EXPECT("atomic_to_others", torn == 0, "a reader saw a != b");
     abi_summary("ops=%ld a=%ld b=%ld", ops, a, b);

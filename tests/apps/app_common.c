@@ -38,16 +38,10 @@ void *app_xmalloc(size_t n) {
     return p;
 }
 
-void app_fail(const char *file, int line, const char *fmt, ...) {
-    va_list ap;
-    char msg[512];
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "FAIL %s (round %d, %d threads): %s:%d: %s\n", app_name, app_round_now,
-            cfg_threads, file, line, msg);
-    fflush(stderr);
-    _exit(1);
+/* The context of a failed check (tests/common/check.h): which app, which
+ * round, how many threads. */
+void tk_check_context(void) {
+    fprintf(stderr, "FAIL %s (round %d, %d threads):\n", app_name, app_round_now, cfg_threads);
 }
 
 void app_pass(const char *fmt, ...) {
@@ -158,8 +152,7 @@ static void *worker_main(void *p) {
         int nm = htm_ok ? 4 : 3;
         int m = mix_methods[(w->tid + w->cfg->round) % nm];
         int rc = set_thread_method(m);
-        if (rc != 0)
-            app_fail(__FILE__, __LINE__, "txkit_set_thread_method(%d) = %d", m, rc);
+        CHECK_MSG(rc == 0, "txkit_set_thread_method(%d) = %d", m, rc);
     }
     pthread_barrier_wait(w->bar);
     w->fn(w->tid, w->arg);
@@ -179,12 +172,22 @@ void app_parallel(app_cfg *c, void (*fn)(int tid, void *arg), void *arg) {
     pthread_barrier_init(&bar, NULL, (unsigned)n);
     for (int i = 0; i < n; i++) {
         w[i] = (struct worker){c, i, fn, arg, &bar};
-        if (pthread_create(&th[i], NULL, worker_main, &w[i]) != 0)
-            app_fail(__FILE__, __LINE__, "pthread_create failed");
+        CHECK_EQ(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
     }
     for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
     pthread_barrier_destroy(&bar);
     free(th);
     free(w);
+}
+
+void app_rounds(app_cfg *c, void (*setup)(void), app_phase_fn first, app_phase_fn then,
+                void (*check_and_free)(void)) {
+    while (app_next_round(c)) {
+        setup();
+        app_parallel(c, first, NULL);
+        if (then)
+            app_parallel(c, then, NULL);
+        check_and_free();
+    }
 }

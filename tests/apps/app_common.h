@@ -3,8 +3,8 @@
  * Each app is a multi-threaded gcc -fgnu-tm program in the style of a real
  * TM benchmark application. It runs unchanged on GCC's libitm and on txkit
  * (drop-in libitm.so.1 or linked), checks its final state with an oracle and
- * exits 0 (pass), 1 (oracle failed), 77 (skipped: TXKIT_METHOD=htm without
- * RTM).
+ * exits 0 (pass), 77 (skipped: TXKIT_METHOD=htm without RTM), or aborts (a
+ * failed check: the oracle failed).
  *
  * Command line of every app:  <app> [THREADS [SIZE [SEED]]]
  * Environment:
@@ -25,12 +25,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The checks (CHECK, CHECK_EQ, CHECK_MSG) are tests/common/check.h's; a
+ * failure names the app, its round and its threads first. */
+#include "check.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define APP_SKIP_CODE 77
-#define APP_PURE __attribute__((transaction_pure))
 
 typedef struct app_cfg {
     const char *name;
@@ -56,16 +59,13 @@ int app_next_round(app_cfg *c);
  * then waits at a barrier. Main thread only. */
 void app_parallel(app_cfg *c, void (*fn)(int tid, void *arg), void *arg);
 
-/* Oracle failure: prints the app, the round, file:line and the message, and
- * exits 1. Usable inside transactions (pure; the runtimes under test are
- * opaque). */
-APP_PURE __attribute__((noreturn, cold, format(printf, 3, 4))) void
-app_fail(const char *file, int line, const char *fmt, ...);
-#define APP_CHECK(cond, ...)                              \
-    do {                                                  \
-        if (!(cond))                                      \
-            app_fail(__FILE__, __LINE__, __VA_ARGS__);    \
-    } while (0)
+/* Runs the rounds (app_next_round): setup(), the phase first on c->threads
+ * threads (app_parallel, arg NULL), then the phase then (unless NULL), then
+ * check_and_free() (the oracle, which also frees the round's state). Main
+ * thread only. */
+typedef void (*app_phase_fn)(int tid, void *arg);
+void app_rounds(app_cfg *c, void (*setup)(void), app_phase_fn first, app_phase_fn then,
+                void (*check_and_free)(void));
 
 /* Prints the final "PASS <app>: ..." line. */
 void app_pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -33,35 +33,30 @@ APP_TS void *rb_get(rb_tree *t, long key, int *found) {
     return n ? n->val : NULL;
 }
 
-APP_TS static void rotate_left(rb_tree *t, rb_node *x) {
-    rb_node *y = x->right;
-    x->right = y->left;
-    if (y->left)
-        y->left->parent = x;
-    y->parent = x->parent;
-    if (!x->parent)
-        t->root = y;
-    else if (x == x->parent->left)
-        x->parent->left = y;
+/* The child of n on one side: 0 left, 1 right. Both rebalancing loops are
+ * written once for a side d and its mirror !d. */
+APP_TS static rb_node **child(rb_node *n, int side) { return side ? &n->right : &n->left; }
+
+APP_TS static void transplant(rb_tree *t, rb_node *u, rb_node *v) {
+    if (!u->parent)
+        t->root = v;
+    else if (u == u->parent->left)
+        u->parent->left = v;
     else
-        x->parent->right = y;
-    y->left = x;
-    x->parent = y;
+        u->parent->right = v;
+    if (v)
+        v->parent = u->parent;
 }
 
-APP_TS static void rotate_right(rb_tree *t, rb_node *x) {
-    rb_node *y = x->left;
-    x->left = y->right;
-    if (y->right)
-        y->right->parent = x;
-    y->parent = x->parent;
-    if (!x->parent)
-        t->root = y;
-    else if (x == x->parent->right)
-        x->parent->right = y;
-    else
-        x->parent->left = y;
-    y->right = x;
+/* Rotates x down to side d: its child on side !d takes its place. */
+APP_TS static void rotate(rb_tree *t, rb_node *x, int d) {
+    rb_node *y = *child(x, !d);
+    rb_node *inner = *child(y, d);
+    *child(x, !d) = inner;
+    if (inner)
+        inner->parent = x;
+    transplant(t, x, y);
+    *child(y, d) = x;
     x->parent = y;
 }
 
@@ -94,113 +89,56 @@ APP_TS int rb_insert(rb_tree *t, long key, void *val) {
 
     while ((p = z->parent) && p->red) {
         rb_node *g = p->parent;
-        if (p == g->left) {
-            rb_node *u = g->right;
-            if (is_red(u)) {
-                p->red = 0;
-                u->red = 0;
-                g->red = 1;
-                z = g;
-            } else {
-                if (z == p->right) {
-                    z = p;
-                    rotate_left(t, z);
-                    p = z->parent;
-                }
-                p->red = 0;
-                g->red = 1;
-                rotate_right(t, g);
-            }
+        int d = p == g->left ? 0 : 1; /* p's side */
+        rb_node *u = *child(g, !d);
+        if (is_red(u)) {
+            p->red = 0;
+            u->red = 0;
+            g->red = 1;
+            z = g;
         } else {
-            rb_node *u = g->left;
-            if (is_red(u)) {
-                p->red = 0;
-                u->red = 0;
-                g->red = 1;
-                z = g;
-            } else {
-                if (z == p->left) {
-                    z = p;
-                    rotate_right(t, z);
-                    p = z->parent;
-                }
-                p->red = 0;
-                g->red = 1;
-                rotate_left(t, g);
+            if (z == *child(p, !d)) {
+                z = p;
+                rotate(t, z, d);
+                p = z->parent;
             }
+            p->red = 0;
+            g->red = 1;
+            rotate(t, g, !d);
         }
     }
     t->root->red = 0;
     return 1;
 }
 
-APP_TS static void transplant(rb_tree *t, rb_node *u, rb_node *v) {
-    if (!u->parent)
-        t->root = v;
-    else if (u == u->parent->left)
-        u->parent->left = v;
-    else
-        u->parent->right = v;
-    if (v)
-        v->parent = u->parent;
-}
-
 APP_TS_NOINLINE static void delete_fixup(rb_tree *t, rb_node *x, rb_node *xp) {
     while (x != t->root && !is_red(x)) {
-        if (x == xp->left) {
-            rb_node *w = xp->right;
-            if (w->red) {
-                w->red = 0;
-                xp->red = 1;
-                rotate_left(t, xp);
-                w = xp->right;
-            }
-            if (!is_red(w->left) && !is_red(w->right)) {
-                w->red = 1;
-                x = xp;
-                xp = x->parent;
-            } else {
-                if (!is_red(w->right)) {
-                    w->left->red = 0;
-                    w->red = 1;
-                    rotate_right(t, w);
-                    w = xp->right;
-                }
-                w->red = xp->red;
-                xp->red = 0;
-                if (w->right)
-                    w->right->red = 0;
-                rotate_left(t, xp);
-                x = t->root;
-                xp = NULL;
-            }
+        int d = x == xp->left ? 0 : 1; /* x's side */
+        rb_node *w = *child(xp, !d);
+        if (w->red) {
+            w->red = 0;
+            xp->red = 1;
+            rotate(t, xp, d);
+            w = *child(xp, !d);
+        }
+        if (!is_red(w->left) && !is_red(w->right)) {
+            w->red = 1;
+            x = xp;
+            xp = x->parent;
         } else {
-            rb_node *w = xp->left;
-            if (w->red) {
-                w->red = 0;
-                xp->red = 1;
-                rotate_right(t, xp);
-                w = xp->left;
-            }
-            if (!is_red(w->left) && !is_red(w->right)) {
+            if (!is_red(*child(w, !d))) {
+                (*child(w, d))->red = 0;
                 w->red = 1;
-                x = xp;
-                xp = x->parent;
-            } else {
-                if (!is_red(w->left)) {
-                    w->right->red = 0;
-                    w->red = 1;
-                    rotate_left(t, w);
-                    w = xp->left;
-                }
-                w->red = xp->red;
-                xp->red = 0;
-                if (w->left)
-                    w->left->red = 0;
-                rotate_right(t, xp);
-                x = t->root;
-                xp = NULL;
+                rotate(t, w, !d);
+                w = *child(xp, !d);
             }
+            w->red = xp->red;
+            xp->red = 0;
+            if (*child(w, !d))
+                (*child(w, !d))->red = 0;
+            rotate(t, xp, d);
+            x = t->root;
+            xp = NULL;
         }
     }
     if (x)

@@ -187,8 +187,8 @@ TS_NOINLINE static int learn(int op, int v, long *cycles) {
     }
     if (bu < 0)
         return 0;
-    APP_CHECK(cell_remove(&nv->parents, bu), "edge %d->%d: no parent cell", bu, v);
-    APP_CHECK(cell_remove(&net.nodes[bu].children, v), "edge %d->%d: no child cell", bu, v);
+    CHECK_MSG(cell_remove(&nv->parents, bu), "edge %d->%d: no parent cell", bu, v);
+    CHECK_MSG(cell_remove(&net.nodes[bu].children, v), "edge %d->%d: no child cell", bu, v);
     nv->nparents--;
     nv->pmask &= ~(1ull << bu);
     net.total_score += best - nv->score;
@@ -311,38 +311,38 @@ static void setup(void) {
 static void check_and_free(void) {
     long edges = 0, sum = 0, inserted = 0, removed = 0, tasks = 0, cyc = 0, notes = 0, nrecent = 0;
     int indeg[NVARS], order = 0, queue[NVARS], qh = 0, qt = 0;
-    APP_CHECK(task_head == NULL, "tasks left over");
-    APP_CHECK(ntasks_done == cfg.size, "%ld tasks done of %ld", ntasks_done, cfg.size);
+    CHECK_MSG(task_head == NULL, "tasks left over");
+    CHECK_MSG(ntasks_done == cfg.size, "%ld tasks done of %ld", ntasks_done, cfg.size);
     for (int v = 0; v < NVARS; v++) {
         node *n = &net.nodes[v];
         uint64_t seen = 0;
         int np = 0;
         for (cell *c = n->parents; c; c = c->next) {
-            APP_CHECK(c->v >= 0 && c->v < NVARS && c->v != v, "node %d: bad parent %d", v, c->v);
-            APP_CHECK(!(seen & (1ull << c->v)), "node %d: parent %d twice", v, c->v);
+            CHECK_MSG(c->v >= 0 && c->v < NVARS && c->v != v, "node %d: bad parent %d", v, c->v);
+            CHECK_MSG(!(seen & (1ull << c->v)), "node %d: parent %d twice", v, c->v);
             seen |= 1ull << c->v;
             int mirrored = 0;
             for (cell *d = net.nodes[c->v].children; d; d = d->next)
                 mirrored += d->v == v;
-            APP_CHECK(mirrored == 1, "edge %d->%d: %d child cells", c->v, v, mirrored);
+            CHECK_MSG(mirrored == 1, "edge %d->%d: %d child cells", c->v, v, mirrored);
             np++;
         }
         int nc = 0;
         for (cell *d = n->children; d; d = d->next)
             nc++;
         (void)nc;
-        APP_CHECK(seen == n->pmask && np == n->nparents && np <= MAXP,
+        CHECK_MSG(seen == n->pmask && np == n->nparents && np <= MAXP,
                   "node %d: parents %d/%d, mask differs %d", v, np, n->nparents, seen != n->pmask);
         long s = score_of(v, n->pmask);
-        APP_CHECK(s == n->score, "node %d: stored score %ld, recomputed %ld", v, n->score, s);
+        CHECK_MSG(s == n->score, "node %d: stored score %ld, recomputed %ld", v, n->score, s);
         edges += np;
         sum += s;
         indeg[v] = np;
     }
     long total;
-    APP_CHECK(network_summary(&total) == edges && total == sum, "summary differs");
-    APP_CHECK(sum == net.total_score, "total score %ld, nodes sum to %ld", net.total_score, sum);
-    APP_CHECK(edges == net.nedges, "edge count %ld, lists hold %ld", net.nedges, edges);
+    CHECK_MSG(network_summary(&total) == edges && total == sum, "summary differs");
+    CHECK_MSG(sum == net.total_score, "total score %ld, nodes sum to %ld", net.total_score, sum);
+    CHECK_MSG(edges == net.nedges, "edge count %ld, lists hold %ld", net.nedges, edges);
     for (int t = 0; t < cfg.threads; t++) {
         inserted += tallies[t].inserted;
         removed += tallies[t].removed;
@@ -352,12 +352,12 @@ static void check_and_free(void) {
     }
     for (note *r = recent.head; r; r = r->next)
         nrecent++;
-    APP_CHECK(recent.pushed == notes && recent.pushed - recent.dropped == recent.n &&
+    CHECK_MSG(recent.pushed == notes && recent.pushed - recent.dropped == recent.n &&
                   nrecent == recent.n && recent.n == (notes < RECENT_MAX ? notes : RECENT_MAX),
               "recent results: pushed %ld (notes %ld), dropped %ld, n %ld, listed %ld",
               recent.pushed, notes, recent.dropped, recent.n, nrecent);
-    APP_CHECK(tasks == cfg.size, "workers ran %ld tasks of %ld", tasks, cfg.size);
-    APP_CHECK(edges == inserted - removed, "%ld edges, inserted %ld - removed %ld", edges, inserted,
+    CHECK_MSG(tasks == cfg.size, "workers ran %ld tasks of %ld", tasks, cfg.size);
+    CHECK_MSG(edges == inserted - removed, "%ld edges, inserted %ld - removed %ld", edges, inserted,
               removed);
     /* acyclic: Kahn's algorithm consumes every node */
     for (int v = 0; v < NVARS; v++)
@@ -370,7 +370,7 @@ static void check_and_free(void) {
             if (--indeg[d->v] == 0)
                 queue[qt++] = d->v;
     }
-    APP_CHECK(order == NVARS, "the network has a cycle (%d of %d nodes sorted)", order, NVARS);
+    CHECK_MSG(order == NVARS, "the network has a cycle (%d of %d nodes sorted)", order, NVARS);
     if (cfg.round == 0)
         printf("INFO bayes: %ld edges (%ld inserted, %ld removed, %ld cycles refused), score "
                "%ld\n",
@@ -392,11 +392,7 @@ static void check_and_free(void) {
 int main(int argc, char **argv) {
     app_init(&cfg, "bayes", argc, argv, 300);
     tallies = app_xmalloc(sizeof *tallies * (size_t)cfg.threads);
-    while (app_next_round(&cfg)) {
-        setup();
-        app_parallel(&cfg, worker, NULL);
-        check_and_free();
-    }
+    app_rounds(&cfg, setup, worker, NULL, check_and_free);
     free(tallies);
     app_pass("oracle holds");
     return 0;

@@ -160,7 +160,7 @@ TS_NOINLINE static int link_one(entry *e) {
     take_key(key, e, 0); /* e's prefix: someone's suffix? */
     entry *p = omap_find(&by_suffix, key);
     if (p) {
-        APP_CHECK(p->next == NULL && e->prev == NULL, "a segment linked twice");
+        CHECK_MSG(p->next == NULL && e->prev == NULL, "a segment linked twice");
         p->next = e;
         e->prev = p;
         links++;
@@ -168,7 +168,7 @@ TS_NOINLINE static int link_one(entry *e) {
     take_key(key, e, 1); /* e's suffix: someone's prefix? */
     entry *n = omap_find(&by_prefix, key);
     if (n) {
-        APP_CHECK(n->prev == NULL && e->next == NULL, "a segment linked twice");
+        CHECK_MSG(n->prev == NULL && e->next == NULL, "a segment linked twice");
         e->next = n;
         n->prev = e;
         links++;
@@ -293,30 +293,30 @@ static void check_and_free(void) {
         dups += tallies[t].dups;
         links += tallies[t].links;
     }
-    APP_CHECK(uniq.count == starts, "%ld unique segments, expected %ld", uniq.count, starts);
-    APP_CHECK(list.n == starts, "list holds %ld, expected %ld", list.n, starts);
-    APP_CHECK(added == starts && added + dups == nsegs, "added %ld + dups %ld, segments %ld",
+    CHECK_MSG(uniq.count == starts, "%ld unique segments, expected %ld", uniq.count, starts);
+    CHECK_MSG(list.n == starts, "list holds %ld, expected %ld", list.n, starts);
+    CHECK_MSG(added == starts && added + dups == nsegs, "added %ld + dups %ld, segments %ld",
               added, dups, nsegs);
-    APP_CHECK(links == starts - 1, "%ld links, expected %ld", links, starts - 1);
+    CHECK_MSG(links == starts - 1, "%ld links, expected %ld", links, starts - 1);
     entry *first = NULL;
     long nfirst = 0;
     for (long i = 0; i < list.n; i++) {
         entry *e = list.a[i];
-        APP_CHECK(hset_find(&uniq, e->str) == e, "entry %ld not in the set", i);
+        CHECK_MSG(hset_find(&uniq, e->str) == e, "entry %ld not in the set", i);
         if (!e->prev) {
             first = e;
             nfirst++;
         }
-        APP_CHECK(!e->next || e->next->prev == e, "broken back link");
+        CHECK_MSG(!e->next || e->next->prev == e, "broken back link");
     }
-    APP_CHECK(nfirst == 1, "%ld chain starts", nfirst);
+    CHECK_MSG(nfirst == 1, "%ld chain starts", nfirst);
     char *out = app_xmalloc((size_t)glen + 1);
     long len = SEGLEN, steps = 1;
     memcpy(out, first->str, SEGLEN);
     for (entry *e = first->next; e && len < glen; e = e->next, steps++)
         out[len++] = e->str[SEGLEN - 1];
     out[len] = '\0';
-    APP_CHECK(len == glen && steps == starts && memcmp(out, gene, (size_t)glen) == 0,
+    CHECK_MSG(len == glen && steps == starts && memcmp(out, gene, (size_t)glen) == 0,
               "rebuilt %ld chars in %ld steps; differs from the gene", len, steps);
     if (cfg.round == 0)
         printf("INFO genome: %ld nucleotides, %ld segments, %ld unique, %ld links\n", glen,
@@ -339,12 +339,7 @@ static void check_and_free(void) {
 int main(int argc, char **argv) {
     app_init(&cfg, "genome", argc, argv, 16384);
     tallies = app_xmalloc(sizeof *tallies * (size_t)cfg.threads);
-    while (app_next_round(&cfg)) {
-        setup();
-        app_parallel(&cfg, phase_dedup, NULL);
-        app_parallel(&cfg, phase_link, NULL);
-        check_and_free();
-    }
+    app_rounds(&cfg, setup, phase_dedup, phase_link, check_and_free);
     free(tallies);
     app_pass("oracle holds");
     return 0;

@@ -94,7 +94,7 @@ APP_TS_NOINLINE static void frag_insert(flow *f, packet *p) {
     fcell **pp = &f->frags;
     while (*pp && cmp((*pp)->p, p) < 0)
         pp = &(*pp)->next;
-    APP_CHECK(!*pp || cmp((*pp)->p, p) != 0, "flow %ld: fragment %d twice", f->id, p->frag);
+    CHECK_MSG(!*pp || cmp((*pp)->p, p) != 0, "flow %ld: fragment %d twice", f->id, p->frag);
     fcell *c = malloc(sizeof *c);
     c->p = p;
     c->next = *pp;
@@ -114,7 +114,7 @@ APP_TS_NOINLINE static int reassemble(packet *p, char **msg, long *len) {
         f->frags = NULL;
         rb_insert(&flows, p->flow, f);
     }
-    APP_CHECK(f->nfrags == p->nfrags, "flow %ld: fragment counts differ", f->id);
+    CHECK_MSG(f->nfrags == p->nfrags, "flow %ld: fragment counts differ", f->id);
     frag_insert(f, p);
     f->nrecv++;
     f->bytes += p->len;
@@ -125,7 +125,7 @@ APP_TS_NOINLINE static int reassemble(packet *p, char **msg, long *len) {
     int expect = 0;
     while (f->frags) {
         fcell *c = f->frags;
-        APP_CHECK(c->p->frag == expect, "flow %ld: fragment %d where %d belongs", f->id,
+        CHECK_MSG(c->p->frag == expect, "flow %ld: fragment %d where %d belongs", f->id,
                   c->p->frag, expect);
         memcpy(buf + at, c->p->data, (size_t)c->p->len);
         at += c->p->len;
@@ -159,13 +159,13 @@ static void worker(int tid, void *arg) {
         __transaction_atomic { done = reassemble(p, &msg, &len); }
         if (!done)
             continue;
-        APP_CHECK(msg && len >= 0, "complete flow %ld without a buffer", id);
+        CHECK_MSG(msg && len >= 0, "complete flow %ld without a buffer", id);
         ty->flows++;
-        APP_CHECK(len == orig_len[id] && memcmp(msg, originals[id], (size_t)len) == 0,
+        CHECK_MSG(len == orig_len[id] && memcmp(msg, originals[id], (size_t)len) == 0,
                   "flow %ld reassembled wrong (%ld bytes, expected %ld)", id, len, orig_len[id]);
         int attack = strstr(msg, signature) != NULL;
         ty->attacks += attack;
-        APP_CHECK(attack == is_attack[id], "flow %ld: detection %d, expected %d", id, attack,
+        CHECK_MSG(attack == is_attack[id], "flow %ld: detection %d, expected %d", id, attack,
                   is_attack[id]);
         __atomic_fetch_add(&seen[id], 1, __ATOMIC_RELAXED);
         free(msg);
@@ -241,18 +241,18 @@ static void check_and_free(void) {
         done += tallies[t].flows;
         attacks += tallies[t].attacks;
     }
-    APP_CHECK(queue.head == NULL && queue.tail == NULL, "queue not empty");
-    APP_CHECK(packets == queue.popped, "threads took %ld packets, queue gave %ld", packets,
+    CHECK_MSG(queue.head == NULL && queue.tail == NULL, "queue not empty");
+    CHECK_MSG(packets == queue.popped, "threads took %ld packets, queue gave %ld", packets,
               queue.popped);
     const char *e = rb_verify(&flows);
-    APP_CHECK(!e, "flow map: %s", e);
-    APP_CHECK(flows.count == 0, "%ld flows left in the map", flows.count);
+    CHECK_MSG(!e, "flow map: %s", e);
+    CHECK_MSG(flows.count == 0, "%ld flows left in the map", flows.count);
     for (long f = 0; f < nflows; f++) {
-        APP_CHECK(seen[f] == 1, "flow %ld reassembled %d times", f, seen[f]);
+        CHECK_MSG(seen[f] == 1, "flow %ld reassembled %d times", f, seen[f]);
         expect_attacks += is_attack[f];
     }
-    APP_CHECK(done == nflows, "%ld flows done of %ld", done, nflows);
-    APP_CHECK(attacks == expect_attacks, "%ld attacks found, %ld sent", attacks, expect_attacks);
+    CHECK_MSG(done == nflows, "%ld flows done of %ld", done, nflows);
+    CHECK_MSG(attacks == expect_attacks, "%ld attacks found, %ld sent", attacks, expect_attacks);
     if (cfg.round == 0)
         printf("INFO intruder: %ld flows in %ld packets, %ld attacks found\n", nflows, packets,
                attacks);
@@ -267,11 +267,7 @@ static void check_and_free(void) {
 int main(int argc, char **argv) {
     app_init(&cfg, "intruder", argc, argv, 6000);
     tallies = app_xmalloc(sizeof *tallies * (size_t)cfg.threads);
-    while (app_next_round(&cfg)) {
-        setup();
-        app_parallel(&cfg, worker, NULL);
-        check_and_free();
-    }
+    app_rounds(&cfg, setup, worker, NULL, check_and_free);
     free(tallies);
     app_pass("oracle holds");
     return 0;

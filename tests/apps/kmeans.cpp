@@ -150,8 +150,8 @@ TS_NOINLINE void accumulate(int c, const float *p, double dist) {
 
 /* Moves point i from cluster from (-1: none) to cluster to. */
 TS_NOINLINE void move_point(long i, int from, int to) {
-    if (from >= 0 && !members[from].remove((int)i))
-        app_fail(__FILE__, __LINE__, "point %ld not in cluster %d", i, from);
+    bool removed = from < 0 || members[from].remove((int)i);
+    CHECK_MSG(removed, "point %ld not in cluster %d", i, from);
     members[to].push((int)i);
     assign[i] = to;
     changes->push((int)i);
@@ -230,7 +230,7 @@ long check_iteration(int it) {
     double seq_sse = 0;
     for (long i = 0; i < npts; i++) {
         int c = assign[i];
-        APP_CHECK(c >= 0 && c < K, "iteration %d: point %ld in cluster %d", it, i, c);
+        CHECK_MSG(c >= 0 && c < K, "iteration %d: point %ld in cluster %d", it, i, c);
         double dd = 0;
         for (int d = 0; d < D; d++) {
             seq[c][d] += pts[i * D + d];
@@ -241,39 +241,39 @@ long check_iteration(int it) {
     }
     long total = 0;
     for (int c = 0; c < K; c++) {
-        APP_CHECK(new_len[c] == cnt[c], "iteration %d cluster %d: count %ld, expected %ld", it, c,
+        CHECK_MSG(new_len[c] == cnt[c], "iteration %d cluster %d: count %ld, expected %ld", it, c,
                   new_len[c], cnt[c]);
         long listed = members[c].for_each([&](int i) {
-            APP_CHECK(assign[i] == c, "point %d listed in cluster %d, assigned %d", i, c,
+            CHECK_MSG(assign[i] == c, "point %d listed in cluster %d, assigned %d", i, c,
                       assign[i]);
         });
-        APP_CHECK(listed == cnt[c] && members[c].size() == cnt[c],
+        CHECK_MSG(listed == cnt[c] && members[c].size() == cnt[c],
                   "iteration %d cluster %d: %ld members listed, size %ld, expected %ld", it, c,
                   listed, members[c].size(), cnt[c]);
         for (int d = 0; d < D; d++) {
             double tol = 1e-3 * (fabs(seq[c][d]) + (double)cnt[c]) + 1.0;
-            APP_CHECK(fabs((double)new_sum[c][d] - seq[c][d]) <= tol,
+            CHECK_MSG(fabs((double)new_sum[c][d] - seq[c][d]) <= tol,
                       "iteration %d cluster %d dim %d: sum %.3f, sequential %.3f", it, c, d,
                       (double)new_sum[c][d], seq[c][d]);
         }
         total += cnt[c];
     }
-    APP_CHECK(total == npts, "iteration %d: %ld points counted of %ld", it, total, npts);
-    APP_CHECK(fabs(sse - seq_sse) <= 1e-6 * seq_sse + 1e-6, "iteration %d: error %.6f, sequential %.6f",
+    CHECK_MSG(total == npts, "iteration %d: %ld points counted of %ld", it, total, npts);
+    CHECK_MSG(fabs(sse - seq_sse) <= 1e-6 * seq_sse + 1e-6, "iteration %d: error %.6f, sequential %.6f",
               it, sse, seq_sse);
     long moved = 0, points = 0;
     for (int t = 0; t < cfg.threads; t++) {
         moved += tallies[t].moved;
         points += tallies[t].points;
     }
-    APP_CHECK(points == npts, "iteration %d: threads took %ld points of %ld", it, points, npts);
-    APP_CHECK(changes->size() == moved, "iteration %d: change log %ld, moved %ld", it,
+    CHECK_MSG(points == npts, "iteration %d: threads took %ld points of %ld", it, points, npts);
+    CHECK_MSG(changes->size() == moved, "iteration %d: change log %ld, moved %ld", it,
               changes->size(), moved);
     char *mark = static_cast<char *>(app_xmalloc((size_t)npts));
     memset(mark, 0, (size_t)npts);
     for (long j = 0; j < changes->size(); j++) {
         int i = (*changes)[j];
-        APP_CHECK(i >= 0 && i < npts && !mark[i], "iteration %d: change log entry %d bad or twice",
+        CHECK_MSG(i >= 0 && i < npts && !mark[i], "iteration %d: change log entry %d bad or twice",
                   it, i);
         mark[i] = 1;
     }

@@ -183,13 +183,13 @@ APP_TS_NOINLINE static long delete_customer(long cid) {
     resv_iter_init(&it, c);
     while ((r = resv_iter_next(&it))) {
         item *i = rb_get(&tables[r->kind], r->id, NULL);
-        APP_CHECK(i != NULL, "customer %ld holds kind %d id %ld, which is gone", cid, r->kind,
+        CHECK_MSG(i != NULL, "customer %ld holds kind %d id %ld, which is gone", cid, r->kind,
                   r->id);
         i->free++;
         i->used--;
         n++;
     }
-    APP_CHECK(it.seen == c->nresv, "customer %ld: %ld records, nresv %ld", cid, it.seen, c->nresv);
+    CHECK_MSG(it.seen == c->nresv, "customer %ld: %ld records, nresv %ld", cid, it.seen, c->nresv);
     resv_iter_init(&it, c);
     while ((r = resv_iter_next(&it)))
         free(r); /* the iterator has moved past it */
@@ -261,7 +261,7 @@ static void client(int tid, void *arg) {
                 ty->cancelled++;
                 for (int k = 0; k < NKINDS; k++)
                     for (int i = 0; i < NQUERY; i++)
-                        APP_CHECK(q[k][i].id == -2 && q[k][i].it == NULL,
+                        CHECK_MSG(q[k][i].id == -2 && q[k][i].it == NULL,
                                   "a cancelled transaction left quote [%d][%d] = id %ld", k, i,
                                   q[k][i].id);
             } else {
@@ -329,10 +329,10 @@ static void setup(void) {
 static void check_and_free(void) {
     for (int k = 0; k < NKINDS; k++) {
         const char *e = rb_verify(&tables[k]);
-        APP_CHECK(!e, "table %d: %s", k, e);
+        CHECK_MSG(!e, "table %d: %s", k, e);
     }
     const char *e = rb_verify(&customers);
-    APP_CHECK(!e, "customers: %s", e);
+    CHECK_MSG(!e, "customers: %s", e);
 
     /* per item: the reservations that name it */
     long *held[NKINDS];
@@ -347,19 +347,19 @@ static void check_and_free(void) {
     while (rb_iter_next(&ci, &cid, &v)) {
         customer *c = v;
         long n = 0, spent = 0;
-        APP_CHECK(c->id == cid, "customer key %ld holds customer %ld", cid, c->id);
+        CHECK_MSG(c->id == cid, "customer key %ld holds customer %ld", cid, c->id);
         for (resv *r = c->list; r; r = r->next) {
-            APP_CHECK(r->kind >= 0 && r->kind < NKINDS && r->id >= 0 && r->id < nids,
+            CHECK_MSG(r->kind >= 0 && r->kind < NKINDS && r->id >= 0 && r->id < nids,
                       "customer %ld: bad reservation (%d, %ld)", cid, r->kind, r->id);
             held[r->kind][r->id]++;
             spent += r->price;
             n++;
         }
-        APP_CHECK(n == c->nresv, "customer %ld: %ld records, nresv %ld", cid, n, c->nresv);
-        APP_CHECK(spent == c->spent, "customer %ld: records cost %ld, spent %ld", cid, spent,
+        CHECK_MSG(n == c->nresv, "customer %ld: %ld records, nresv %ld", cid, n, c->nresv);
+        CHECK_MSG(spent == c->spent, "customer %ld: records cost %ld, spent %ld", cid, spent,
                   c->spent);
-        APP_CHECK(customer_bill(c) == spent, "customer %ld: bill differs", cid);
-        APP_CHECK(n > 0 && n <= MAX_HELD, "customer %ld holds %ld", cid, n);
+        CHECK_MSG(customer_bill(c) == spent, "customer %ld: bill differs", cid);
+        CHECK_MSG(n > 0 && n <= MAX_HELD, "customer %ld holds %ld", cid, n);
         nres += n;
     }
     long used = 0;
@@ -370,22 +370,22 @@ static void check_and_free(void) {
         long prev = k == FLIGHT ? nids : -1;
         while (rb_iter_next(&it, &id, &v)) {
             item *i = v;
-            APP_CHECK(k == FLIGHT ? id < prev : id > prev, "table %d: iterator out of order", k);
+            CHECK_MSG(k == FLIGHT ? id < prev : id > prev, "table %d: iterator out of order", k);
             prev = id;
-            APP_CHECK(i->id == id, "table %d: key %ld holds item %ld", k, id, i->id);
-            APP_CHECK(i->free >= 0 && i->used >= 0 && i->total == i->free + i->used &&
+            CHECK_MSG(i->id == id, "table %d: key %ld holds item %ld", k, id, i->id);
+            CHECK_MSG(i->free >= 0 && i->used >= 0 && i->total == i->free + i->used &&
                           i->total > 0,
                       "table %d item %ld: total %ld free %ld used %ld", k, id, i->total, i->free,
                       i->used);
-            APP_CHECK(i->used == held[k][id], "table %d item %ld: used %ld but %ld reservations",
+            CHECK_MSG(i->used == held[k][id], "table %d item %ld: used %ld but %ld reservations",
                       k, id, i->used, held[k][id]);
             held[k][id] = -1;
             used += i->used;
         }
-        APP_CHECK(it.visited == tables[k].count, "table %d: iterated %ld of %ld", k, it.visited,
+        CHECK_MSG(it.visited == tables[k].count, "table %d: iterated %ld of %ld", k, it.visited,
                   tables[k].count);
         for (long id2 = 0; id2 < nids; id2++)
-            APP_CHECK(held[k][id2] <= 0, "table %d: %ld reservations of missing item %ld", k,
+            CHECK_MSG(held[k][id2] <= 0, "table %d: %ld reservations of missing item %ld", k,
                       held[k][id2], id2);
     }
     long booked = 0, released = 0, cancelled = 0, tasks = 0;
@@ -395,8 +395,8 @@ static void check_and_free(void) {
         cancelled += tallies[t].cancelled;
         tasks += tallies[t].tasks;
     }
-    APP_CHECK(used == nres, "items used %ld, reservations %ld", used, nres);
-    APP_CHECK(used == booked - released, "items used %ld, booked %ld - released %ld", used, booked,
+    CHECK_MSG(used == nres, "items used %ld, reservations %ld", used, nres);
+    CHECK_MSG(used == booked - released, "items used %ld, booked %ld - released %ld", used, booked,
               released);
     if (cfg.round == 0)
         printf("INFO vacation: %ld tasks, %ld units booked, %ld released, %ld cancelled, %ld "
@@ -430,11 +430,7 @@ int main(int argc, char **argv) {
     nids = cfg.size < 16 ? 16 : cfg.size;
     tasks_per_thread = 8 * nids / cfg.threads + 1;
     tallies = app_xmalloc(sizeof *tallies * (size_t)cfg.threads);
-    while (app_next_round(&cfg)) {
-        setup();
-        app_parallel(&cfg, client, NULL);
-        check_and_free();
-    }
+    app_rounds(&cfg, setup, client, NULL, check_and_free);
     free(tallies);
     app_pass("oracle holds");
     return 0;

@@ -180,7 +180,7 @@ TS_NOINLINE static long refine_one(void) {
         free(s);
         return 1;
     }
-    APP_CHECK(is_bad(s), "good segment [%ld, %ld) on the heap", s->start, s->end);
+    CHECK_MSG(is_bad(s), "good segment [%ld, %ld) on the heap", s->start, s->end);
     cavity cv;
     build_cavity(&cv, s);
     seg *nw[3];
@@ -270,27 +270,27 @@ static void setup(void) {
 static void check_and_free(void) {
     long n = 0, at = 0, created = 0, freed = 0, refined = 0;
     seg *prev = NULL;
-    APP_CHECK(H.n == 0, "heap holds %ld segments at the end", H.n);
+    CHECK_MSG(H.n == 0, "heap holds %ld segments at the end", H.n);
     for (seg *s = mesh.head; s; s = s->next) {
-        APP_CHECK(s->start == at, "segment %ld starts at %ld, expected %ld", n, s->start, at);
-        APP_CHECK(s->end > s->start, "empty segment at %ld", s->start);
-        APP_CHECK(!is_bad(s), "bad segment [%ld, %ld) left", s->start, s->end);
-        APP_CHECK(!s->dead && !s->in_heap, "segment at %ld: dead %d in_heap %d", s->start, s->dead,
+        CHECK_MSG(s->start == at, "segment %ld starts at %ld, expected %ld", n, s->start, at);
+        CHECK_MSG(s->end > s->start, "empty segment at %ld", s->start);
+        CHECK_MSG(!is_bad(s), "bad segment [%ld, %ld) left", s->start, s->end);
+        CHECK_MSG(!s->dead && !s->in_heap, "segment at %ld: dead %d in_heap %d", s->start, s->dead,
                   s->in_heap);
-        APP_CHECK(s->prev == prev, "segment at %ld: wrong back link", s->start);
+        CHECK_MSG(s->prev == prev, "segment at %ld: wrong back link", s->start);
         at = s->end;
         prev = s;
         n++;
     }
-    APP_CHECK(at == mesh.total, "the mesh ends at %ld, expected %ld", at, mesh.total);
+    CHECK_MSG(at == mesh.total, "the mesh ends at %ld, expected %ld", at, mesh.total);
     for (int t = 0; t < cfg.threads; t++) {
         created += tallies[t].created;
         freed += tallies[t].freed;
         refined += tallies[t].refined;
     }
-    APP_CHECK(n == ninitial + created - freed, "%ld segments, expected %ld + %ld - %ld", n,
+    CHECK_MSG(n == ninitial + created - freed, "%ld segments, expected %ld + %ld - %ld", n,
               ninitial, created, freed);
-    APP_CHECK(H.grows > 0, "the heap never grew");
+    CHECK_MSG(H.grows > 0, "the heap never grew");
     if (cfg.round == 0)
         printf("INFO yada: %ld -> %ld segments, %ld refinements, heap grew %ld and shrank %ld "
                "times\n",
@@ -307,12 +307,7 @@ static void check_and_free(void) {
 int main(int argc, char **argv) {
     app_init(&cfg, "yada", argc, argv, 20000);
     tallies = app_xmalloc(sizeof *tallies * (size_t)cfg.threads);
-    while (app_next_round(&cfg)) {
-        setup();
-        app_parallel(&cfg, phase_push, NULL);
-        app_parallel(&cfg, phase_refine, NULL);
-        check_and_free();
-    }
+    app_rounds(&cfg, setup, phase_push, phase_refine, check_and_free);
     free(tallies);
     app_pass("oracle holds");
     return 0;

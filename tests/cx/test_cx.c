@@ -40,12 +40,6 @@
 
 #include "../runtime/test_util.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static unsigned rnd(unsigned *s) {
     *s = *s * 1103515245u + 12345u;
     return *s >> 8;
@@ -128,8 +122,8 @@ static int torture(int nthreads, int pct, double seconds) {
     CHECK(nthreads > 0 && nthreads <= 64);
     for (int i = 0; i < nthreads; i++)
         CHECK(pthread_create(&th[i], NULL, torture_thread, (void *)(uintptr_t)(i + 1)) == 0);
-    double end = now() + seconds;
-    while (now() < end)
+    double end = tk_now() + seconds;
+    while (tk_now() < end)
         usleep(10000);
     atomic_store(&stop, 1);
     for (int i = 0; i < nthreads; i++)
@@ -184,7 +178,7 @@ static int nested(double seconds) {
     pthread_t th[3];
     for (int i = 0; i < 3; i++)
         CHECK(pthread_create(&th[i], NULL, nested_thread, (void *)(uintptr_t)(i + 5)) == 0);
-    for (double end = now() + seconds; now() < end;) /* also past useconds_t's 71 minutes */
+    for (double end = tk_now() + seconds; tk_now() < end;) /* also past useconds_t's 71 minutes */
         usleep(10000);
     atomic_store(&stop, 1);
     for (int i = 0; i < 3; i++)
@@ -221,9 +215,9 @@ static int starvation(void) {
     usleep(50000);
     double worst = 0;
     for (int i = 0; i < 200; i++) {
-        double t0 = now();
+        double t0 = tk_now();
         cx_exclusive(&ls);
-        double dt = now() - t0;
+        double dt = tk_now() - t0;
         cx_unlock(&ls);
         if (dt > worst)
             worst = dt;
@@ -500,7 +494,7 @@ static int irrwindow(double seconds) {
     atomic_store(&stop, 0);
     CHECK(pthread_create(&th, NULL, irrwindow_excl, NULL) == 0);
     long txs = 0;
-    for (double end = now() + seconds; now() < end;)
+    for (double end = tk_now() + seconds; tk_now() < end;)
         for (int k = 0; k < 1000; k++, txs++)
             irrwindow_tx();
     atomic_store(&stop, 1);

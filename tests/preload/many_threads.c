@@ -20,16 +20,10 @@
 #include <txkit.h>
 #include <unistd.h>
 
+#include "check.h"
+
 #define MANY_MUTEXES 5000 /* beyond the elision table (4096) and the sites (256) */
 #define MANY_SITES 300    /* TX_ATOMIC sites, beyond the segment's 256 */
-
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
 
 static long nthreads, rounds;
 static pthread_barrier_t start, done, leave;

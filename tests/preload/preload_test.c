@@ -20,13 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 /* ------------------------------------------------------------ environment */
 

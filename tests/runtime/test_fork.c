@@ -35,17 +35,11 @@ static atomic_int inside;     /* the other thread is where the scenario wants it
 static atomic_int forked;     /* the parent has forked */
 static cx_lock_t lk = CX_LOCK_INITIALIZER;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Until flag is set, or at most seconds (a scenario where fork must wait
  * for this thread does not deadlock the test). */
 static void wait_flag(atomic_int *flag, double seconds) {
-    double end = now() + seconds;
-    while (!atomic_load(flag) && now() < end)
+    double end = tk_now() + seconds;
+    while (!atomic_load(flag) && tk_now() < end)
         usleep(1000);
 }
 
@@ -116,14 +110,14 @@ static int child_work(void) {
 /* Wait for the child (at most 20 s); 0 if it exited 0. */
 static int reap(pid_t pid, const char *what) {
     CHECK(pid > 0);
-    double end = now() + 20;
+    double end = tk_now() + 20;
     int st = 0;
     for (;;) {
         pid_t r = waitpid(pid, &st, WNOHANG);
         CHECK(r >= 0);
         if (r == pid)
             break;
-        if (now() > end) {
+        if (tk_now() > end) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
             fprintf(stderr, "%s: the child is stuck (no exit within 20 s)\n", what);

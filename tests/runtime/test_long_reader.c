@@ -81,21 +81,6 @@ static double attempt_start[64], attempt_end[64]; /* --measure: the reader's att
 static int attempt_sw[64];
 static long handshake_yields;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
 /* Inside a software attempt, wait (bounded) until the writer commits again,
  * so that writer commits fall between the reader's reads as they do on two
  * truly parallel cores, even on a loaded machine where the two threads would
@@ -110,7 +95,7 @@ static void let_writer_commit(void) {
          spins++) {
         if (spins < 64)
             continue;
-        double t = now_s();
+        double t = tk_now();
         if (t0 == 0)
             t0 = t;
         else if (t - t0 > 0.002)
@@ -127,7 +112,7 @@ static __attribute__((noinline)) long read_all(void) {
     volatile long sum = 0; /* set by the committed attempt */
     TX_ATOMIC {
         if (measure && reader_attempts < 64) {
-            attempt_start[reader_attempts] = now_s();
+            attempt_start[reader_attempts] = tk_now();
             attempt_sw[reader_attempts] = (_txkit_tls.access & TXKIT_ACC_LOAD) != 0;
         }
         reader_attempts++;
@@ -146,7 +131,7 @@ static __attribute__((noinline)) long read_all(void) {
         sum = s;
     }
     if (measure && reader_attempts <= 64)
-        attempt_end[reader_attempts - 1] = now_s();
+        attempt_end[reader_attempts - 1] = tk_now();
     return sum;
 }
 
@@ -154,15 +139,15 @@ static void *reader(void *arg) {
     (void)arg;
     while (atomic_load(&writer_progress) < 1000)
         sched_yield();
-    double t0 = now_s();
+    double t0 = tk_now();
     for (long k = 0; k < want_commits; k++) {
         if (read_all() != nnodes * TOTAL_PER_NODE)
             reader_bad_sums++;
         reader_commits++;
-        if (now_s() - t0 > deadline_s)
+        if (tk_now() - t0 > deadline_s)
             break;
     }
-    reader_secs = now_s() - t0;
+    reader_secs = tk_now() - t0;
     atomic_store(&reader_done, 1);
     return NULL;
 }
@@ -220,7 +205,7 @@ static void *writer(void *arg) {
     uint64_t rng = 0x1234567887654321ull;
     long ops = 0;
     while (!atomic_load(&reader_done)) {
-        uint64_t r = rng_next(&rng);
+        uint64_t r = tk_rand(&rng);
         int freed;
         if (moves && ++ops % moves == 0) {
             long a = (long)(r % (uint64_t)nnodes), b = (long)((r >> 32) % (uint64_t)nnodes);
@@ -285,10 +270,10 @@ static int reclaim_cost(void) {
         for (int rep = 0; rep < 3; rep++) {
             for (int i = 0; i < BATCH; i++)
                 blocks[i] = malloc(32);
-            double t0 = now_s();
+            double t0 = tk_now();
             for (int i = 0; i < BATCH; i++)
                 free_one(blocks[i]);
-            double dt = now_s() - t0;
+            double dt = tk_now() - t0;
             backlog += BATCH;
             if (dt < best)
                 best = dt;
@@ -334,13 +319,13 @@ int main(int argc, char **argv) {
         slots[i]->value = TOTAL_PER_NODE;
         slots[i]->next = NULL;
     }
-    double t0 = now_s();
+    double t0 = tk_now();
     pthread_t tr, tw;
     CHECK(pthread_create(&tw, NULL, writer, NULL) == 0);
     CHECK(pthread_create(&tr, NULL, reader, NULL) == 0);
     /* A livelocked reader never returns: fail with a message, not a timeout. */
     while (!atomic_load(&reader_done)) {
-        CHECK_MSG(now_s() - t0 < deadline_s + 5,
+        CHECK_MSG(tk_now() - t0 < deadline_s + 5,
                   "the long transaction committed %ld of %ld times in %.0f s (livelock); "
                   "writer: %ld commits", reader_commits, want_commits, deadline_s + 5,
                   atomic_load(&writer_progress));
@@ -348,7 +333,7 @@ int main(int argc, char **argv) {
     }
     CHECK(pthread_join(tr, NULL) == 0);
     CHECK(pthread_join(tw, NULL) == 0);
-    double secs = now_s() - t0;
+    double secs = tk_now() - t0;
 
     printf("reader: %ld/%ld commits (%ld attempts) in %.2f s, %.1f ms per commit; "
            "writer: %ld commits, %ld frees\n",
@@ -363,7 +348,7 @@ int main(int argc, char **argv) {
                    attempt_sw[i] ? "software" : "serial", attempt_start[i] - t0,
                    attempt_end[i] ? "committed " : "next begun ",
                    (attempt_end[i] ? attempt_end[i]
-                                   : i + 1 < reader_attempts ? attempt_start[i + 1] : now_s()) -
+                                   : i + 1 < reader_attempts ? attempt_start[i + 1] : tk_now()) -
                        attempt_start[i]);
     }
     CHECK_MSG(reader_commits == want_commits,

@@ -71,10 +71,34 @@ static void need_sim(const char *script) {
     CHECK_EQ(txkit_sim_rtm_script(script), 0);
 }
 
-/* The handshakes between a case's threads: wait until *p == v. */
-static void await_phase(atomic_int *p, int v) {
-    while (atomic_load(p) != v)
+/* The handshakes between a case's threads (one case a process): each side
+ * says which phase it reached and waits for the one it needs. */
+static atomic_int phase;
+
+/* Waits until the phase is v. Any thread. */
+static void await_phase(int v) {
+    while (atomic_load(&phase) != v)
         usleep(1000);
+}
+
+/* Says the caller reached phase `reached`, then waits for phase `next`. Any thread. */
+static void handshake(int reached, int next) {
+    atomic_store(&phase, reached);
+    await_phase(next);
+}
+
+/* Starts fn on a thread of its own and waits until it reached phase 1. Main thread. */
+static pthread_t start_partner(void *(*fn)(void *)) {
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, fn, NULL), 0);
+    await_phase(1);
+    return th;
+}
+
+/* Lets the partner th go on (phase `next`) and joins it. Main thread. */
+static void release_partner(pthread_t th, int next) {
+    atomic_store(&phase, next);
+    CHECK_EQ(pthread_join(th, NULL), 0);
 }
 
 static void layout(void) {
@@ -158,23 +182,20 @@ static void htm_restart(void) {
 
 /* Auto runs a lone thread serially: another thread, alive until the end,
  * ran a transaction first, so that this one shares (no solo mode). */
-static atomic_int other_state; /* 1: ran its transaction, 2: may exit */
+/* phase 1: the other ran its transaction, 2: it may exit */
 
 static void *one_transaction(void *arg) {
     (void)arg;
     TX_ATOMIC {
         TX_STORE(&g_value, TX_LOAD(&g_value) + 1);
     }
-    atomic_store(&other_state, 1);
-    await_phase(&other_state, 2);
+    handshake(1, 2);
     return NULL;
 }
 
 static void status_zero(void) {
     need_sim("start");
-    pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, one_transaction, NULL), 0);
-    await_phase(&other_state, 1);
+    pthread_t th = start_partner(one_transaction);
     CHECK_EQ(txkit_sim_rtm_script("zero,start"), 0);
     tx_stats_t s0 = tk_stats();
     for (int i = 0; i < 8; i++) {
@@ -190,8 +211,7 @@ static void status_zero(void) {
     CHECK(s1.commits[TXKIT_HTM] - s0.commits[TXKIT_HTM] >= 7);
     CHECK_EQ(g_value, 9);
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
-    atomic_store(&other_state, 2);
-    CHECK_EQ(pthread_join(th, NULL), 0);
+    release_partner(th, 2);
 }
 
 static long g_irr_seen, g_read;
@@ -201,8 +221,7 @@ static void *irrevocable_waiter(void *arg) {
     TX_ATOMIC {
         tx_irrevocable();
         TX_STORE(&g_irr_seen, 1);
-        atomic_store(&other_state, 1); /* irrevocable now, until the reader is done */
-        await_phase(&other_state, 2);
+        handshake(1, 2); /* irrevocable now, until the reader is done */
     }
     return NULL;
 }
@@ -211,21 +230,18 @@ static void irr_reader(void) {
     need_sim("start");
     alarm(20); /* a deadlock: killed, a failure */
     g_value = 41;
-    pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, irrevocable_waiter, NULL), 0);
-    await_phase(&other_state, 1);
+    pthread_t th = start_partner(irrevocable_waiter);
     TX_ATOMIC {
         g_read = TX_LOAD(&g_value);
     }
     CHECK_EQ(g_read, 41);
-    atomic_store(&other_state, 2);
-    CHECK_EQ(pthread_join(th, NULL), 0);
+    release_partner(th, 2);
     CHECK_EQ(g_irr_seen, 1);
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
 }
 
 /* A serial transaction on another thread, holding the clock until told. */
-static atomic_int ser_phase; /* 1: serial and holding the clock, 2: may end */
+/* phase 1: serial and holding the clock, 2: may end */
 static long g_ser;
 
 static void *serial_holder(void *arg) {
@@ -233,8 +249,7 @@ static void *serial_holder(void *arg) {
     CHECK_EQ(txkit_set_thread_method(TXKIT_SERIAL), 0);
     TX_ATOMIC {
         TX_STORE(&g_ser, TX_LOAD(&g_ser) + 1);
-        atomic_store(&ser_phase, 1);
-        await_phase(&ser_phase, 2);
+        handshake(1, 2);
     }
     return NULL;
 }
@@ -242,15 +257,12 @@ static void *serial_holder(void *arg) {
 static void cx_clock(void) {
     need_sim("start");
     alarm(20);
-    pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, serial_holder, NULL), 0);
-    await_phase(&ser_phase, 1);
+    pthread_t th = start_partner(serial_holder);
     static cx_lock_t l = CX_LOCK_INITIALIZER;
     cx_optimistic(&l);
     int mode = cx_mode();
     cx_unlock(&l);
-    atomic_store(&ser_phase, 2);
-    CHECK_EQ(pthread_join(th, NULL), 0);
+    release_partner(th, 2);
     CHECK(mode != 1); /* not a hardware section under an odd clock */
     CHECK_EQ(g_ser, 1);
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
@@ -258,7 +270,7 @@ static void cx_clock(void) {
 
 static cx_lock_t pub_lock = CX_LOCK_INITIALIZER;
 static long g_x = 1;
-static atomic_int pub_phase; /* 1: reader read x once, 2: section committed */
+/* phase 1: the reader read x once, 2: the section committed */
 static long g_first, g_second, g_pub_attempts;
 
 static void *pub_reader(void *arg) {
@@ -268,10 +280,8 @@ static void *pub_reader(void *arg) {
         g_pub_attempts++;
         cx_optimistic(&pub_lock); /* subscribes the transaction */
         g_first = TX_LOAD(&g_x);
-        if (atomic_load(&pub_phase) == 0) {
-            atomic_store(&pub_phase, 1);
-            await_phase(&pub_phase, 2);
-        }
+        if (atomic_load(&phase) == 0)
+            handshake(1, 2);
         g_second = TX_LOAD(&g_x);
         cx_unlock(&pub_lock);
     }
@@ -281,15 +291,12 @@ static void *pub_reader(void *arg) {
 static void cx_publish(void) {
     need_sim("start");
     alarm(20);
-    pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, pub_reader, NULL), 0);
-    await_phase(&pub_phase, 1);
+    pthread_t th = start_partner(pub_reader);
     cx_optimistic(&pub_lock); /* a simulated hardware section */
     int mode = cx_mode();
     g_x = 2;
     cx_unlock(&pub_lock);
-    atomic_store(&pub_phase, 2);
-    CHECK_EQ(pthread_join(th, NULL), 0);
+    release_partner(th, 2);
     CHECK_EQ(mode, 1);
     CHECK_EQ(g_first, g_second); /* one snapshot: 2 and 2, after a restart */
     CHECK_EQ(g_second, 2);
@@ -351,7 +358,7 @@ struct big {
     char pad[1 << 20]; /* above malloc's mmap threshold: free() unmaps it */
 };
 static struct big *g_head;
-static atomic_int hw_phase; /* 1: reader holds the pointer, 2: freed, 3: read on */
+/* phase 1: the reader holds the pointer, 2: freed, 3: read on */
 static long g_reader_val;
 
 static void *hw_reader(void *arg) {
@@ -359,10 +366,8 @@ static void *hw_reader(void *arg) {
     CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
     TX_ATOMIC {
         struct big *p = TX_LOAD(&g_head);
-        if (p && atomic_load(&hw_phase) == 0) {
-            atomic_store(&hw_phase, 1);
-            await_phase(&hw_phase, 3);
-        }
+        if (p && atomic_load(&phase) == 0)
+            handshake(1, 3);
         g_reader_val = p ? TX_LOAD(&p->val) : -1;
     }
     return NULL;
@@ -376,7 +381,7 @@ static void *hw_freer(void *arg) {
         TX_STORE(&g_head, (struct big *)NULL);
         tx_free(p);
     }
-    atomic_store(&hw_phase, 2);
+    atomic_store(&phase, 2);
     return NULL; /* thread exit: its limbo is reclaimed, waiting for readers */
 }
 
@@ -386,9 +391,7 @@ static void hw_free(void) {
     g_head = malloc(sizeof *g_head);
     CHECK(g_head != NULL);
     g_head->val = 7;
-    pthread_t r, f;
-    CHECK_EQ(pthread_create(&r, NULL, hw_reader, NULL), 0);
-    await_phase(&hw_phase, 1);
+    pthread_t r = start_partner(hw_reader), f;
     CHECK_EQ(pthread_create(&f, NULL, hw_freer, NULL), 0);
     /* A freer whose exit frees the block at once is gone in a moment; one
      * that waits for the reader is still there after a second. */
@@ -396,8 +399,7 @@ static void hw_free(void) {
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 1;
     int joined = pthread_timedjoin_np(f, NULL, &until) == 0;
-    atomic_store(&hw_phase, 3); /* the reader loads through its pointer now */
-    CHECK_EQ(pthread_join(r, NULL), 0);
+    release_partner(r, 3); /* the reader loads through its pointer now */
     if (!joined)
         CHECK_EQ(pthread_join(f, NULL), 0);
     CHECK_EQ(g_reader_val, -1); /* it saw the unlink, at its revalidation */

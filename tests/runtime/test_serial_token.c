@@ -156,16 +156,14 @@ static void *exact_b(void *arg) {
     return NULL;
 }
 
-static double now_s(void);
-
 static void exact(void) {
     pthread_t a, b, d;
-    double t0 = now_s();
+    double t0 = tk_now();
     CHECK(pthread_create(&a, NULL, exact_a, NULL) == 0);
     CHECK(pthread_create(&d, NULL, exact_d, NULL) == 0);
     CHECK(pthread_create(&b, NULL, exact_b, NULL) == 0);
     while (!atomic_load(&ph_a_done) || !atomic_load(&ph_b_done)) {
-        CHECK_MSG(now_s() - t0 < deadline_s,
+        CHECK_MSG(tk_now() - t0 < deadline_s,
                   "exact interleaving: A %s (restarted: %d), B %s after %.0f s (deadlock)",
                   atomic_load(&ph_a_done) ? "done" : "stuck", atomic_load(&ph_a_restarted),
                   atomic_load(&ph_b_done) ? "done" : "stuck", deadline_s);
@@ -179,12 +177,6 @@ static void exact(void) {
     CHECK_EQ(x, 1);
     printf("exact interleaving: ok (A ran %ld times)\n", a_runs);
     x = y = z = 0;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int main(int argc, char **argv) {
@@ -201,12 +193,12 @@ int main(int argc, char **argv) {
     exact();
     pthread_t a, b, c;
     CHECK(pthread_barrier_init(&start, NULL, 3) == 0);
-    double t0 = now_s();
+    double t0 = tk_now();
     CHECK(pthread_create(&c, NULL, run_c, NULL) == 0);
     CHECK(pthread_create(&a, NULL, run_a, NULL) == 0);
     CHECK(pthread_create(&b, NULL, run_b, NULL) == 0);
     while (atomic_load(&done_a) < iters || atomic_load(&done_b) < iters) {
-        CHECK_MSG(now_s() - t0 < deadline_s,
+        CHECK_MSG(tk_now() - t0 < deadline_s,
                   "no progress: A %ld, B %ld of %ld (C %ld) after %.0f s (deadlock)",
                   atomic_load(&done_a), atomic_load(&done_b), iters, atomic_load(&done_c),
                   deadline_s);
@@ -219,6 +211,6 @@ int main(int argc, char **argv) {
     CHECK_EQ(z, iters);
     CHECK_EQ(x, atomic_load(&done_c));
     printf("ok: %ld irrevocable, %ld serial, %ld software transactions in %.2f s\n", iters, iters,
-           atomic_load(&done_c), now_s() - t0);
+           atomic_load(&done_c), tk_now() - t0);
     return 0;
 }

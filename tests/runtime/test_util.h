@@ -1,9 +1,6 @@
-/* test_util.h - what every txkit test shares: loud checks, the CTest skip
- * protocol, attempt counting and a small PRNG. Usable from C and C++.
- *
- * The checks are plain code (not assert()), so no build type compiles them
- * away: a failure prints file:line, the function and the expression, then
- * calls abort().
+/* test_util.h - what the tests linked with txkit share: the checks
+ * (tests/common/check.h), the CTest skip protocol, attempt counting, a small
+ * PRNG and the fork-per-case runner. Usable from C and C++.
  */
 #ifndef TXKIT_TEST_UTIL_H
 #define TXKIT_TEST_UTIL_H
@@ -19,58 +16,11 @@
 
 #include <txkit.h>
 
+#include "check.h"      /* CHECK, CHECK_EQ, CHECK_MSG (tests/common) */
 #include "stress_env.h" /* TXKIT_STRESS_SECONDS, TXKIT_STRESS_SEED */
 
 /* Exit code that CTest maps to "skipped" (SKIP_RETURN_CODE in CMakeLists). */
 #define TK_SKIP_CODE 77
-
-__attribute__((noreturn, unused)) static void tk_fail(const char *file, int line, const char *func,
-                                                      const char *what) {
-    fflush(stdout);
-    fprintf(stderr, "%s:%d: in %s(): CHECK FAILED: %s\n", file, line, func, what);
-    fflush(stderr);
-    abort();
-}
-
-__attribute__((noreturn, unused)) static void tk_fail_eq(const char *file, int line,
-                                                         const char *func, const char *a,
-                                                         const char *b, long long va,
-                                                         long long vb) {
-    fflush(stdout);
-    fprintf(stderr, "%s:%d: in %s(): CHECK FAILED: %s == %s\n    left:  %lld (0x%llx)\n"
-                    "    right: %lld (0x%llx)\n",
-            file, line, func, a, b, va, (unsigned long long)va, vb, (unsigned long long)vb);
-    fflush(stderr);
-    abort();
-}
-
-/* CHECK(expr): expr must be true. */
-#define CHECK(expr)                                                  \
-    do {                                                             \
-        if (!(expr))                                                 \
-            tk_fail(__FILE__, __LINE__, __func__, #expr);            \
-    } while (0)
-
-/* CHECK_EQ(a, b): integers (or pointers) compared as 64-bit values; both
- * values are printed on failure. */
-#define CHECK_EQ(a, b)                                                           \
-    do {                                                                         \
-        long long tk_va_ = (long long)(a);                                       \
-        long long tk_vb_ = (long long)(b);                                       \
-        if (tk_va_ != tk_vb_)                                                    \
-            tk_fail_eq(__FILE__, __LINE__, __func__, #a, #b, tk_va_, tk_vb_);    \
-    } while (0)
-
-/* CHECK_MSG(expr, fmt, ...): like CHECK with a formatted explanation. */
-#define CHECK_MSG(expr, ...)                                         \
-    do {                                                             \
-        if (!(expr)) {                                               \
-            fflush(stdout);                                          \
-            fprintf(stderr, __VA_ARGS__);                            \
-            fputc('\n', stderr);                                     \
-            tk_fail(__FILE__, __LINE__, __func__, #expr);            \
-        }                                                            \
-    } while (0)
 
 /* ----------------------------------------------------------- the method */
 
