@@ -305,7 +305,7 @@ static void cx_publish(void) {
 }
 
 static long g_ro_y = 7, g_ro_z = 1;
-static atomic_int ro_phase; /* 1: reader read z, 2: hardware transaction committed */
+/* phase 1: the reader read z, 2: the hardware transaction committed */
 static long g_ro_attempts;
 
 static void *ro_reader(void *arg) {
@@ -314,10 +314,8 @@ static void *ro_reader(void *arg) {
     TX_ATOMIC {
         g_ro_attempts++;
         (void)TX_LOAD(&g_ro_z);
-        if (atomic_load(&ro_phase) == 0) {
-            atomic_store(&ro_phase, 1);
-            await_phase(&ro_phase, 2);
-        }
+        if (atomic_load(&phase) == 0)
+            handshake(1, 2);
         (void)TX_LOAD(&g_ro_y);
     }
     return NULL;
@@ -327,10 +325,8 @@ static void *ro_reader(void *arg) {
  * that reads y and, if `write`, stores it back unchanged. */
 static long hw_beside_reader(int write) {
     g_ro_attempts = 0;
-    atomic_store(&ro_phase, 0);
-    pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, ro_reader, NULL), 0);
-    await_phase(&ro_phase, 1);
+    atomic_store(&phase, 0);
+    pthread_t th = start_partner(ro_reader);
     g_ro_z++; /* not transactional: only a revalidation notices it */
     uint64_t hw0 = tk_stats().commits[TXKIT_HTM];
     TX_ATOMIC {
@@ -339,8 +335,7 @@ static long hw_beside_reader(int write) {
             TX_STORE(&g_ro_y, v);
     }
     CHECK_EQ(tk_stats().commits[TXKIT_HTM], hw0 + 1); /* it ran in (simulated) hardware */
-    atomic_store(&ro_phase, 2);
-    CHECK_EQ(pthread_join(th, NULL), 0);
+    release_partner(th, 2);
     return g_ro_attempts;
 }
 
