@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/cache/run.sh BUILD_DIR [OUTDIR] - the mod_cache_tx core under Zipf
+# cache/bench/core/run.sh BUILD_DIR [OUTDIR] - the mod_cache_tx core under Zipf
 # request streams, every sync mode, and tx on both libitm-ABI runtimes.
 #
 # Three runs of txkit-bench-cache (GDSF, 1000 pages, 500 objects cached),
@@ -24,13 +24,13 @@ set -u
 
 BUILD=${1:-}
 if [ -z "$BUILD" ]; then
-    echo "usage: bench/cache/run.sh BUILD_DIR [OUTDIR]" >&2
+    echo "usage: cache/bench/core/run.sh BUILD_DIR [OUTDIR]" >&2
     exit 2
 fi
 OUT=${2:-$BUILD/bench-results/cache}
 SECS=${TXKIT_BENCH_SECONDS:-0.4}
 RUNS=${TXKIT_BENCH_RUNS:-1}
-BIN=$BUILD/bench/cache/txkit-bench-cache
+BIN=$BUILD/cache/bench/core/txkit-bench-cache
 if [ ! -x "$BIN" ]; then
     echo "run.sh: $BIN not found (build the txkit-bench-cache target first)" >&2
     exit 2

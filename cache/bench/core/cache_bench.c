@@ -1,5 +1,5 @@
 /* cache_bench.c - txkit-bench-cache: Zipf request streams against the cache
- * core of mod_cache_tx (src/cache), in-process, by N threads.
+ * core of mod_cache_tx (cache/core), in-process, by N threads.
  *
  * The request stream of "Transactifying Apache": --pages distinct URLs (man
  * pages, bodies 2-60 KB, log-uniform), requested with Zipf parameter s (rank
