@@ -40,19 +40,16 @@
  * commit provably overlapped the live read); the share is inversions over
  * cross-priority conflicts (inversions + respected).
  */
-#include "../runtime/bench_util.h"
+#include "bench_util.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <txkit/cm.h>
 #include <unistd.h>
@@ -85,20 +82,6 @@ struct opts {
     int phases, words, ops;
 };
 
-static void parse_list(const char *opt, const char *arg, char *buf, size_t len, char **tok,
-                       int max, int *n)
-{
-    snprintf(buf, len, "%s", arg);
-    *n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n >= max)
-            bench_die("%s: at most %d values", opt, max);
-        tok[(*n)++] = t;
-    }
-    if (*n == 0)
-        bench_die("%s: empty list", opt);
-}
-
 static char g_cmbuf[256];
 
 static void usage(FILE *f)
@@ -108,7 +91,7 @@ static void usage(FILE *f)
           "  --threads LIST    thread counts (default: 2,4,8; pipeline: 4 x CPUs)\n"
           "  --sched LIST      off,on (default: inversion off; others off,on)\n"
           "  --seconds S       per timed measurement (inversion, hotcounter; default 0.5)\n"
-          "  --runs N          repetitions, the median is reported (default 1; pipeline 3)\n"
+          "  --runs N          repetitions, the median is reported (default 3)\n"
           "  --method M        TXKIT method (default stm: where the managers act)\n"
           "  --csv FILE        append the rows to FILE (header when it is new)\n"
           "  --seed N\n"
@@ -138,7 +121,7 @@ static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
         o->scheds[o->nscheds++] = 1;
     }
     o->seconds = 0.5;
-    o->runs = pipeline ? 3 : 1;
+    o->runs = 3; /* a median and its spread */
     o->seed = 0x636d62656e6368ULL;
     o->slots = 64, o->touch = 4, o->work = pipeline ? 20000 : 200;
     o->phases = 8, o->words = 8, o->ops = 200;
@@ -149,7 +132,8 @@ static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         const char *v;
         if (bench_opt(argc, argv, &i, "--cm", &v)) {
-            parse_list("--cm", v, g_cmbuf, sizeof g_cmbuf, tok, MAX_CMS, &n);
+            snprintf(g_cmbuf, sizeof g_cmbuf, "%s", v);
+            n = bench_split_list("--cm", g_cmbuf, tok, MAX_CMS);
             for (int k = 0; k < n; k++) {
                 size_t j = 0;
                 while (j < sizeof all_cms / sizeof all_cms[0] && strcmp(tok[k], all_cms[j]) != 0)
@@ -160,12 +144,10 @@ static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
             }
             o->ncms = n;
         } else if (bench_opt(argc, argv, &i, "--threads", &v)) {
-            parse_list("--threads", v, buf, sizeof buf, tok, MAX_TC, &n);
-            for (int k = 0; k < n; k++)
-                o->threads[k] = (int)bench_parse_long("--threads", tok[k], 1, BENCH_MAX_THREADS);
-            o->nthreads = n;
+            o->nthreads = bench_parse_ints("--threads", v, o->threads, MAX_TC, 1, BENCH_MAX_THREADS);
         } else if (bench_opt(argc, argv, &i, "--sched", &v)) {
-            parse_list("--sched", v, buf, sizeof buf, tok, 2, &n);
+            snprintf(buf, sizeof buf, "%s", v);
+            n = bench_split_list("--sched", buf, tok, 2);
             for (int k = 0; k < n; k++) {
                 if (strcmp(tok[k], "off") == 0 || strcmp(tok[k], "0") == 0)
                     o->scheds[k] = 0;
@@ -289,97 +271,7 @@ static void txd_fill(struct txd *d, const tx_stats_t *b, const tx_stats_t *a)
 }
 
 /**
- * run_isolated() - run fn(arg, out) in a forked child, out copied back.
- * Return: 0, 1 (fn reported a failed check) or -1 with why (crash, timeout,
- * or the set-up failure fn reported as -1 with its reason in the first bytes
- * of out, when why_in_out).
- */
-static int run_isolated(int (*fn)(void *arg, void *out, char *why, size_t len), void *arg,
-                        void *out, size_t size, double timeout, char *why, size_t len)
-{
-    int pfd[2];
-    if (pipe(pfd) != 0)
-        bench_die("pipe: %s", strerror(errno));
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0)
-        bench_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        close(pfd[0]);
-        char cwhy[160] = "";
-        int rc = fn(arg, out, cwhy, sizeof cwhy);
-        /* result code, reason, then the result */
-        if (write(pfd[1], &rc, sizeof rc) != (ssize_t)sizeof rc ||
-            write(pfd[1], cwhy, sizeof cwhy) != (ssize_t)sizeof cwhy)
-            _exit(3);
-        const char *p = out;
-        for (size_t done = 0; done < size;) {
-            ssize_t w = write(pfd[1], p + done, size - done);
-            if (w <= 0)
-                _exit(3);
-            done += (size_t)w;
-        }
-        fflush(stdout);
-        _exit(0);
-    }
-    close(pfd[1]);
-    int rc = -1;
-    char cwhy[160] = "";
-    size_t want = sizeof rc + sizeof cwhy + size, got = 0;
-    char *tmp = malloc(want);
-    if (!tmp)
-        bench_die("out of memory");
-    double deadline = bench_now() + timeout;
-    int timed_out = 0;
-    while (got < want) {
-        double left = deadline - bench_now();
-        if (left <= 0) {
-            timed_out = 1;
-            break;
-        }
-        struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-        int pr = poll(&p, 1, (int)(left * 1000) + 1);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
-        ssize_t r = read(pfd[0], tmp + got, want - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(pfd[0]);
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (timed_out) {
-        snprintf(why, len, "killed after %.0f s (hang?)", timeout);
-        free(tmp);
-        return -1;
-    }
-    if (got < want || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        if (WIFSIGNALED(st))
-            snprintf(why, len, "crashed: %s", strsignal(WTERMSIG(st)));
-        else
-            snprintf(why, len, "child failed (exit %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-        free(tmp);
-        return -1;
-    }
-    memcpy(&rc, tmp, sizeof rc);
-    memcpy(cwhy, tmp + sizeof rc, sizeof cwhy);
-    memcpy(out, tmp + sizeof rc + sizeof cwhy, size);
-    free(tmp);
-    if (rc < 0)
-        snprintf(why, len, "%s", cwhy);
-    else if (rc > 0)
-        snprintf(why, len, "CHECK FAILED: %s", cwhy);
-    return rc;
-}
-
-/**
- * measure_runs() - run one point nruns times, each in a child (run_isolated),
+ * measure_runs() - run one point nruns times, each in a child (bench_isolate),
  * saying on stdout which runs failed.
  * @runs: room for nruns results of size bytes each.
  * @key:  the value the median is taken by (throughput, or time).
@@ -396,7 +288,14 @@ static int measure_runs(int (*fn)(void *arg, void *out, char *why, size_t len), 
     int good = 0;
     char why[200] = "";
     for (int run = 0; run < nruns; run++) {
-        int rc = run_isolated(fn, arg, res + (size_t)good * size, size, timeout, why, sizeof why);
+        /* no address-space limit: the inversion logs are large sparse maps */
+        int rc = bench_isolate(fn, arg, res + (size_t)good * size, size, timeout, BENCH_NO_MEMLIMIT,
+                               0, NULL, why, sizeof why);
+        if (rc > 0) {
+            char tmp[sizeof why];
+            snprintf(tmp, sizeof tmp, "%s", why);
+            snprintf(why, sizeof why, "CHECK FAILED: %.180s", tmp);
+        }
         if (rc < 0) {
             printf("%-9s %-5s %3d  n/a: %s\n", cm, sched ? "on" : "off", threads, why);
             *failed = 1;
@@ -409,62 +308,35 @@ static int measure_runs(int (*fn)(void *arg, void *out, char *why, size_t len), 
         k[good] = key(res + (size_t)good * size);
         good++;
     }
-    int med = 0;
-    for (int x = 0; x < good; x++) {
-        int below = 0;
-        for (int y = 0; y < good; y++)
-            below += k[y] < k[x];
-        if (below == good / 2)
-            med = x;
-    }
-    return med;
+    return bench_median_index(k, good);
 }
 
 static void print_header(const struct opts *o, const char *what)
 {
-    char cpu[128];
-    struct txkit_rtm_info ri;
-    memset(&ri, 0, sizeof ri);
-    bench_cpu_model(cpu, sizeof cpu);
-    txkit_rtm_info(&ri);
-    printf("=== txkit-bench-cm %s ===\n", g_sub);
-    printf("cpu       %s, %d usable CPUs\n", cpu, bench_ncpus());
-    printf("rtm       %s: %s\n", ri.usable ? "usable" : "NOT usable", ri.reason);
-    printf("txkit     %s, method %s%s\n", txkit_version(), g_method_name,
+    char title[64];
+    snprintf(title, sizeof title, "txkit-bench-cm %s", g_sub);
+    double load1 = bench_print_machine(stdout, title);
+    printf("method    %s%s\n", g_method_name,
            o->method ? " (--method)" : " (forced: the software path is where managers act)");
-    char load[64] = "?";
-    FILE *lf = fopen("/proc/loadavg", "r");
-    if (lf) {
-        if (!fgets(load, sizeof load, lf))
-            snprintf(load, sizeof load, "?");
-        load[strcspn(load, "\n")] = '\0';
-        fclose(lf);
-    }
-    printf("load      %s (a shared machine: other work skews every number)\n", load);
     printf("what      %s\n", what);
     printf("managers ");
     for (int k = 0; k < o->ncms; k++)
         printf(" %s", o->cms[k]);
-    printf("\nthreads  ");
-    for (int k = 0; k < o->nthreads; k++)
-        printf(" %d", o->threads[k]);
     printf("\nsched    ");
     for (int k = 0; k < o->nscheds; k++)
         printf(" %s", o->scheds[k] ? "on" : "off");
     printf("\n");
+    bench_print_run(stdout, o->threads, o->nthreads, o->seconds, o->runs);
+    bench_print_load_warning(stdout, load1);
 }
 
 static FILE *open_csv(const struct opts *o, const char *header)
 {
     if (!o->csv)
         return NULL;
-    struct stat st;
-    int fresh = stat(o->csv, &st) != 0 || st.st_size == 0;
-    FILE *f = fopen(o->csv, "a");
+    FILE *f = bench_csv_open(o->csv, header);
     if (!f)
-        bench_die("--csv %s: %s", o->csv, strerror(errno));
-    if (fresh)
-        fprintf(f, "%s\n", header);
+        exit(2);
     return f;
 }
 
