@@ -27,14 +27,7 @@ static const char *const struct_names[] = {"list", "hash", "tree"};
 #define DS_FREE(p) free(p)
 #define DS_BAD() bench_die("intset: corrupt structure (%s:%d)", __FILE__, __LINE__)
 #define DS_OOM() bench_die("out of memory")
-#include "intset_ds.h"
-#undef DS_NAME
-#undef DS_LD
-#undef DS_ST
-#undef DS_ALLOC
-#undef DS_FREE
-#undef DS_BAD
-#undef DS_OOM
+#include "intset_ds.h" /* bench/workloads; undefines the DS_ macros */
 
 /* Transactional: auto, htm, stm, serial. An impossible shape can only be seen
  * by a transaction that read an inconsistent state: count it and retry (an
@@ -52,14 +45,7 @@ static void tx_inconsistent(void)
 #define DS_FREE(p) tx_free(p)
 #define DS_BAD() tx_inconsistent()
 #define DS_OOM() bench_die("out of memory")
-#include "intset_ds.h"
-#undef DS_NAME
-#undef DS_LD
-#undef DS_ST
-#undef DS_ALLOC
-#undef DS_FREE
-#undef DS_BAD
-#undef DS_OOM
+#include "intset_ds.h" /* bench/workloads; undefines the DS_ macros */
 
 /* --------------------------------------------------------- one operation each
  *
