@@ -351,8 +351,7 @@ if command -v gnuplot >/dev/null 2>&1 && [ -s "$SUMMARY" ]; then
             done
         done
     } >"$DAT"
-    term="png size 1100,560"
-    gnuplot -e "set terminal pngcairo" >/dev/null 2>&1 && term="pngcairo size 1100,560"
+    term=$(png_term 1100,560)
     {
         echo "set terminal $term noenhanced"
         echo "set output '$OUT/abi.png'"

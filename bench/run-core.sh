@@ -171,9 +171,7 @@ if command -v gnuplot >/dev/null 2>&1 && [ -f "$HASH" ]; then
         fi
     done
     if [ ${#plots[@]} -gt 0 ]; then
-        # pngcairo draws dashes; the libgd png terminal is the fallback
-        term="png size 960,600"
-        gnuplot -e "set terminal pngcairo" >/dev/null 2>&1 && term="pngcairo size 960,600"
+        term=$(png_term 960,600)
         {
             echo "set terminal $term noenhanced"
             echo "set output '$OUT/hash-65536.png'"

@@ -278,6 +278,31 @@ void bench_opts_init(struct bench_opts *o)
     o->seed = 0x7478b17ULL;
 }
 
+void bench_opts_init_methods(struct bench_opts *o)
+{
+    bench_opts_init(o);
+    o->methods[0] = BM_SEQ;
+    o->methods[1] = BM_MUTEX;
+    o->methods[2] = BM_AUTO;
+    o->nmethods = 3;
+    o->threads[0] = 1;
+    o->nthreads = 1;
+}
+
+void bench_outcome(const struct bench_row *rows, int nrows, struct bench_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < nrows; k++) {
+        out->crashed |= rows[k].state == ROW_CRASH || rows[k].state == ROW_TIMEOUT;
+        out->check_failed |= rows[k].check_failed;
+        out->runs += rows[k].nsamples;
+        for (int j = 0; j < rows[k].nsamples; j++)
+            out->anomalies |= rows[k].s[j].anomalies != 0;
+    }
+    if (out->crashed)
+        printf("FAIL: a measurement crashed or timed out (see the table)\n");
+}
+
 int bench_opt(int argc, char **argv, int *i, const char *name, const char **val)
 {
     const char *a = argv[*i];
@@ -1280,6 +1305,34 @@ static void csv_ratio(char *buf, size_t len, double num, double den)
         buf[0] = '\0';
 }
 
+/* The aborts-per-commit and commit-share columns, for the table and the CSV. */
+struct share_fields {
+    char apc[16], p[3][8];      /* table: aborts/c, htm% stm% serial% */
+    char c_apc[24], c_p[3][16]; /* CSV */
+};
+
+/* @apc < 0: no data ("-" in the table, empty in the CSV). @by: commits by
+ * htm, stm (instrumented), serial, of @total. */
+static void fmt_shares(struct share_fields *f, double apc, const uint64_t *by, uint64_t total)
+{
+    if (apc < 0 || !total) {
+        snprintf(f->apc, sizeof f->apc, "-");
+        f->c_apc[0] = '\0';
+        for (int k = 0; k < 3; k++) {
+            snprintf(f->p[k], sizeof f->p[k], "-");
+            f->c_p[k][0] = '\0';
+        }
+        return;
+    }
+    snprintf(f->apc, sizeof f->apc, apc > 0 && apc < 0.001 ? "%.1e" : "%.4f", apc);
+    snprintf(f->c_apc, sizeof f->c_apc, "%.6f", apc);
+    for (int k = 0; k < 3; k++) {
+        double pct = 100.0 * (double)by[k] / (double)total;
+        snprintf(f->p[k], sizeof f->p[k], "%.1f", pct);
+        snprintf(f->c_p[k], sizeof f->c_p[k], "%.2f", pct);
+    }
+}
+
 static const char csv_header[] =
     "bench,struct,size,update_pct,method,threads,seconds,runs,mops,mops_min,mops_max,"
     "vs_mutex,vs_seq1,commits,aborts_per_commit,pct_htm,pct_stm,pct_serial,status,note,"
@@ -1325,9 +1378,12 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
         int mu = find_row(rows, nrows, BM_MUTEX, r->threads);
         double mu_mops = mu >= 0 ? sum[mu].mops : -1;
         double seq_mops = seq1 >= 0 ? sum[seq1].mops : -1;
-        char vs_mu[16], vs_seq[16], spread[16], commits[24], apc[16], ph[8], ps[8], pz[8];
+        char vs_mu[16], vs_seq[16], spread[16], commits[24];
         char notes[256], causes[96];
-        char c_mu[16], c_seq[16], c_commits[24], c_apc[24], c_ph[16], c_ps[16], c_pz[16];
+        char c_mu[16], c_seq[16], c_commits[24];
+        struct share_fields f;
+        char *apc = f.apc, *ph = f.p[0], *ps = f.p[1], *pz = f.p[2];
+        char *c_apc = f.c_apc, *c_ph = f.c_p[0], *c_ps = f.c_p[1], *c_pz = f.c_p[2];
         fmt_ratio(vs_mu, sizeof vs_mu, s->mops, mu_mops);
         fmt_ratio(vs_seq, sizeof vs_seq, s->mops, seq_mops);
         csv_ratio(c_mu, sizeof c_mu, s->mops, mu_mops);
@@ -1342,29 +1398,17 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
                      bench_ncpus());
         }
         snprintf(commits, sizeof commits, "-");
-        snprintf(apc, sizeof apc, "-");
-        snprintf(ph, sizeof ph, "-");
-        snprintf(ps, sizeof ps, "-");
-        snprintf(pz, sizeof pz, "-");
-        c_commits[0] = c_apc[0] = c_ph[0] = c_ps[0] = c_pz[0] = '\0';
+        c_commits[0] = '\0';
+        fmt_shares(&f, -1, NULL, 0);
         if (bm_txkit_stats(r->method) && s->med) {
             const tx_stats_t *t = &s->med->tx;
             uint64_t cm = tx_stats_commits(t), ab = tx_stats_aborts(t);
             snprintf(commits, sizeof commits, "%llu", (unsigned long long)cm);
             snprintf(c_commits, sizeof c_commits, "%llu", (unsigned long long)cm);
             if (cm) {
-                double r = (double)ab / (double)cm;
-                snprintf(apc, sizeof apc, r > 0 && r < 0.001 ? "%.1e" : "%.4f", r);
-                snprintf(c_apc, sizeof c_apc, "%.6f", (double)ab / (double)cm);
-                double h = 100.0 * (double)t->commits[TXKIT_HTM] / (double)cm;
-                double st = 100.0 * (double)t->commits[TXKIT_STM] / (double)cm;
-                double se = 100.0 * (double)t->commits[TXKIT_SERIAL] / (double)cm;
-                snprintf(ph, sizeof ph, "%.1f", h);
-                snprintf(ps, sizeof ps, "%.1f", st);
-                snprintf(pz, sizeof pz, "%.1f", se);
-                snprintf(c_ph, sizeof c_ph, "%.2f", h);
-                snprintf(c_ps, sizeof c_ps, "%.2f", st);
-                snprintf(c_pz, sizeof c_pz, "%.2f", se);
+                const uint64_t by[3] = {t->commits[TXKIT_HTM], t->commits[TXKIT_STM],
+                                        t->commits[TXKIT_SERIAL]};
+                fmt_shares(&f, (double)ab / (double)cm, by, cm);
             }
             abort_causes(t, causes, sizeof causes);
             if (causes[0]) {
@@ -1383,18 +1427,7 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
             uint64_t cm = m->itm_commits[0] + m->itm_commits[1] + m->itm_commits[2];
             if (cm) {
                 double ab = m->itm_attempts > cm ? (double)(m->itm_attempts - cm) : 0;
-                double r = ab / (double)cm;
-                snprintf(apc, sizeof apc, r > 0 && r < 0.001 ? "%.1e" : "%.4f", r);
-                snprintf(c_apc, sizeof c_apc, "%.6f", r);
-                double h = 100.0 * (double)m->itm_commits[0] / (double)cm;
-                double st = 100.0 * (double)m->itm_commits[1] / (double)cm;
-                double se = 100.0 * (double)m->itm_commits[2] / (double)cm;
-                snprintf(ph, sizeof ph, "%.1f", h);
-                snprintf(ps, sizeof ps, "%.1f", st);
-                snprintf(pz, sizeof pz, "%.1f", se);
-                snprintf(c_ph, sizeof c_ph, "%.2f", h);
-                snprintf(c_ps, sizeof c_ps, "%.2f", st);
-                snprintf(c_pz, sizeof c_pz, "%.2f", se);
+                fmt_shares(&f, ab / (double)cm, m->itm_commits, cm);
             }
         }
         if ((r->method == BM_MUTEX || r->method == BM_RWLOCK) && bench_elision_requested() &&

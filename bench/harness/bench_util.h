@@ -158,6 +158,9 @@ struct bench_opts {
 };
 
 void bench_opts_init(struct bench_opts *o);
+/* bench_opts_init() and the defaults of the method benchmarks (intset, bank):
+ * methods seq, mutex, auto at 1 thread. */
+void bench_opts_init_methods(struct bench_opts *o);
 
 /**
  * bench_parse_common() - handle an option that every benchmark shares.
@@ -435,6 +438,17 @@ int bench_run_rows(const struct bench_opts *o, struct bench_row *rows, int nrows
  */
 int bench_report(const struct bench_desc *d, const struct bench_opts *o,
                  const struct bench_row *rows, int nrows);
+
+/* What the rows of a finished run say, for the closing lines. */
+struct bench_outcome {
+    int crashed;        /* a measurement crashed or timed out */
+    int check_failed;   /* a run failed its correctness check */
+    int anomalies;      /* a run counted anomalies */
+    int runs;           /* samples taken */
+};
+
+/* Fill @out from the rows; print the FAIL line when a measurement crashed. */
+void bench_outcome(const struct bench_row *rows, int nrows, struct bench_outcome *out);
 
 /* bench_cpu_model() - the CPU's model name from /proc/cpuinfo ("unknown"). */
 void bench_cpu_model(char *buf, size_t len);

@@ -163,6 +163,16 @@ count_targets() {
     BENCH_MISS=$((BENCH_MISS + m))
 }
 
+# png_term WIDTH,HEIGHT: the gnuplot terminal for a PNG of that size:
+# pngcairo (it draws dashes), else the libgd png terminal.
+png_term() {
+    if gnuplot -e "set terminal pngcairo" >/dev/null 2>&1; then
+        echo "pngcairo size $1"
+    else
+        echo "png size $1"
+    fi
+}
+
 # bench_finish: elapsed time, the PASS/MISS count, the failures; exits 1 if
 # a program failed (a missed target is reported, not an error), else 0.
 bench_finish() {

@@ -271,13 +271,7 @@ int main(int argc, char **argv)
     double sum_pct = 0, sys_pct = 0;
     int pad = 0;
 
-    bench_opts_init(&o);
-    o.methods[0] = BM_SEQ;
-    o.methods[1] = BM_MUTEX;
-    o.methods[2] = BM_AUTO;
-    o.nmethods = 3;
-    o.threads[0] = 1;
-    o.nthreads = 1;
+    bench_opts_init_methods(&o);
 
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -351,19 +345,13 @@ int main(int argc, char **argv)
     int failed = bench_run_rows(&o, rows, nrows, bank_measure, &br, bytes);
 
     int rc = bench_report(&desc, &o, rows, nrows);
-    int crashed = 0, check_failed = 0, runs = 0;
-    for (int k = 0; k < nrows; k++) {
-        crashed |= rows[k].state == ROW_CRASH || rows[k].state == ROW_TIMEOUT;
-        check_failed |= rows[k].check_failed;
-        runs += rows[k].nsamples;
-    }
-    if (crashed)
-        printf("FAIL: a measurement crashed or timed out (see the table)\n");
-    if (check_failed)
+    struct bench_outcome oc;
+    bench_outcome(rows, nrows, &oc);
+    if (oc.check_failed)
         printf("check: FAIL (a balance, the total or a read-only sum was wrong; details on stderr)\n");
     else
         printf("check: ok (after each of %d runs: total %ld unchanged, every balance equal to "
-               "initial + the transfers that returned%s)\n", runs, bk.expect,
+               "initial + the transfers that returned%s)\n", oc.runs, bk.expect,
                bk.sum_bp ? ", every read-only sum equal to the total" : "");
     free(rows);
     free(bk.acc);

@@ -409,13 +409,7 @@ int main(int argc, char **argv)
     long size = 4096, nbuckets = 1024;
     double update = 10.0;
 
-    bench_opts_init(&o);
-    o.methods[0] = BM_SEQ;
-    o.methods[1] = BM_MUTEX;
-    o.methods[2] = BM_AUTO;
-    o.nmethods = 3;
-    o.threads[0] = 1;
-    o.nthreads = 1;
+    bench_opts_init_methods(&o);
 
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -481,20 +475,13 @@ int main(int argc, char **argv)
     int failed = bench_run_rows(&o, rows, nrows, intset_measure, &ir, mem_hint);
 
     int rc = bench_report(&desc, &o, rows, nrows);
-    int crashed = 0, anomalies = 0, check_failed = 0;
-    for (int k = 0; k < nrows; k++) {
-        crashed |= rows[k].state == ROW_CRASH || rows[k].state == ROW_TIMEOUT;
-        check_failed |= rows[k].check_failed;
-        for (int j = 0; j < rows[k].nsamples; j++)
-            anomalies |= rows[k].s[j].anomalies != 0;
-    }
-    if (anomalies)
+    struct bench_outcome oc;
+    bench_outcome(rows, nrows, &oc);
+    if (oc.anomalies)
         printf("WARNING: transactions saw an impossible structure shape (see 'anomalies'): "
                "the TM let a transaction read an inconsistent state\n");
-    if (crashed)
-        printf("FAIL: a measurement crashed or timed out (see the table)\n");
     if (verify)
-        printf("verify: %s\n", check_failed ? "FAIL (details above on stderr)"
+        printf("verify: %s\n", oc.check_failed ? "FAIL (details above on stderr)"
                                              : "ok (structure invariants and size after every run)");
     free(rows);
     return failed ? 1 : rc ? 2 : 0;
