@@ -50,7 +50,7 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
     volatile long s = 0; /* assigned inside the block: -Wclobbered */
     TX_ATOMIC
     {
-        s = total_tx(bk);
+        s = total_tx(bk->acc, bk->n, bk->stride);
     }
     return s;
 }
@@ -63,7 +63,7 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
         if (sys)                       \
             (void)getppid();           \
     } while (0)
-#define TOTAL_SEQ(bk) total_plain(bk)
+#define TOTAL_SEQ(bk) total_plain(bk->acc, bk->n, bk->stride)
 #define TRANSFER_MUTEX(f, t, a)          \
     do {                                 \
         pthread_mutex_lock(&g_mutex);    \
@@ -79,7 +79,7 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
 #define TOTAL_MUTEX(bk)                  \
     __extension__({                      \
         pthread_mutex_lock(&g_mutex);    \
-        long _s = total_plain(bk);       \
+        long _s = total_plain(bk->acc, bk->n, bk->stride);       \
         pthread_mutex_unlock(&g_mutex);  \
         _s;                              \
     })
@@ -98,7 +98,7 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
 #define TOTAL_RWLOCK(bk)                   \
     __extension__({                        \
         pthread_rwlock_rdlock(&g_rwlock);  \
-        long _s = total_plain(bk);         \
+        long _s = total_plain(bk->acc, bk->n, bk->stride);         \
         pthread_rwlock_unlock(&g_rwlock);  \
         _s;                                \
     })
@@ -210,7 +210,7 @@ static int bank_measure(void *arg, const struct bench_row *r, int run, struct be
         out->anomalies += th[i].bad;
     free(th);
 
-    long total = total_plain(bk), wrong = 0, first = -1;
+    long total = total_plain(bk->acc, bk->n, bk->stride), wrong = 0, first = -1;
     for (long a = 0; a < bk->n; a++) {
         long want = bk->initial;
         for (int i = 0; i < r->threads; i++)
