@@ -285,7 +285,7 @@ abi_ratio() {
             printf "  %s  %8.3f / %8.3f Mops/s  %5.2fx [%5.2f-%5.2f]%s", lab, a, b, med, r[1], r[n], bad
         else
             printf "TARGET %-44s (target >= %s): %s  %.2fx [%.2f-%.2f] (%.3f / %.3f Mops/s)%s",
-                   lab " " nm " / " dm, g, v, med, r[1], r[n], a, b, bad
+                   lab (tag == "" ? " " nm " / " dm : ""), g, v, med, r[1], r[n], a, b, bad
         printf "|%.6f,%.6f,%.4f,%.4f,%.4f,%s\n", a, b, med, r[1], r[n], v
     }')
     echo "${line%%|*}"
