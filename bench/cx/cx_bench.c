@@ -231,21 +231,21 @@ struct row_desc {
     int workload, lock, io_pct, threads;
 };
 
-struct measure_arg {
+struct measure_ctx {
     const struct cx_opts *o;
-    const struct row_desc *d;
-    int run;
+    const struct row_desc *descs; /* descs[i] describes rows[i] */
+    const struct bench_row *rows;
 };
 
 /* In the measurement's child. The sample's itm_* fields carry the cx mode
  * sample (bench_sample has no cx fields): itm_attempts = sections sampled,
  * itm_commits[0] = optimistic, itm_commits[1] = exclusive. */
-static int measure(void *argp, struct bench_sample *out)
+static int measure(void *ctx, const struct bench_row *row, int run, struct bench_sample *out)
 {
-    const struct measure_arg *a = argp;
-    const struct cx_opts *o = a->o;
-    const struct row_desc *d = a->d;
-    uint64_t seed = o->b.seed + (uint64_t)a->run * 1000003u;
+    const struct measure_ctx *c = ctx;
+    const struct cx_opts *o = c->o;
+    const struct row_desc *d = &c->descs[row - c->rows];
+    uint64_t seed = o->b.seed + (uint64_t)run * 1000003u;
 
     struct shared *s = aligned_alloc(BENCH_CACHELINE, sizeof *s);
     if (!s)
@@ -314,7 +314,7 @@ static int measure(void *argp, struct bench_sample *out)
     }
     if (failed)
         fprintf(stderr, "check: in %s, %d threads, io %d%%, run %d\n", workload_names[d->workload],
-                d->threads, d->io_pct, a->run + 1);
+                d->threads, d->io_pct, run + 1);
     close(s->devnull);
     free(th);
     free(s);
@@ -566,27 +566,8 @@ int main(int argc, char **argv)
                 }
     }
 
-    int failed = 0;
-    for (int run = 0; run < o.b.runs; run++)
-        for (int i = 0; i < nrows; i++) {
-            if (rows[i].state != ROW_OK)
-                continue;
-            if (!o.b.quiet && isatty(STDERR_FILENO)) {
-                fprintf(stderr, "\r  run %d/%d: %-11s io %2d%% %-14s x%-3d ...   ", run + 1, o.b.runs,
-                        workload_names[descs[i].workload], descs[i].io_pct, lock_label(descs[i].lock),
-                        descs[i].threads);
-                fflush(stderr);
-            }
-            struct measure_arg a = {&o, &descs[i], run};
-            int rc = bench_measure(&o.b, &rows[i], run, measure, &a, (size_t)o.size * 64);
-            if (rc != 0) {
-                failed = 1;
-                if (rc > 0)
-                    rows[i].check_failed = 1;
-            }
-        }
-    if (!o.b.quiet && isatty(STDERR_FILENO))
-        fprintf(stderr, "\r%70s\r", "");
+    struct measure_ctx ctx = {&o, descs, rows};
+    int failed = bench_run_rows(&o.b, rows, nrows, measure, &ctx, (size_t)o.size * 64);
 
     if (report(&o, descs, rows, nrows, &ri) != 0)
         failed = 1;
