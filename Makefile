@@ -35,16 +35,16 @@ SECONDS ?= 300
 soak: | deps
 	JOBS=$(JOBS) scripts/soak.sh $(SECONDS) $(CTEST_FLAGS)
 
-# The Apache experiment at a small scale (bench/apache/run.sh --quick, a few
+# The Apache experiment at a small scale (cache/bench/apache/run.sh --quick, a few
 # minutes): its packages first (apache2-dev before the build, for the module).
 demo:
 	scripts/deps.sh demo
-	bench/apache/run.sh --install-deps --deps-only
+	cache/bench/apache/run.sh --install-deps --deps-only
 	$(MAKE) build
 	@# a build configured before apache2-dev was there has no module: configure again
-	@if [ ! -f $(BUILD)/src/apache/mod_cache_tx.so ] && command -v apxs >/dev/null; then \
+	@if [ ! -f $(BUILD)/cache/apache/mod_cache_tx.so ] && command -v apxs >/dev/null; then \
 	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null && cmake --build $(BUILD) -j $(JOBS); fi
-	bench/apache/run.sh --quick --build $(BUILD)
+	cache/bench/apache/run.sh --quick --build $(BUILD)
 
 # The core benchmark (the earlier demo): bench/run-core.sh.
 bench-core: build

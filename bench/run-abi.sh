@@ -42,34 +42,11 @@
 # timed out; 2 if the programs are missing. A missed target is reported, not
 # an error.
 set -u
-
-BUILD=${1:-build}
-SECS=${TXKIT_BENCH_SECONDS:-0.25}
-RUNS=${TXKIT_BENCH_RUNS:-5}
-
-case $RUNS in
-    '' | *[!0-9]* | 0) echo "run-abi.sh: TXKIT_BENCH_RUNS='$RUNS' is not a positive integer" >&2; exit 2 ;;
-esac
-
-find_bin() {
-    local name=$1 d
-    for d in "$BUILD/bench" "$BUILD" "$BUILD/bin" "$BUILD/tools"; do
-        if [ -x "$d/$name" ] && [ -f "$d/$name" ]; then
-            echo "$d/$name"
-            return 0
-        fi
-    done
-    return 1
-}
-
-INTSET=$(find_bin txkit-bench-intset) || {
-    echo "run-abi.sh: txkit-bench-intset not found under $BUILD (build first: make build BUILD=$BUILD)" >&2
-    exit 2
-}
-BANK=$(find_bin txkit-bench-bank) || {
-    echo "run-abi.sh: txkit-bench-bank not found under $BUILD (build first: make build BUILD=$BUILD)" >&2
-    exit 2
-}
+. "$(dirname "$0")/harness/lib.sh"
+bench_init run-abi.sh "${1:-build}"
+bench_settings 0.25 5
+INTSET=$(need_bin txkit-bench-intset) || exit 2
+BANK=$(need_bin txkit-bench-bank) || exit 2
 
 # How the txkit rows are started: `txkit run` (it puts its lib/txkit, with the
 # libitm.so.1 drop-in, first on LD_LIBRARY_PATH), or that directory by hand.
@@ -99,8 +76,6 @@ LOG=$OUT/abi-log.txt
 # anyway) nor, by accident, the drop-in: its rows would then be n/a, and say so.
 unset ITM_DEFAULT_METHOD
 
-# A measurement that hangs is killed after this long and reported as TIMEOUT.
-TIMEOUT=$(awk -v s="$SECS" 'BEGIN { t = 4 * s + 8; if (t < 10) t = 10; print t }')
 LIBITM_METHODS=seq,auto,itm@libitm:default,itm@libitm:ml_wt,itm@libitm:gl_wt,itm@libitm:htm
 TXKIT_METHODS=itm@txkit:auto,itm@txkit:stm,itm@txkit:htm
 THREADS=1,2
@@ -115,9 +90,6 @@ workload_cmd() {
         bank-syscall) echo "$BANK --accounts 1024 --sum 1 --syscall 1" ;;
     esac
 }
-
-START=$(date +%s)
-FAILED=()
 
 # measure RUNTIME WORKLOAD ROUND: one process, every method of that runtime,
 # one run each (the rounds make the median); same seed for both runtimes.
@@ -277,13 +249,12 @@ awk -F, 'NR > 1 && $10 != "ok" && $10 != "fail" && $11 != "" && !seen[$2 FS $11]
 # ------------------------------------------------------------ ratios
 
 echo "comparison,workload,threads,numerator,denominator,num_mops,den_mops,ratio,ratio_min,ratio_max,target,verdict" >"$RATIOS"
-MISSED=0
 
-# ratio WORKLOAD THREADS NUM_METHOD DEN_METHOD GOAL COMPARISON [TAG]
+# abi_ratio WORKLOAD THREADS NUM_METHOD DEN_METHOD GOAL COMPARISON [TAG]
 # The ratio is the median over the rounds of NUM / DEN in the same round (the
 # two were measured back to back), with its range over the rounds; the medians
 # of the table are shown next to it.
-ratio() {
+abi_ratio() {
     local w=$1 t=$2 nm=$3 dm=$4 goal=$5 what=$6 tag=${7:-} a sa b sb ra rb line
     sa=$(get "$w" "$nm" "$t" status)
     sb=$(get "$w" "$dm" "$t" status)
@@ -298,8 +269,8 @@ ratio() {
         for (i = 1; i <= nr; i++)
             if (A[i] != "" && B[i] != "" && B[i] + 0 > 0) r[++n] = A[i] / B[i]
         if (sa != "ok" && sa != "fail" || sb != "ok" && sb != "fail" || n == 0) {
-            printf "  %s   no ratio: %s is %s, %s is %s|,,,,,none\n", lab, nm, (sa == "" ? "missing" : sa),
-                   dm, (sb == "" ? "missing" : sb)
+            printf "%s %s   no ratio: %s is %s, %s is %s|,,,,,%s\n", (g == "-") ? " " : "TARGET", lab, nm,
+                   (sa == "" ? "missing" : sa), dm, (sb == "" ? "missing" : sb), (g == "-") ? "none" : "MISS"
             exit
         }
         for (i = 2; i <= n; i++) {
@@ -309,15 +280,21 @@ ratio() {
         }
         med = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
         bad = (sa != "ok" || sb != "ok") ? "  [CHECK FAILED: not a valid result]" : ""
-        v = (g == "-") ? "-" : (med >= g + 0 && bad == "") ? "MET" : "MISSED"
-        printf "  %s  %8.3f / %8.3f Mops/s  %5.2fx [%5.2f-%5.2f]%s%s|%.6f,%.6f,%.4f,%.4f,%.4f,%s\n",
-               lab, a, b, med, r[1], r[n], (g == "-") ? "" : sprintf("  (target >= %s) %s", g, v), bad,
-               a, b, med, r[1], r[n], v
+        v = (g == "-") ? "-" : (med >= g + 0 && bad == "") ? "PASS" : "MISS"
+        if (g == "-")
+            printf "  %s  %8.3f / %8.3f Mops/s  %5.2fx [%5.2f-%5.2f]%s", lab, a, b, med, r[1], r[n], bad
+        else
+            printf "TARGET %-44s (target >= %s): %s  %.2fx [%.2f-%.2f] (%.3f / %.3f Mops/s)%s",
+                   lab (tag == "" ? " " nm " / " dm : ""), g, v, med, r[1], r[n], a, b, bad
+        printf "|%.6f,%.6f,%.4f,%.4f,%.4f,%s\n", a, b, med, r[1], r[n], v
     }')
     echo "${line%%|*}"
     local csv=${line#*|}
     local verdict=${csv##*,}
-    [ "$verdict" = MISSED ] && MISSED=$((MISSED + 1))
+    case $verdict in
+        PASS) BENCH_PASS=$((BENCH_PASS + 1)) ;;
+        MISS) BENCH_MISS=$((BENCH_MISS + 1)) ;;
+    esac
     echo "$what,$w,$t,$nm,$dm,${csv%,*},$goal,$verdict" >>"$RATIOS"
 }
 
@@ -327,15 +304,15 @@ echo "(medians of the table, then the ratio: the median over the $RUNS rounds of
 echo " back in the same round, and [its range over the rounds])"
 echo "txkit auto vs GCC libitm's default, the same binary (itm@txkit:auto / itm@libitm:default; target >= 1.0):"
 for w in "${WORKLOADS[@]}"; do
-    for t in 1 2; do ratio "$w" "$t" itm@txkit:auto itm@libitm:default 1.0 auto_vs_default; done
+    for t in 1 2; do abi_ratio "$w" "$t" itm@txkit:auto itm@libitm:default 1.0 auto_vs_default; done
 done
 echo "txkit stm vs GCC libitm ml_wt, the same binary (itm@txkit:stm / itm@libitm:ml_wt; no target):"
 for w in "${WORKLOADS[@]}"; do
-    for t in 1 2; do ratio "$w" "$t" itm@txkit:stm itm@libitm:ml_wt - stm_vs_ml_wt; done
+    for t in 1 2; do abi_ratio "$w" "$t" itm@txkit:stm itm@libitm:ml_wt - stm_vs_ml_wt; done
 done
 echo "a system call in 1 transaction in 100 (bank-syscall), where libitm serializes (target >= 1.5 at 2 threads):"
-ratio bank-syscall 2 itm@txkit:auto itm@libitm:default 1.5 syscall_auto_vs_default "txkit auto / libitm default"
-ratio bank-syscall 2 itm@txkit:stm itm@libitm:ml_wt - syscall_stm_vs_ml_wt "txkit stm  / libitm ml_wt  "
+abi_ratio bank-syscall 2 itm@txkit:auto itm@libitm:default 1.5 syscall_auto_vs_default "txkit auto / libitm default"
+abi_ratio bank-syscall 2 itm@txkit:stm itm@libitm:ml_wt - syscall_stm_vs_ml_wt "txkit stm  / libitm ml_wt  "
 for m in itm@libitm:default itm@libitm:ml_wt; do
     s=$(get bank-syscall "$m" 2 pct_serial)
     s0=$(get bank "$m" 2 pct_serial)
@@ -347,17 +324,14 @@ echo "   the 1-thread ratio is in the first block)"
 echo "for reference (no target):"
 echo " txkit auto vs GCC libitm ml_wt (itm@txkit:auto / itm@libitm:ml_wt):"
 for w in "${WORKLOADS[@]}"; do
-    ratio "$w" 2 itm@txkit:auto itm@libitm:ml_wt - auto_vs_ml_wt
+    abi_ratio "$w" 2 itm@txkit:auto itm@libitm:ml_wt - auto_vs_ml_wt
 done
 echo " the gcc transactions on txkit vs txkit's own API (itm@txkit:auto / auto):"
 for w in "${WORKLOADS[@]}"; do
-    for t in 1 2; do ratio "$w" "$t" itm@txkit:auto auto - dropin_vs_api; done
+    for t in 1 2; do abi_ratio "$w" "$t" itm@txkit:auto auto - dropin_vs_api; done
 done
 echo " against the plain code (itm@txkit:auto / seq, 1 thread):"
-for w in "${WORKLOADS[@]}"; do ratio "$w" 1 itm@txkit:auto seq - dropin_vs_seq; done
-if [ $MISSED -gt 0 ]; then
-    echo "targets missed: $MISSED (see above)"
-fi
+for w in "${WORKLOADS[@]}"; do abi_ratio "$w" 1 itm@txkit:auto seq - dropin_vs_seq; done
 
 # ------------------------------------------------------------ plot
 
@@ -377,8 +351,7 @@ if command -v gnuplot >/dev/null 2>&1 && [ -s "$SUMMARY" ]; then
             done
         done
     } >"$DAT"
-    term="png size 1100,560"
-    gnuplot -e "set terminal pngcairo" >/dev/null 2>&1 && term="pngcairo size 1100,560"
+    term=$(png_term 1100,560)
     {
         echo "set terminal $term noenhanced"
         echo "set output '$OUT/abi.png'"
@@ -416,9 +389,4 @@ fi
 
 echo "results: $OUT/abi-*.csv (every run: abi-<workload>.csv; medians: abi-summary.csv; ratios: abi-ratios.csv)"
 echo "log: $LOG (the benchmarks' own tables)"
-echo "elapsed: $(($(date +%s) - START)) s"
-if [ ${#FAILED[@]} -gt 0 ]; then
-    echo "FAILED: ${FAILED[*]}"
-    exit 1
-fi
-exit 0
+bench_finish

@@ -28,30 +28,11 @@
 # Exit status: 0, or 1 if a benchmark failed its correctness check or crashed.
 # A missed performance target is reported, not an error.
 set -u
-
-BUILD=${1:-build}
-SECS=${TXKIT_BENCH_SECONDS:-0.3}
-RUNS=${TXKIT_BENCH_RUNS:-3}
-
-find_bin() {
-    local name=$1 d
-    for d in "$BUILD/bench" "$BUILD" "$BUILD/bin"; do
-        if [ -x "$d/$name" ]; then
-            echo "$d/$name"
-            return 0
-        fi
-    done
-    return 1
-}
-
-INTSET=$(find_bin txkit-bench-intset) || {
-    echo "run-core.sh: txkit-bench-intset not found under $BUILD (build first: make build BUILD=$BUILD)" >&2
-    exit 2
-}
-BANK=$(find_bin txkit-bench-bank) || {
-    echo "run-core.sh: txkit-bench-bank not found under $BUILD (build first: make build BUILD=$BUILD)" >&2
-    exit 2
-}
+. "$(dirname "$0")/harness/lib.sh"
+bench_init run-core.sh "${1:-build}"
+bench_settings 0.3 3
+INTSET=$(need_bin txkit-bench-intset) || exit 2
+BANK=$(need_bin txkit-bench-bank) || exit 2
 
 OUT=$BUILD/bench-results
 mkdir -p "$OUT" || exit 2
@@ -70,28 +51,7 @@ unset ITM_DEFAULT_METHOD
 
 METHODS=seq,mutex,rwlock,auto,htm,stm,serial
 ITM_HASH=itm@libitm:default,itm@libitm:ml_wt,itm@libitm:gl_wt
-# A measurement that hangs is killed after this long and reported as TIMEOUT.
-TIMEOUT=$(awk -v s="$SECS" 'BEGIN { t = 4 * s + 8; if (t < 10) t = 10; print t }')
-START=$(date +%s)
-FAILED=()
-
-run() {
-    local label=$1
-    shift
-    echo
-    "$@" --quiet
-    local rc=$?
-    if [ $rc -ne 0 ]; then
-        if [ $rc -gt 128 ]; then
-            echo "run-core.sh: $label: killed by signal $((rc - 128))" >&2
-        else
-            echo "run-core.sh: $label: exit status $rc" >&2
-        fi
-        FAILED+=("$label (exit $rc)")
-    fi
-}
-
-COMMON=(--seconds "$SECS" --runs "$RUNS" --timeout "$TIMEOUT")
+COMMON=(--seconds "$SECS" --runs "$RUNS" --timeout "$TIMEOUT" --quiet)
 
 echo "txkit core benchmark: $SECS s x $RUNS runs per measurement (TXKIT_BENCH_SECONDS, TXKIT_BENCH_RUNS)"
 echo "each measurement runs in a child process; a crash or a hang (> $TIMEOUT s) fails only its row"
@@ -122,75 +82,52 @@ run "bank 1024" "$BANK" --accounts 1024 --sum 1 \
 
 # ------------------------------------------------------------------ summary
 
-# row FILE METHOD THREADS: "MOPS STATUS" of that row (status ok, fail, na,
-# crash or timeout), or nothing when there is no such row.
-row() {
-    [ -f "$1" ] || return 0
-    awk -F, -v m="$2" -v t="$3" '
-        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-        $col["method"] == m && $col["threads"] == t { v = $col["mops"]; s = $col["status"] }
-        END { if (s != "") print (v == "" ? "-" : v), s }' "$1"
-}
-
-# target LABEL FILE NUM_METHOD NUM_THREADS DEN_METHOD DEN_THREADS GOAL
-target() {
-    local label=$1 file=$2 nm=$3 nt=$4 dm=$5 dt=$6 goal=$7 a b
-    a=$(row "$file" "$nm" "$nt")
-    b=$(row "$file" "$dm" "$dt")
-    awk -v l="$label" -v what="$nm@$nt / $dm@$dt" -v a="$a" -v b="$b" -v g="$goal" 'BEGIN {
-        split(a, A, " "); split(b, B, " ")
-        if (A[2] == "" || B[2] == "") { printf "  %-11s %-40s no data\n", l, what; exit }
-        if (A[1] == "-" || B[1] == "-") {
-            printf "  %-11s %-40s no ratio: %s is %s, %s is %s\n", l, what,
-                   substr(what, 1, index(what, " ") - 1), A[2], substr(what, index(what, "/ ") + 2), B[2]
-            exit
-        }
-        r = (B[1] > 0) ? A[1] / B[1] : 0
-        bad = (A[2] != "ok" || B[2] != "ok") ? "  [CHECK FAILED: not a valid result]" : ""
-        if (g == "-")
-            printf "  %-11s %-40s %7.3f / %7.3f Mops/s = %5.2fx%s\n", l, what, A[1], B[1], r, bad
-        else
-            printf "  %-11s %-40s %7.3f / %7.3f Mops/s = %5.2fx  (target >= %s) %s%s\n",
-                   l, what, A[1], B[1], r, g, (r >= g + 0 && bad == "") ? "MET" : "MISSED", bad
-    }'
+# versus LABEL FILE NUM_METHOD NUM_THREADS DEN_METHOD DEN_THREADS [GOAL]: the
+# ratio of two rows' medians; with a goal a TARGET line.
+versus() {
+    local label=$1 f=$2 nm=$3 nt=$4 dm=$5 dt=$6 goal=${7:--} sa sb note=""
+    sa=$(csv_get "$f" status method="$nm" threads="$nt")
+    sb=$(csv_get "$f" status method="$dm" threads="$dt")
+    [ "$sa" = ok ] && [ "$sb" = ok ] || note="not a valid result: $nm is ${sa:-missing}, $dm is ${sb:-missing}"
+    ratio "$label $nm@$nt / $dm@$dt" "$(csv_get "$f" mops method="$nm" threads="$nt")" \
+        "$(csv_get "$f" mops method="$dm" threads="$dt")" ">=" "$goal" "$note"
 }
 
 # ref LABEL FILE METHOD THREADS QUOTED: this run's figure next to the quoted one.
 ref() {
-    local label=$1 file=$2 m=$3 t=$4 quoted=$5 a
-    a=$(row "$file" "$m" "$t")
-    awk -v l="$label" -v what="$m@$t" -v a="$a" -v q="$quoted" 'BEGIN {
-        split(a, A, " ")
-        if (A[2] == "" || A[1] == "-") { printf "  %-30s %-22s %8s  (quoted %s)\n", l, what, (A[2] == "" ? "no data" : A[2]), q; exit }
-        printf "  %-30s %-22s %7.3fM  (quoted %sM)%s\n", l, what, A[1], q, (A[2] == "ok" ? "" : "  [CHECK FAILED]")
-    }'
+    local v st
+    v=$(csv_get "$2" mops method="$3" threads="$4")
+    st=$(csv_get "$2" status method="$3" threads="$4")
+    [ -n "$v" ] && v=$(printf '%.3f' "$v")
+    printf '  %-30s %-22s %8s Mops/s  (quoted %s)%s\n' "$1" "$3@$4" "${v:-no data}" "$5" \
+        "$([ -n "$st" ] && [ "$st" != ok ] && echo "  [$st]")"
 }
 
 echo
 echo "=== core benchmark summary (all ratios from this run) ==="
 echo "auto at 1 thread vs seq, 65536-key hash set (target: within 1.1x, i.e. ratio >= 0.91):"
-target "hash 65536" "$HASH" auto 1 seq 1 0.91
+versus "hash 65536" "$HASH" auto 1 seq 1 0.91
 echo "auto at 2 threads vs mutex at 2 threads, read-mostly (10% updates) (target >= 2x):"
-target "hash 65536" "$HASH" auto 2 mutex 2 2
-target "tree 4096" "$TREE" auto 2 mutex 2 2
+versus "hash 65536" "$HASH" auto 2 mutex 2 2
+versus "tree 4096" "$TREE" auto 2 mutex 2 2
 echo "stm vs GCC libitm ml_wt at the same thread count (target >= 2.5x):"
-target "hash 65536" "$HASH" stm 1 itm@libitm:ml_wt 1 2.5
-target "hash 65536" "$HASH" stm 2 itm@libitm:ml_wt 2 2.5
-target "tree 4096" "$TREE" stm 1 itm@libitm:ml_wt 1 2.5
-target "tree 4096" "$TREE" stm 2 itm@libitm:ml_wt 2 2.5
+versus "hash 65536" "$HASH" stm 1 itm@libitm:ml_wt 1 2.5
+versus "hash 65536" "$HASH" stm 2 itm@libitm:ml_wt 2 2.5
+versus "tree 4096" "$TREE" stm 1 itm@libitm:ml_wt 1 2.5
+versus "tree 4096" "$TREE" stm 2 itm@libitm:ml_wt 2 2.5
 echo "auto vs GCC libitm's default choice (ml_wt without RTM, serialirr at 1 thread), no target:"
-target "hash 65536" "$HASH" auto 2 itm@libitm:default 2 -
-target "hash 65536" "$HASH" auto 1 itm@libitm:default 1 -
+versus "hash 65536" "$HASH" auto 2 itm@libitm:default 2 -
+versus "hash 65536" "$HASH" auto 1 itm@libitm:default 1 -
 echo "for reference (no target):"
-target "hash 65536" "$HASH" mutex+elision 2 mutex 2 -
-target "hash 65536" "$HASH" itm@libitm:gl_wt 2 itm@libitm:ml_wt 2 -
-target "hash 65536" "$HASH" stm 2 mutex 2 -
-target "hash 4096" "$HASH4K" auto 1 seq 1 -
-target "hash 4096" "$HASH4K" auto 2 mutex 2 -
-target "tree 4096" "$TREE" auto 1 seq 1 -
-target "bank 1024" "$BANKCSV" auto 1 seq 1 -
-target "bank 1024" "$BANKCSV" auto 2 mutex 2 -
-target "bank 1024" "$BANKCSV" stm 2 itm@libitm:ml_wt 2 -
+versus "hash 65536" "$HASH" mutex+elision 2 mutex 2 -
+versus "hash 65536" "$HASH" itm@libitm:gl_wt 2 itm@libitm:ml_wt 2 -
+versus "hash 65536" "$HASH" stm 2 mutex 2 -
+versus "hash 4096" "$HASH4K" auto 1 seq 1 -
+versus "hash 4096" "$HASH4K" auto 2 mutex 2 -
+versus "tree 4096" "$TREE" auto 1 seq 1 -
+versus "bank 1024" "$BANKCSV" auto 1 seq 1 -
+versus "bank 1024" "$BANKCSV" auto 2 mutex 2 -
+versus "bank 1024" "$BANKCSV" stm 2 itm@libitm:ml_wt 2 -
 echo "this machine next to the reference figures (hash 65536; quoted from a machine with RTM):"
 ref "uninstrumented, 1 thread" "$HASH" seq 1 3.6
 ref "pthread_mutex, 2 threads" "$HASH" mutex 2 0.8
@@ -234,9 +171,7 @@ if command -v gnuplot >/dev/null 2>&1 && [ -f "$HASH" ]; then
         fi
     done
     if [ ${#plots[@]} -gt 0 ]; then
-        # pngcairo draws dashes; the libgd png terminal is the fallback
-        term="png size 960,600"
-        gnuplot -e "set terminal pngcairo" >/dev/null 2>&1 && term="pngcairo size 960,600"
+        term=$(png_term 960,600)
         {
             echo "set terminal $term noenhanced"
             echo "set output '$OUT/hash-65536.png'"
@@ -268,9 +203,4 @@ else
 fi
 
 echo "results: $OUT/*.csv"
-echo "elapsed: $(($(date +%s) - START)) s"
-if [ ${#FAILED[@]} -gt 0 ]; then
-    echo "FAILED: ${FAILED[*]}"
-    exit 1
-fi
-exit 0
+bench_finish

@@ -23,22 +23,10 @@
 # Exit status: 0, 1 if a correctness check failed or a measurement crashed,
 # 2 if the binary is missing. A missed target is reported, not an error.
 set -u
-
-BUILD=${1:-build}
-SECS=${TXKIT_BENCH_SECONDS:-0.1}
-RUNS=${TXKIT_BENCH_RUNS:-3}
-
-BIN=
-for d in "$BUILD/bench" "$BUILD" "$BUILD/bin"; do
-    if [ -x "$d/txkit-bench-cx" ]; then
-        BIN=$d/txkit-bench-cx
-        break
-    fi
-done
-if [ -z "$BIN" ]; then
-    echo "run-cx.sh: txkit-bench-cx not found under $BUILD (build first)" >&2
-    exit 2
-fi
+. "$(dirname "$0")/harness/lib.sh"
+bench_init run-cx.sh "${1:-build}"
+bench_settings 0.1 3
+BIN=$(need_bin txkit-bench-cx) || exit 2
 
 PRELOAD_LIB=$BUILD/lib/libtxkit-preload.so
 TXKIT=$BUILD/tools/txkit
@@ -58,23 +46,8 @@ mkdir -p "$OUT" || exit 2
 CSV=$OUT/cx.csv
 rm -f "$CSV"
 
-TIMEOUT=$(awk -v s="$SECS" 'BEGIN { t = 4 * s + 8; if (t < 10) t = 10; print t }')
 COMMON=(--threads 1,2,4,8 --io 0,1,10,50 --seconds "$SECS" --runs "$RUNS" --timeout "$TIMEOUT"
         --csv "$CSV" --quiet)
-START=$(date +%s)
-FAILED=()
-
-run() {
-    local label=$1
-    shift
-    echo
-    "$@"
-    local rc=$?
-    if [ $rc -ne 0 ]; then
-        echo "run-cx.sh: $label: exit status $rc" >&2
-        FAILED+=("$label (exit $rc)")
-    fi
-}
 
 echo "txkit cx benchmark: $SECS s x $RUNS runs per measurement (TXKIT_BENCH_SECONDS, TXKIT_BENCH_RUNS)"
 
@@ -93,39 +66,22 @@ fi
 # get WORKLOAD LOCK THREADS IO FIELD: that row's field (mops, ns_per_op,
 # status), or nothing.
 get() {
-    awk -F, -v w="$1" -v l="$2" -v t="$3" -v io="$4" -v f="$5" '
-        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-        $col["workload"] == w && $col["lock"] == l && $col["threads"] == t && $col["io_pct"] == io {
-            print $col[f] }' "$CSV"
+    csv_get "$CSV" "$5" workload="$1" lock="$2" threads="$3" io_pct="$4"
 }
 
-RTM=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next } { print $col["rtm"]; exit }' "$CSV" 2>/dev/null)
+RTM=$(csv_get "$CSV" rtm)
 RTM=${RTM:-none}
 
-# ratio LABEL WORKLOAD NUM_LOCK DEN_LOCK THREADS IO FIELD GOAL CMP
+# versus LABEL WORKLOAD NUM_LOCK DEN_LOCK THREADS IO FIELD GOAL CMP
 # FIELD mops: NUM/DEN throughput; ns_per_op: NUM/DEN cost. CMP ">=" or "<=".
-ratio() {
-    local label=$1 w=$2 nl=$3 dl=$4 t=$5 io=$6 f=$7 goal=$8 cmp=$9
-    local a b sa sb
-    a=$(get "$w" "$nl" "$t" "$io" "$f")
-    b=$(get "$w" "$dl" "$t" "$io" "$f")
+versus() {
+    local label=$1 w=$2 nl=$3 dl=$4 t=$5 io=$6 f=$7 goal=$8 cmp=$9 sa sb note=""
     sa=$(get "$w" "$nl" "$t" "$io" status)
     sb=$(get "$w" "$dl" "$t" "$io" status)
-    awk -v l="$label" -v what="$nl@$t / $dl@$t" -v a="$a" -v b="$b" -v sa="$sa" -v sb="$sb" \
-        -v f="$f" -v g="$goal" -v c="$cmp" -v rtm="$RTM" 'BEGIN {
-        unit = (f == "mops") ? "Mops/s" : "ns"
-        if (a == "" || b == "" || b + 0 <= 0) { printf "  %-24s %-32s no data\n", l, what; exit }
-        r = a / b
-        bad = (sa != "ok" || sb != "ok") ? "  [CHECK FAILED]" : ""
-        if (g == "-") {
-            printf "  %-24s %-32s %8.3f / %8.3f %-6s = %5.2fx%s\n", l, what, a, b, unit, r, bad
-            exit
-        }
-        met = (c == ">=") ? (r >= g + 0) : (r <= g + 0)
-        verdict = (rtm != "usable") ? "n/a here: targets need RTM" : (met && bad == "" ? "MET" : "MISSED")
-        printf "  %-24s %-32s %8.3f / %8.3f %-6s = %5.2fx  (target %s %s) %s%s\n",
-               l, what, a, b, unit, r, c, g, verdict, bad
-    }'
+    [ "$sa" = ok ] && [ "$sb" = ok ] || note="not a valid result: $nl is ${sa:-missing}, $dl is ${sb:-missing}"
+    [ -z "$note" ] && [ "$goal" != - ] && [ "$RTM" != usable ] && note="needs RTM"
+    ratio "$label, $nl@$t / $dl@$t ($f)" "$(get "$w" "$nl" "$t" "$io" "$f")" \
+        "$(get "$w" "$dl" "$t" "$io" "$f")" "$cmp" "$goal" "$note"
 }
 
 ELISION=$(grep -c ',hash,mutex+elision,' "$CSV" 2>/dev/null)
@@ -137,21 +93,21 @@ if [ "$RTM" != "usable" ]; then
     echo "      the ratios below only show the fallback's cost."
 fi
 echo "targets:"
-ratio "hash, 2 threads" hash cx mutex 2 0 mops 3 ">="
-ratio "hash, 2 threads" hash cx mutex+elision 2 0 mops 2 ">="
-ratio "uncontended lock+unlock" uncontended cx mutex 1 0 ns_per_op 1.3 "<="
+versus "hash, 2 threads" hash cx mutex 2 0 mops 3 ">="
+versus "hash, 2 threads" hash cx mutex+elision 2 0 mops 2 ">="
+versus "uncontended lock+unlock" uncontended cx mutex 1 0 ns_per_op 1.3 "<="
 echo "for reference (no target):"
-ratio "hash, 2 threads" hash cx mutex+preload 2 0 mops - -
-ratio "hash, 2 threads" hash mutex+preload mutex 2 0 mops - -
-ratio "counter, 2 threads" counter cx mutex 2 0 mops - -
-ratio "counter, 2 threads" counter cx mutex+elision 2 0 mops - -
-ratio "uncontended lock+unlock" uncontended mutex+preload mutex 1 0 ns_per_op - -
+versus "hash, 2 threads" hash cx mutex+preload 2 0 mops - -
+versus "hash, 2 threads" hash mutex+preload mutex 2 0 mops - -
+versus "counter, 2 threads" counter cx mutex 2 0 mops - -
+versus "counter, 2 threads" counter cx mutex+elision 2 0 mops - -
+versus "uncontended lock+unlock" uncontended mutex+preload mutex 1 0 ns_per_op - -
 for t in 1 4 8; do
-    ratio "hash, $t thread(s)" hash cx mutex "$t" 0 mops - -
+    versus "hash, $t thread(s)" hash cx mutex "$t" 0 mops - -
 done
 echo "I/O inside the section (write(2) to /dev/null; cx after cx_need_exclusive()), hash, 2 threads:"
 for io in 0 1 10 50; do
-    ratio "hash, io $io%" hash cx mutex 2 "$io" mops - -
+    versus "hash, io $io%" hash cx mutex 2 "$io" mops - -
 done
 
 echo "Mops/s at io 0% (threads 1 / 2 / 4 / 8):"
@@ -165,9 +121,4 @@ done
 
 echo "preload: ${HOW:-not found}"
 echo "results: $CSV"
-echo "elapsed: $(($(date +%s) - START)) s"
-if [ ${#FAILED[@]} -gt 0 ]; then
-    echo "FAILED: ${FAILED[*]}"
-    exit 1
-fi
-exit 0
+bench_finish

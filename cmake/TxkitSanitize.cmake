@@ -4,7 +4,7 @@
 # except code compiled with gcc -fgnu-tm: gcc refuses -fgnu-tm together with
 # -fsanitize=address, and gcc 12 crashes on some -fgnu-tm code with
 # -fsanitize=undefined. That code (tests/abi, tests/apps, the tx mode of
-# src/cache, stats' sites_itm helper, the itm benchmarks) is compiled with
+# cache/core, stats' sites_itm helper, the itm benchmarks) is compiled with
 # -fno-sanitize=all placed before its -fgnu-tm, and still LINKED with
 # -fsanitize=...: libasan then comes first in the program's DT_NEEDED, and the
 # program runs against the instrumented libtxkit (linked, or as the libitm.so.1

@@ -40,25 +40,21 @@
  * commit provably overlapped the live read); the share is inversions over
  * cross-priority conflicts (inversions + respected).
  */
-#include "../runtime/bench_util.h"
+#include "bench_util.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <txkit/cm.h>
 #include <unistd.h>
 
 #define MAX_CMS 8
-#define MAX_TC 8
 #define INV_MAX_TOUCH 8
 #define INV_LEVELS 4
 
@@ -67,37 +63,18 @@ static const char *const all_cms[] = {"backoff", "timestamp", "size", "prio"};
 /* ------------------------------------------------------------ options */
 
 struct opts {
+    struct bench_opts b; /* threads, seconds, runs, csv, seed (the common options) */
     const char *cms[MAX_CMS];
     int ncms;
-    int threads[MAX_TC];
-    int nthreads;
     int scheds[2];
     int nscheds;
-    double seconds;
-    int runs;
-    const char *csv;
     const char *method; /* NULL: stm */
-    uint64_t seed;
     /* inversion */
     int slots, touch, work;
     int api_prio;       /* priorities from tx_set_priority instead of nice */
     /* pipeline */
     int phases, words, ops;
 };
-
-static void parse_list(const char *opt, const char *arg, char *buf, size_t len, char **tok,
-                       int max, int *n)
-{
-    snprintf(buf, len, "%s", arg);
-    *n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n >= max)
-            bench_die("%s: at most %d values", opt, max);
-        tok[(*n)++] = t;
-    }
-    if (*n == 0)
-        bench_die("%s: empty list", opt);
-}
 
 static char g_cmbuf[256];
 
@@ -108,7 +85,7 @@ static void usage(FILE *f)
           "  --threads LIST    thread counts (default: 2,4,8; pipeline: 4 x CPUs)\n"
           "  --sched LIST      off,on (default: inversion off; others off,on)\n"
           "  --seconds S       per timed measurement (inversion, hotcounter; default 0.5)\n"
-          "  --runs N          repetitions, the median is reported (default 1; pipeline 3)\n"
+          "  --runs N          repetitions, the median is reported (default 3)\n"
           "  --method M        TXKIT method (default stm: where the managers act)\n"
           "  --csv FILE        append the rows to FILE (header when it is new)\n"
           "  --seed N\n"
@@ -122,14 +99,16 @@ static void usage(FILE *f)
 static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
 {
     memset(o, 0, sizeof *o);
+    bench_opts_init(&o->b);
+    o->b.no_methods = 1; /* --method is one txkit method here */
     for (size_t k = 0; k < sizeof all_cms / sizeof all_cms[0]; k++)
         o->cms[o->ncms++] = all_cms[k];
     int pipeline = strcmp(sub, "pipeline") == 0;
     if (pipeline) {
-        o->threads[o->nthreads++] = 4 * bench_ncpus();
+        o->b.threads[o->b.nthreads++] = 4 * bench_ncpus();
     } else {
-        o->threads[0] = 2, o->threads[1] = 4, o->threads[2] = 8;
-        o->nthreads = 3;
+        o->b.threads[0] = 2, o->b.threads[1] = 4, o->b.threads[2] = 8;
+        o->b.nthreads = 3;
     }
     if (strcmp(sub, "inversion") == 0) {
         o->scheds[o->nscheds++] = 0;
@@ -137,9 +116,9 @@ static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
         o->scheds[o->nscheds++] = 0;
         o->scheds[o->nscheds++] = 1;
     }
-    o->seconds = 0.5;
-    o->runs = pipeline ? 3 : 1;
-    o->seed = 0x636d62656e6368ULL;
+    o->b.seconds = 0.5;
+    o->b.runs = 3; /* a median and its spread */
+    o->b.seed = 0x636d62656e6368ULL;
     o->slots = 64, o->touch = 4, o->work = pipeline ? 20000 : 200;
     o->phases = 8, o->words = 8, o->ops = 200;
 
@@ -149,7 +128,8 @@ static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         const char *v;
         if (bench_opt(argc, argv, &i, "--cm", &v)) {
-            parse_list("--cm", v, g_cmbuf, sizeof g_cmbuf, tok, MAX_CMS, &n);
+            snprintf(g_cmbuf, sizeof g_cmbuf, "%s", v);
+            n = bench_split_list("--cm", g_cmbuf, tok, MAX_CMS);
             for (int k = 0; k < n; k++) {
                 size_t j = 0;
                 while (j < sizeof all_cms / sizeof all_cms[0] && strcmp(tok[k], all_cms[j]) != 0)
@@ -159,13 +139,9 @@ static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
                 o->cms[k] = all_cms[j];
             }
             o->ncms = n;
-        } else if (bench_opt(argc, argv, &i, "--threads", &v)) {
-            parse_list("--threads", v, buf, sizeof buf, tok, MAX_TC, &n);
-            for (int k = 0; k < n; k++)
-                o->threads[k] = (int)bench_parse_long("--threads", tok[k], 1, BENCH_MAX_THREADS);
-            o->nthreads = n;
         } else if (bench_opt(argc, argv, &i, "--sched", &v)) {
-            parse_list("--sched", v, buf, sizeof buf, tok, 2, &n);
+            snprintf(buf, sizeof buf, "%s", v);
+            n = bench_split_list("--sched", buf, tok, 2);
             for (int k = 0; k < n; k++) {
                 if (strcmp(tok[k], "off") == 0 || strcmp(tok[k], "0") == 0)
                     o->scheds[k] = 0;
@@ -175,19 +151,11 @@ static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
                     bench_die("--sched: '%s' is not off or on", tok[k]);
             }
             o->nscheds = n;
-        } else if (bench_opt(argc, argv, &i, "--seconds", &v)) {
-            o->seconds = bench_parse_double("--seconds", v, 0.01, 3600);
-        } else if (bench_opt(argc, argv, &i, "--runs", &v)) {
-            o->runs = (int)bench_parse_long("--runs", v, 1, 99);
-        } else if (bench_opt(argc, argv, &i, "--csv", &v)) {
-            o->csv = v;
         } else if (bench_opt(argc, argv, &i, "--method", &v)) {
             txkit_method_t m;
             if (txkit_method_parse(v, &m) != 0)
                 bench_die("--method: unknown method '%s' (auto, htm, stm, serial)", v);
             o->method = v;
-        } else if (bench_opt(argc, argv, &i, "--seed", &v)) {
-            o->seed = (uint64_t)bench_parse_long("--seed", v, 0, INT64_MAX);
         } else if (bench_opt(argc, argv, &i, "--slots", &v)) {
             o->slots = (int)bench_parse_long("--slots", v, 2, 65535);
         } else if (bench_opt(argc, argv, &i, "--touch", &v)) {
@@ -210,7 +178,7 @@ static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             exit(0);
-        } else {
+        } else if (!bench_parse_common(&o->b, argc, argv, &i)) {
             usage(stderr);
             bench_die("%s: unknown option '%s'", sub, argv[i]);
         }
@@ -289,97 +257,7 @@ static void txd_fill(struct txd *d, const tx_stats_t *b, const tx_stats_t *a)
 }
 
 /**
- * run_isolated() - run fn(arg, out) in a forked child, out copied back.
- * Return: 0, 1 (fn reported a failed check) or -1 with why (crash, timeout,
- * or the set-up failure fn reported as -1 with its reason in the first bytes
- * of out, when why_in_out).
- */
-static int run_isolated(int (*fn)(void *arg, void *out, char *why, size_t len), void *arg,
-                        void *out, size_t size, double timeout, char *why, size_t len)
-{
-    int pfd[2];
-    if (pipe(pfd) != 0)
-        bench_die("pipe: %s", strerror(errno));
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0)
-        bench_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        close(pfd[0]);
-        char cwhy[160] = "";
-        int rc = fn(arg, out, cwhy, sizeof cwhy);
-        /* result code, reason, then the result */
-        if (write(pfd[1], &rc, sizeof rc) != (ssize_t)sizeof rc ||
-            write(pfd[1], cwhy, sizeof cwhy) != (ssize_t)sizeof cwhy)
-            _exit(3);
-        const char *p = out;
-        for (size_t done = 0; done < size;) {
-            ssize_t w = write(pfd[1], p + done, size - done);
-            if (w <= 0)
-                _exit(3);
-            done += (size_t)w;
-        }
-        fflush(stdout);
-        _exit(0);
-    }
-    close(pfd[1]);
-    int rc = -1;
-    char cwhy[160] = "";
-    size_t want = sizeof rc + sizeof cwhy + size, got = 0;
-    char *tmp = malloc(want);
-    if (!tmp)
-        bench_die("out of memory");
-    double deadline = bench_now() + timeout;
-    int timed_out = 0;
-    while (got < want) {
-        double left = deadline - bench_now();
-        if (left <= 0) {
-            timed_out = 1;
-            break;
-        }
-        struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-        int pr = poll(&p, 1, (int)(left * 1000) + 1);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
-        ssize_t r = read(pfd[0], tmp + got, want - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(pfd[0]);
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (timed_out) {
-        snprintf(why, len, "killed after %.0f s (hang?)", timeout);
-        free(tmp);
-        return -1;
-    }
-    if (got < want || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        if (WIFSIGNALED(st))
-            snprintf(why, len, "crashed: %s", strsignal(WTERMSIG(st)));
-        else
-            snprintf(why, len, "child failed (exit %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-        free(tmp);
-        return -1;
-    }
-    memcpy(&rc, tmp, sizeof rc);
-    memcpy(cwhy, tmp + sizeof rc, sizeof cwhy);
-    memcpy(out, tmp + sizeof rc + sizeof cwhy, size);
-    free(tmp);
-    if (rc < 0)
-        snprintf(why, len, "%s", cwhy);
-    else if (rc > 0)
-        snprintf(why, len, "CHECK FAILED: %s", cwhy);
-    return rc;
-}
-
-/**
- * measure_runs() - run one point nruns times, each in a child (run_isolated),
+ * measure_runs() - run one point nruns times, each in a child (bench_isolate),
  * saying on stdout which runs failed.
  * @runs: room for nruns results of size bytes each.
  * @key:  the value the median is taken by (throughput, or time).
@@ -396,7 +274,14 @@ static int measure_runs(int (*fn)(void *arg, void *out, char *why, size_t len), 
     int good = 0;
     char why[200] = "";
     for (int run = 0; run < nruns; run++) {
-        int rc = run_isolated(fn, arg, res + (size_t)good * size, size, timeout, why, sizeof why);
+        /* no address-space limit: the inversion logs are large sparse maps */
+        int rc = bench_isolate(fn, arg, res + (size_t)good * size, size, timeout, BENCH_NO_MEMLIMIT,
+                               0, NULL, why, sizeof why);
+        if (rc > 0) {
+            char tmp[sizeof why];
+            snprintf(tmp, sizeof tmp, "%s", why);
+            snprintf(why, sizeof why, "CHECK FAILED: %.180s", tmp);
+        }
         if (rc < 0) {
             printf("%-9s %-5s %3d  n/a: %s\n", cm, sched ? "on" : "off", threads, why);
             *failed = 1;
@@ -409,62 +294,35 @@ static int measure_runs(int (*fn)(void *arg, void *out, char *why, size_t len), 
         k[good] = key(res + (size_t)good * size);
         good++;
     }
-    int med = 0;
-    for (int x = 0; x < good; x++) {
-        int below = 0;
-        for (int y = 0; y < good; y++)
-            below += k[y] < k[x];
-        if (below == good / 2)
-            med = x;
-    }
-    return med;
+    return bench_median_index(k, good);
 }
 
 static void print_header(const struct opts *o, const char *what)
 {
-    char cpu[128];
-    struct txkit_rtm_info ri;
-    memset(&ri, 0, sizeof ri);
-    bench_cpu_model(cpu, sizeof cpu);
-    txkit_rtm_info(&ri);
-    printf("=== txkit-bench-cm %s ===\n", g_sub);
-    printf("cpu       %s, %d usable CPUs\n", cpu, bench_ncpus());
-    printf("rtm       %s: %s\n", ri.usable ? "usable" : "NOT usable", ri.reason);
-    printf("txkit     %s, method %s%s\n", txkit_version(), g_method_name,
+    char title[64];
+    snprintf(title, sizeof title, "txkit-bench-cm %s", g_sub);
+    double load1 = bench_print_machine(stdout, title);
+    printf("method    %s%s\n", g_method_name,
            o->method ? " (--method)" : " (forced: the software path is where managers act)");
-    char load[64] = "?";
-    FILE *lf = fopen("/proc/loadavg", "r");
-    if (lf) {
-        if (!fgets(load, sizeof load, lf))
-            snprintf(load, sizeof load, "?");
-        load[strcspn(load, "\n")] = '\0';
-        fclose(lf);
-    }
-    printf("load      %s (a shared machine: other work skews every number)\n", load);
     printf("what      %s\n", what);
     printf("managers ");
     for (int k = 0; k < o->ncms; k++)
         printf(" %s", o->cms[k]);
-    printf("\nthreads  ");
-    for (int k = 0; k < o->nthreads; k++)
-        printf(" %d", o->threads[k]);
     printf("\nsched    ");
     for (int k = 0; k < o->nscheds; k++)
         printf(" %s", o->scheds[k] ? "on" : "off");
     printf("\n");
+    bench_print_run(stdout, o->b.threads, o->b.nthreads, o->b.seconds, o->b.runs);
+    bench_print_load_warning(stdout, load1);
 }
 
 static FILE *open_csv(const struct opts *o, const char *header)
 {
-    if (!o->csv)
+    if (!o->b.csv)
         return NULL;
-    struct stat st;
-    int fresh = stat(o->csv, &st) != 0 || st.st_size == 0;
-    FILE *f = fopen(o->csv, "a");
+    FILE *f = bench_csv_open(o->b.csv, header);
     if (!f)
-        bench_die("--csv %s: %s", o->csv, strerror(errno));
-    if (fresh)
-        fprintf(f, "%s\n", header);
+        exit(2);
     return f;
 }
 
@@ -768,7 +626,7 @@ static int inv_measure(void *argp, void *outp, char *why, size_t len)
     /* Room for 4 M commits and 1 M aborts per second in every thread (one
      * thread may do most of the work), reserved but touched only as used;
      * the oracle stops judging where a log ran out, and says so. */
-    size_t ccap = (size_t)(o->seconds * 8e6) + 1024, acap = (size_t)(o->seconds * 1e6) + 1024;
+    size_t ccap = (size_t)(o->b.seconds * 8e6) + 1024, acap = (size_t)(o->b.seconds * 1e6) + 1024;
     memset(c->thr, 0, sizeof *c->thr * (size_t)n);
     for (int i = 0; i < n; i++) {
         struct inv_thr *me = &c->thr[i];
@@ -786,7 +644,7 @@ static int inv_measure(void *argp, void *outp, char *why, size_t len)
     tx_stats_t b, e;
     stats_now(&b);
     c->t0 = now_ns();
-    double secs = bench_run_threads(th, n, inv_worker, o->seconds, o->seed);
+    double secs = bench_run_threads(th, n, inv_worker, o->b.seconds, o->b.seed);
     stats_now(&e);
     txd_fill(&r->d, &b, &e);
     r->secs = secs;
@@ -821,7 +679,7 @@ static int cmd_inversion(const struct opts *o)
              "inversion: %d slots, %d touched per tx (2 written), work %d; priorities from %s "
              "(thread i at level i%%4: nice 0/5/10/15 -> prio 20/15/10/5), %.2f s, %d run(s)",
              o->slots, o->touch, o->work, o->api_prio ? "tx_set_priority (emulated)" : "per-thread nice (setpriority)",
-             o->seconds, o->runs);
+             o->b.seconds, o->b.runs);
     print_header(o, what);
     printf("columns   decided/inverted/inv%%: the runtime's cm_decided / cm_inversions (for backoff\n"
            "          its estimate: validation failures against the last writer's priority);\n"
@@ -836,16 +694,16 @@ static int cmd_inversion(const struct opts *o)
     printf("\n%-9s %-5s %3s %8s %7s %9s %8s %9s %7s | %8s %8s %7s %6s\n", "cm", "sched", "thr",
            "Mtx/s", "vs_bo", "aborts", "decided", "inverted", "inv%", "o.cross", "o.inv", "o.inv%",
            "top%");
-    for (int ti = 0; ti < o->nthreads; ti++) {
+    for (int ti = 0; ti < o->b.nthreads; ti++) {
         for (int si = 0; si < o->nscheds; si++) {
             double base = 0;
             struct inv_result res[MAX_CMS];
             int ok[MAX_CMS];
             for (int ci = 0; ci < o->ncms; ci++) {
-                struct inv_arg a = {o, o->cms[ci], o->scheds[si], o->threads[ti]};
+                struct inv_arg a = {o, o->cms[ci], o->scheds[si], o->b.threads[ti]};
                 struct inv_result runs[99];
-                int med = measure_runs(inv_measure, &a, runs, sizeof runs[0], o->runs,
-                                       30 + 10 * o->seconds, inv_key, a.cm, a.sched, a.threads, &failed);
+                int med = measure_runs(inv_measure, &a, runs, sizeof runs[0], o->b.runs,
+                                       30 + 10 * o->b.seconds, inv_key, a.cm, a.sched, a.threads, &failed);
                 ok[ci] = med >= 0;
                 if (!ok[ci])
                     continue;
@@ -1007,7 +865,7 @@ static int pipe_measure(void *argp, void *outp, char *why, size_t len)
         memset(&th[i], 0, sizeof th[i]);
         th[i].c = c;
         th[i].id = i;
-        th[i].rng = rng_seed(o->seed, (uint64_t)i);
+        th[i].rng = rng_seed(o->b.seed, (uint64_t)i);
         int rc = pthread_create(&th[i].h, NULL, pipe_worker, &th[i]);
         if (rc != 0)
             bench_die("pthread_create: %s", strerror(rc));
@@ -1048,21 +906,21 @@ static int cmd_pipeline(const struct opts *o)
     snprintf(what, sizeof what,
              "pipeline: %d phases x %d words, %d tx per thread and phase (read all words, spin %d, "
              "increment one; 1 in 64 also a word shared by all phases), %d run(s), median time",
-             o->phases, o->words, o->ops, o->work, o->runs);
+             o->phases, o->words, o->ops, o->work, o->b.runs);
     print_header(o, what);
     FILE *csv = open_csv(o, "bench,cm,sched,threads,method,runs,secs,restarts,ms_aborted,"
                             "sched_waits,sched_queued,to_serial,cm_decided,time_vs_off,restarts_vs_off,ok");
     int failed = 0;
     printf("\n%-9s %-5s %3s %8s %10s %10s %9s %9s %8s %8s\n", "cm", "sched", "thr", "secs",
            "restarts", "ms_aborted", "waits", "queued", "t_vs_off", "r_vs_off");
-    for (int ti = 0; ti < o->nthreads; ti++) {
+    for (int ti = 0; ti < o->b.nthreads; ti++) {
         for (int ci = 0; ci < o->ncms; ci++) {
             struct pipe_result off = {0}, on = {0};
             int have_off = 0, have_on = 0;
             for (int si = 0; si < o->nscheds; si++) {
-                struct pipe_arg a = {o, o->cms[ci], o->scheds[si], o->threads[ti]};
+                struct pipe_arg a = {o, o->cms[ci], o->scheds[si], o->b.threads[ti]};
                 struct pipe_result runs[99];
-                int med = measure_runs(pipe_measure, &a, runs, sizeof runs[0], o->runs, 120, pipe_key,
+                int med = measure_runs(pipe_measure, &a, runs, sizeof runs[0], o->b.runs, 120, pipe_key,
                                        a.cm, a.sched, a.threads, &failed);
                 if (med < 0)
                     continue;
@@ -1084,15 +942,15 @@ static int cmd_pipeline(const struct opts *o)
                        r->ok ? "" : "  CHECK FAILED");
                 printf("  ran: pipeline cm=%s sched=%s threads=%d method=%s duration=%.3fs (median of "
                        "%d; all:",
-                       a.cm, a.sched ? "on" : "off", a.threads, g_method_name, r->secs, o->runs);
-                for (int x = 0; x < o->runs; x++)
+                       a.cm, a.sched ? "on" : "off", a.threads, g_method_name, r->secs, o->b.runs);
+                for (int x = 0; x < o->b.runs; x++)
                     printf(" %.3f", runs[x].secs);
                 printf(") to_serial %" PRIu64 " cm_decided %" PRIu64 "\n", r->d.to_serial,
                        r->d.cm_decided);
                 if (csv)
                     fprintf(csv, "pipeline,%s,%s,%d,%s,%d,%.4f,%" PRIu64 ",%.2f,%" PRIu64 ",%" PRIu64
                                  ",%" PRIu64 ",%" PRIu64 ",%s,%s,%d\n",
-                            a.cm, a.sched ? "on" : "off", a.threads, g_method_name, o->runs, r->secs,
+                            a.cm, a.sched ? "on" : "off", a.threads, g_method_name, o->b.runs, r->secs,
                             r->d.aborts, (double)r->d.ns_aborted / 1e6, r->d.sched_waits,
                             r->d.sched_queued, r->d.to_serial, r->d.cm_decided, tv, rv, r->ok);
                 if (!r->ok)
@@ -1101,7 +959,7 @@ static int cmd_pipeline(const struct opts *o)
             if (have_on && have_off) {
                 printf("TARGET pipeline cm=%s t=%d sched on: fewer restarts: %s (%" PRIu64 " vs %" PRIu64
                        "), less time: %s (%.3f vs %.3f s, ratio %.3f)\n",
-                       o->cms[ci], o->threads[ti], on.d.aborts < off.d.aborts ? "PASS" : "MISS",
+                       o->cms[ci], o->b.threads[ti], on.d.aborts < off.d.aborts ? "PASS" : "MISS",
                        on.d.aborts, off.d.aborts, on.secs < off.secs ? "PASS" : "MISS", on.secs,
                        off.secs, on.secs / off.secs);
             }
@@ -1206,7 +1064,7 @@ static int hot_measure(void *argp, void *outp, char *why, size_t len)
         th[i].ctx = c;
     tx_stats_t b, e;
     stats_now(&b);
-    r->secs = bench_run_threads(th, n, hot_worker, a->o->seconds, a->o->seed);
+    r->secs = bench_run_threads(th, n, hot_worker, a->o->b.seconds, a->o->b.seed);
     stats_now(&e);
     txd_fill(&r->d, &b, &e);
     r->over32 = e.retries_hist[TXKIT_RETRY_BUCKETS - 1] - b.retries_hist[TXKIT_RETRY_BUCKETS - 1];
@@ -1261,7 +1119,7 @@ static int cmd_hotcounter(const struct opts *o)
     char what[256];
     snprintf(what, sizeof what,
              "hotcounter: one word incremented by every thread, %.2f s, %d run(s); latency = "
-             "the whole TX_ATOMIC incl. retries (and preemption)", o->seconds, o->runs);
+             "the whole TX_ATOMIC incl. retries (and preemption)", o->b.seconds, o->b.runs);
     print_header(o, what);
     FILE *csv = open_csv(o, "bench,cm,sched,threads,method,secs,commits,mtx_per_s,vs_backoff_off,"
                             "min_commits,max_commits,min_max_ratio,p50_ns,p99_ns,p999_ns,max_ns,"
@@ -1269,14 +1127,14 @@ static int cmd_hotcounter(const struct opts *o)
     int failed = 0;
     printf("\n%-9s %-5s %3s %8s %7s %9s %9s %6s %8s %8s %9s %10s %9s\n", "cm", "sched", "thr",
            "Mtx/s", "vs_bo", "min", "max", "min/max", "p50ns", "p99ns", "p999ns", "max_ns", "aborts");
-    for (int ti = 0; ti < o->nthreads; ti++) {
+    for (int ti = 0; ti < o->b.nthreads; ti++) {
         double base = 0;
         for (int ci = 0; ci < o->ncms; ci++) {
             for (int si = 0; si < o->nscheds; si++) {
-                struct hot_arg a = {o, o->cms[ci], o->scheds[si], o->threads[ti]};
+                struct hot_arg a = {o, o->cms[ci], o->scheds[si], o->b.threads[ti]};
                 struct hot_result runs[99];
-                int med = measure_runs(hot_measure, &a, runs, sizeof runs[0], o->runs,
-                                       30 + 10 * o->seconds, hot_key, a.cm, a.sched, a.threads, &failed);
+                int med = measure_runs(hot_measure, &a, runs, sizeof runs[0], o->b.runs,
+                                       30 + 10 * o->b.seconds, hot_key, a.cm, a.sched, a.threads, &failed);
                 if (med < 0)
                     continue;
                 struct hot_result *r = &runs[med];

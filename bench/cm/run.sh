@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # bench/cm/run.sh BUILD_DIR [OUTDIR] - the contention-management benchmarks
 # (txkit-bench-cm inversion, hotcounter, pipeline) over a small default
 # matrix, well under 90 s: CSV, text and PNG (gnuplot) in OUTDIR (default
@@ -7,48 +7,34 @@
 # Transactions run as software TM (TXKIT_METHOD=stm: that is where managers
 # decide; on a machine without RTM auto also runs stm once threads contend).
 # Set CM_SECONDS to lengthen the timed runs (default 0.5 s inversion,
-# 0.25 s hotcounter), CM_RUNS for the repetitions of inversion and pipeline
-# (3, the median is reported).
-set -eu
-
-usage() {
-    echo "usage: $0 BUILD_DIR [OUTDIR]" >&2
-    exit 2
-}
-[ $# -ge 1 ] && [ $# -le 2 ] || usage
-build=$1
-bin=$build/bench/cm/txkit-bench-cm
-if [ ! -x "$bin" ]; then
-    echo "$0: $bin not found: build it first (cmake --build $build --target txkit-bench-cm)" >&2
-    exit 2
-fi
-out=${2:-$build/bench/cm/results}
-mkdir -p "$out"
+# 0.25 s hotcounter), CM_RUNS for the repetitions (3, the median is reported).
+set -u
+. "$(dirname "$0")/../harness/lib.sh"
+[ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 BUILD_DIR [OUTDIR]" >&2; exit 2; }
+bench_init cm/run.sh "$1"
+bin=$(need_bin txkit-bench-cm) || exit 2
+out=${2:-$BUILD/bench/cm/results}
+mkdir -p "$out" || exit 2
 rm -f "$out"/inversion.csv "$out"/hotcounter.csv "$out"/pipeline.csv
 secs=${CM_SECONDS:-0.5}
 hsecs=${CM_SECONDS:-0.25}
 runs=${CM_RUNS:-3}
+bench_pos_int CM_RUNS "$runs"
 export TXKIT_METHOD=stm
 
-start=$(date +%s)
-status=0
-# Each benchmark under a time limit of its own: a hang in the runtime must
-# not hold the whole run.
-run() {
-    name=$1
+# Each benchmark under a time limit of its own (a hang in the runtime must
+# not hold the whole run), its output kept in OUTDIR/NAME.txt.
+cm() {
+    local name=$1
     shift
     echo "### txkit-bench-cm $name $*"
-    if ! timeout 120 "$bin" "$name" "$@" --csv "$out/$name.csv" >"$out/$name.txt" 2>&1; then
-        echo "### $name: FAILED or timed out (see $out/$name.txt)"
-        status=1
-    fi
+    run "$name" timeout 120 "$bin" "$name" "$@" --csv "$out/$name.csv" >"$out/$name.txt" 2>&1
     cat "$out/$name.txt"
-    echo
 }
 
-run inversion --threads 2,4,8 --seconds "$secs" --runs "$runs"
-run hotcounter --threads 2,4,8 --seconds "$hsecs"
-run pipeline --runs "$runs"
+cm inversion --threads 2,4,8 --seconds "$secs" --runs "$runs"
+cm hotcounter --threads 2,4,8 --seconds "$hsecs" --runs "$runs"
+cm pipeline --runs "$runs"
 
 # ------------------------------------------------------------------ plots
 plot() {
@@ -122,9 +108,7 @@ EOF
 plot
 
 echo
-echo "=== targets ($(($(date +%s) - start)) s; results in $out) ==="
-grep -h '^TARGET' "$out"/inversion.txt "$out"/pipeline.txt "$out"/hotcounter.txt || true
-pass=$(grep -h '^TARGET' "$out"/*.txt | grep -c ': PASS' || true)
-miss=$(grep -h '^TARGET' "$out"/*.txt | grep -c 'MISS' || true)
-echo "=== $pass PASS, $miss MISS$([ $status -ne 0 ] && echo ', and a benchmark FAILED (check or crash)') ==="
-exit $status
+echo "=== targets (results in $out) ==="
+grep -h '^TARGET' "$out"/inversion.txt "$out"/pipeline.txt "$out"/hotcounter.txt
+count_targets "$out"/inversion.txt "$out"/pipeline.txt "$out"/hotcounter.txt
+bench_finish

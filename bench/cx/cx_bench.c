@@ -19,7 +19,7 @@
  * inserts, the counter the number of increments; the exit status is 1 when
  * either fails (or a measurement crashed).
  */
-#include "../runtime/bench_util.h"
+#include "bench_util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <txkit/cx.h>
 #include <unistd.h>
@@ -232,21 +231,21 @@ struct row_desc {
     int workload, lock, io_pct, threads;
 };
 
-struct measure_arg {
+struct measure_ctx {
     const struct cx_opts *o;
-    const struct row_desc *d;
-    int run;
+    const struct row_desc *descs; /* descs[i] describes rows[i] */
+    const struct bench_row *rows;
 };
 
 /* In the measurement's child. The sample's itm_* fields carry the cx mode
  * sample (bench_sample has no cx fields): itm_attempts = sections sampled,
  * itm_commits[0] = optimistic, itm_commits[1] = exclusive. */
-static int measure(void *argp, struct bench_sample *out)
+static int measure(void *ctx, const struct bench_row *row, int run, struct bench_sample *out)
 {
-    const struct measure_arg *a = argp;
-    const struct cx_opts *o = a->o;
-    const struct row_desc *d = a->d;
-    uint64_t seed = o->b.seed + (uint64_t)a->run * 1000003u;
+    const struct measure_ctx *c = ctx;
+    const struct cx_opts *o = c->o;
+    const struct row_desc *d = &c->descs[row - c->rows];
+    uint64_t seed = o->b.seed + (uint64_t)run * 1000003u;
 
     struct shared *s = aligned_alloc(BENCH_CACHELINE, sizeof *s);
     if (!s)
@@ -315,7 +314,7 @@ static int measure(void *argp, struct bench_sample *out)
     }
     if (failed)
         fprintf(stderr, "check: in %s, %d threads, io %d%%, run %d\n", workload_names[d->workload],
-                d->threads, d->io_pct, a->run + 1);
+                d->threads, d->io_pct, run + 1);
     close(s->devnull);
     free(th);
     free(s);
@@ -356,36 +355,17 @@ static const char *lock_label(int lock)
 
 /* --------------------------------------------------------------- report */
 
-static double median_mops(const struct bench_row *r)
+static double median_mops(const struct bench_row *r, double *min, double *max)
 {
     double v[BENCH_MAX_RUNS];
-    int n = r->nsamples;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < r->nsamples; i++)
         v[i] = r->s[i].mops;
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    if (n == 0)
-        return 0;
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return bench_median(v, r->nsamples, min, max);
 }
-
 
 static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *ri)
 {
-    char host[256], cpu[256], thr[128] = "", io[64] = "", wl[64] = "", locks[128] = "";
-    struct utsname un;
-    if (gethostname(host, sizeof host) != 0)
-        snprintf(host, sizeof host, "unknown");
-    host[sizeof host - 1] = '\0';
-    if (uname(&un) != 0)
-        memset(&un, 0, sizeof un);
-    bench_cpu_model(cpu, sizeof cpu);
-    for (int i = 0; i < o->b.nthreads; i++)
-        snprintf(thr + strlen(thr), sizeof thr - strlen(thr), "%s%d", i ? "," : "", o->b.threads[i]);
+    char io[64] = "", wl[64] = "", locks[128] = "";
     for (int i = 0; i < o->nio; i++)
         snprintf(io + strlen(io), sizeof io - strlen(io), "%s%d", i ? "," : "", o->io[i]);
     for (int i = 0; i < o->nworkloads; i++)
@@ -395,14 +375,7 @@ static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *r
         snprintf(locks + strlen(locks), sizeof locks - strlen(locks), "%s%s", i ? "," : "",
                  lock_label(o->locks[i]));
 
-    printf("=== txkit-bench-cx: cx locks vs pthread_mutex ===\n");
-    printf("host      %s, %s %s, %ld CPUs online, %d usable\n", host, un.sysname, un.release,
-           sysconf(_SC_NPROCESSORS_ONLN), bench_ncpus());
-    printf("cpu       %s\n", cpu);
-    printf("rtm       %s: %s (vendor %s, cpuid rtm=%d, probe %d/%d)\n",
-           ri->usable ? "usable" : "NOT usable", ri->reason[0] ? ri->reason : "no reason given",
-           ri->vendor[0] ? ri->vendor : "?", ri->cpuid_rtm, ri->probe_commits, ri->probe_tries);
-    printf("txkit     %s\n", txkit_version());
+    double load1 = bench_print_machine(stdout, "txkit-bench-cx: cx locks vs pthread_mutex");
     printf("locks     %s\n", locks);
     printf("mutex     pthread_mutex_lock from %s%s\n", g_mutex_where,
            g_preload ? (ri->usable ? " (txkit elides default mutexes like cx_optimistic)"
@@ -415,9 +388,8 @@ static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *r
            o->buckets, o->size, 2 * o->size, o->update_pct);
     printf("io        %s%% of operations write 1 byte to /dev/null inside the section "
            "(cx: after cx_need_exclusive())\n", io);
-    printf("threads   %s (pinned round-robin when threads <= %d CPUs)\n", thr, bench_ncpus());
-    printf("duration  %.3g s per measurement, %d run%s (median), each in a child process\n",
-           o->b.seconds, o->b.runs, o->b.runs > 1 ? "s" : "");
+    bench_print_run(stdout, o->b.threads, o->b.nthreads, o->b.seconds, o->b.runs);
+    bench_print_load_warning(stdout, load1);
     if (!ri->usable)
         printf("NOTE      no usable RTM: every cx section runs exclusive (a ticket lock) and "
                "elision does nothing; the cx targets need RTM\n");
@@ -427,42 +399,29 @@ static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *r
 static int report(const struct cx_opts *o, const struct row_desc *descs, const struct bench_row *rows,
                   int nrows, const struct txkit_rtm_info *ri)
 {
-    char host[256];
-    if (gethostname(host, sizeof host) != 0)
-        snprintf(host, sizeof host, "unknown");
-    host[sizeof host - 1] = '\0';
-    for (char *p = host; *p; p++)
-        if (*p == ',')
-            *p = '_';
-
     FILE *csv = NULL;
-    if (o->b.csv) {
-        struct stat st;
-        int fresh = stat(o->b.csv, &st) != 0 || st.st_size == 0;
-        csv = fopen(o->b.csv, "a");
-        if (!csv) {
-            fprintf(stderr, "%s: %s\n", o->b.csv, strerror(errno));
-        } else if (fresh) {
-            fprintf(csv, "bench,host,rtm,workload,lock,threads,io_pct,mops,ns_per_op,vs_mutex_same_process,"
-                         "cx_optimistic_pct,runs,status\n");
-        }
-    }
+    if (o->b.csv)
+        csv = bench_csv_open(o->b.csv, "bench,host,rtm,workload,lock,threads,io_pct,mops,ns_per_op,"
+                                       "vs_mutex_same_process,cx_optimistic_pct,runs,status,"
+                                       "mops_min,mops_max,oversubscribed");
 
     char vs[64];
     snprintf(vs, sizeof vs, "vs %s", g_mutex_label);
-    printf("\n%-11s %4s %-22s %7s %10s %10s %13s %8s  %s\n", "workload", "io%", "lock", "threads",
-           "Mops/s", "ns/op", vs, "cx opt%", "check");
+    printf("\n%-11s %4s %-22s %7s %10s %6s %10s %13s %8s  %s\n", "workload", "io%", "lock", "threads",
+           "Mops/s", "spread", "ns/op", vs, "cx opt%", "check");
     for (int i = 0; i < nrows; i++) {
         const struct row_desc *d = &descs[i];
         const struct bench_row *r = &rows[i];
-        double mops = median_mops(r);
+        double mn, mx, mops = median_mops(r, &mn, &mx);
+        char spread[16];
+        bench_fmt_spread(spread, sizeof spread, mops, mn, mx, r->nsamples);
         /* pthread_mutex at the same thread count, workload and io share */
         double base = 0;
         for (int j = 0; j < nrows; j++)
             if (descs[j].lock == L_MUTEX && descs[j].workload == d->workload &&
                 descs[j].io_pct == d->io_pct && descs[j].threads == d->threads &&
                 rows[j].state == ROW_OK && rows[j].nsamples > 0)
-                base = median_mops(&rows[j]);
+                base = median_mops(&rows[j], NULL, NULL);
         uint64_t sampled = 0, opt = 0;
         for (int k = 0; k < r->nsamples; k++) {
             sampled += r->s[k].itm_attempts;
@@ -484,15 +443,16 @@ static int report(const struct cx_opts *o, const struct row_desc *descs, const s
         }
         if (d->lock == L_CX && sampled > 0)
             snprintf(optpct, sizeof optpct, "%.1f", 100.0 * (double)opt / (double)sampled);
-        printf("%-11s %4d %-22s %7d %10s %10s %13s %8s  %s%s%s\n", workload_names[d->workload],
-               d->io_pct, lock_label(d->lock), d->threads, mo, ns, ratio, optpct, status,
-               r->note[0] ? ": " : "", r->note);
+        int over = bench_oversubscribed(d->threads);
+        printf("%-11s %4d %-22s %7d %10s %6s %10s %13s %8s  %s%s%s%s\n", workload_names[d->workload],
+               d->io_pct, lock_label(d->lock), d->threads, mo, spread, ns, ratio, optpct, status,
+               r->note[0] ? ": " : "", r->note, over ? " (oversubscribed)" : "");
         if (csv)
-            fprintf(csv, "cx,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%d,%s\n", host,
+            fprintf(csv, "cx,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%d,%s,%.6f,%.6f,%d\n", bench_host(),
                     ri->usable ? "usable" : "none", workload_names[d->workload], lock_label(d->lock),
                     d->threads, d->io_pct, r->nsamples && mops > 0 ? mo : "",
                     r->nsamples && mops > 0 ? ns : "", base > 0 && mops > 0 ? ratio_csv : "",
-                    d->lock == L_CX && sampled ? optpct : "", r->nsamples, status);
+                    d->lock == L_CX && sampled ? optpct : "", r->nsamples, status, mn, mx, over);
     }
     printf("(ns/op: wall time per operation per thread, i.e. threads / throughput; for "
            "'uncontended' the cost of one lock + unlock with an empty section, loop included.\n"
@@ -521,33 +481,10 @@ static void usage(FILE *f)
           f);
     fputs("  -t, --threads N[,N...]  thread counts (default 1,2,4,8)\n"
           "  -s, --seconds S         duration of one measurement (default 0.5)\n"
-          "  -r, --runs R            runs per measurement, median reported (default 1)\n"
+          "  -r, --runs R            runs per measurement, median and spread (default 3)\n"
           "      --csv FILE          append the rows to FILE\n"
           "      --seed N, --quiet, --timeout S, --no-fork: as the other benchmarks\n",
           f);
-}
-
-static void parse_list(const char *opt, const char *v, const char *const *names, int nnames, int *out,
-                       int *n)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", v);
-    *n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int found = 0;
-        for (int k = 0; k < nnames; k++) {
-            if (strcmp(tok, "all") == 0 || strcmp(tok, names[k]) == 0) {
-                int dup = 0;
-                for (int j = 0; j < *n; j++)
-                    dup |= out[j] == k;
-                if (!dup)
-                    out[(*n)++] = k;
-                found = 1;
-            }
-        }
-        if (!found)
-            bench_die("%s: unknown value '%s'", opt, tok);
-    }
 }
 
 int main(int argc, char **argv)
@@ -564,19 +501,12 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (bench_opt(argc, argv, &i, "--workload", &v) || bench_opt(argc, argv, &i, "-w", &v)) {
-            parse_list("--workload", v, workload_names, W_COUNT, o.workloads, &o.nworkloads);
+            o.nworkloads = bench_parse_names("--workload", v, workload_names, W_COUNT, o.workloads);
         } else if (bench_opt(argc, argv, &i, "--lock", &v) || bench_opt(argc, argv, &i, "-l", &v) ||
                    bench_opt(argc, argv, &i, "--method", &v) || bench_opt(argc, argv, &i, "-m", &v)) {
-            parse_list("--lock", v, lock_names, L_COUNT, o.locks, &o.nlocks);
+            o.nlocks = bench_parse_names("--lock", v, lock_names, L_COUNT, o.locks);
         } else if (bench_opt(argc, argv, &i, "--io", &v)) {
-            char buf[128];
-            snprintf(buf, sizeof buf, "%s", v);
-            o.nio = 0;
-            for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (o.nio == MAX_IO)
-                    bench_die("--io: at most %d values", MAX_IO);
-                o.io[o.nio++] = (int)bench_parse_long("--io", t, 0, 100);
-            }
+            o.nio = bench_parse_ints("--io", v, o.io, MAX_IO, 0, 100);
         } else if (bench_opt(argc, argv, &i, "--size", &v)) {
             o.size = bench_parse_long("--size", v, 1, 1L << 26);
         } else if (bench_opt(argc, argv, &i, "--buckets", &v)) {
@@ -592,9 +522,9 @@ int main(int argc, char **argv)
         }
     }
     if (o.nworkloads == 0)
-        parse_list("--workload", "all", workload_names, W_COUNT, o.workloads, &o.nworkloads);
+        o.nworkloads = bench_parse_names("--workload", "all", workload_names, W_COUNT, o.workloads);
     if (o.nlocks == 0)
-        parse_list("--lock", "all", lock_names, L_COUNT, o.locks, &o.nlocks);
+        o.nlocks = bench_parse_names("--lock", "all", lock_names, L_COUNT, o.locks);
     if (o.nio < 0) {
         static const int def_io[] = {0, 1, 10, 50};
         o.nio = 4;
@@ -636,27 +566,8 @@ int main(int argc, char **argv)
                 }
     }
 
-    int failed = 0;
-    for (int run = 0; run < o.b.runs; run++)
-        for (int i = 0; i < nrows; i++) {
-            if (rows[i].state != ROW_OK)
-                continue;
-            if (!o.b.quiet && isatty(STDERR_FILENO)) {
-                fprintf(stderr, "\r  run %d/%d: %-11s io %2d%% %-14s x%-3d ...   ", run + 1, o.b.runs,
-                        workload_names[descs[i].workload], descs[i].io_pct, lock_label(descs[i].lock),
-                        descs[i].threads);
-                fflush(stderr);
-            }
-            struct measure_arg a = {&o, &descs[i], run};
-            int rc = bench_measure(&o.b, &rows[i], run, measure, &a, (size_t)o.size * 64);
-            if (rc != 0) {
-                failed = 1;
-                if (rc > 0)
-                    rows[i].check_failed = 1;
-            }
-        }
-    if (!o.b.quiet && isatty(STDERR_FILENO))
-        fprintf(stderr, "\r%70s\r", "");
+    struct measure_ctx ctx = {&o, descs, rows};
+    int failed = bench_run_rows(&o.b, rows, nrows, measure, &ctx, (size_t)o.size * 64);
 
     if (report(&o, descs, rows, nrows, &ri) != 0)
         failed = 1;

@@ -50,7 +50,7 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
     volatile long s = 0; /* assigned inside the block: -Wclobbered */
     TX_ATOMIC
     {
-        s = total_tx(bk);
+        s = total_tx(bk->acc, bk->n, bk->stride);
     }
     return s;
 }
@@ -63,7 +63,7 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
         if (sys)                       \
             (void)getppid();           \
     } while (0)
-#define TOTAL_SEQ(bk) total_plain(bk)
+#define TOTAL_SEQ(bk) total_plain(bk->acc, bk->n, bk->stride)
 #define TRANSFER_MUTEX(f, t, a)          \
     do {                                 \
         pthread_mutex_lock(&g_mutex);    \
@@ -79,7 +79,7 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
 #define TOTAL_MUTEX(bk)                  \
     __extension__({                      \
         pthread_mutex_lock(&g_mutex);    \
-        long _s = total_plain(bk);       \
+        long _s = total_plain(bk->acc, bk->n, bk->stride);       \
         pthread_mutex_unlock(&g_mutex);  \
         _s;                              \
     })
@@ -98,7 +98,7 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
 #define TOTAL_RWLOCK(bk)                   \
     __extension__({                        \
         pthread_rwlock_rdlock(&g_rwlock);  \
-        long _s = total_plain(bk);         \
+        long _s = total_plain(bk->acc, bk->n, bk->stride);         \
         pthread_rwlock_unlock(&g_rwlock);  \
         _s;                                \
     })
@@ -210,7 +210,7 @@ static int bank_measure(void *arg, const struct bench_row *r, int run, struct be
         out->anomalies += th[i].bad;
     free(th);
 
-    long total = total_plain(bk), wrong = 0, first = -1;
+    long total = total_plain(bk->acc, bk->n, bk->stride), wrong = 0, first = -1;
     for (long a = 0; a < bk->n; a++) {
         long want = bk->initial;
         for (int i = 0; i < r->threads; i++)
@@ -271,13 +271,7 @@ int main(int argc, char **argv)
     double sum_pct = 0, sys_pct = 0;
     int pad = 0;
 
-    bench_opts_init(&o);
-    o.methods[0] = BM_SEQ;
-    o.methods[1] = BM_MUTEX;
-    o.methods[2] = BM_AUTO;
-    o.nmethods = 3;
-    o.threads[0] = 1;
-    o.nthreads = 1;
+    bench_opts_init_methods(&o);
 
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -351,19 +345,13 @@ int main(int argc, char **argv)
     int failed = bench_run_rows(&o, rows, nrows, bank_measure, &br, bytes);
 
     int rc = bench_report(&desc, &o, rows, nrows);
-    int crashed = 0, check_failed = 0, runs = 0;
-    for (int k = 0; k < nrows; k++) {
-        crashed |= rows[k].state == ROW_CRASH || rows[k].state == ROW_TIMEOUT;
-        check_failed |= rows[k].check_failed;
-        runs += rows[k].nsamples;
-    }
-    if (crashed)
-        printf("FAIL: a measurement crashed or timed out (see the table)\n");
-    if (check_failed)
+    struct bench_outcome oc;
+    bench_outcome(rows, nrows, &oc);
+    if (oc.check_failed)
         printf("check: FAIL (a balance, the total or a read-only sum was wrong; details on stderr)\n");
     else
         printf("check: ok (after each of %d runs: total %ld unchanged, every balance equal to "
-               "initial + the transfers that returned%s)\n", runs, bk.expect,
+               "initial + the transfers that returned%s)\n", oc.runs, bk.expect,
                bk.sum_bp ? ", every read-only sum equal to the total" : "");
     free(rows);
     free(bk.acc);

@@ -67,7 +67,7 @@ __attribute__((noinline)) long total_itmop(const struct bank *bk)
     {
         if (probe)
             itm_probe_attempt();
-        s = total_plain(bk);
+        s = total_plain(bk->acc, bk->n, bk->stride);
         if (probe)
             itm_probe_end();
     }

@@ -27,14 +27,7 @@ static const char *const struct_names[] = {"list", "hash", "tree"};
 #define DS_FREE(p) free(p)
 #define DS_BAD() bench_die("intset: corrupt structure (%s:%d)", __FILE__, __LINE__)
 #define DS_OOM() bench_die("out of memory")
-#include "intset_ds.h"
-#undef DS_NAME
-#undef DS_LD
-#undef DS_ST
-#undef DS_ALLOC
-#undef DS_FREE
-#undef DS_BAD
-#undef DS_OOM
+#include "intset_ds.h" /* bench/workloads; undefines the DS_ macros */
 
 /* Transactional: auto, htm, stm, serial. An impossible shape can only be seen
  * by a transaction that read an inconsistent state: count it and retry (an
@@ -52,14 +45,7 @@ static void tx_inconsistent(void)
 #define DS_FREE(p) tx_free(p)
 #define DS_BAD() tx_inconsistent()
 #define DS_OOM() bench_die("out of memory")
-#include "intset_ds.h"
-#undef DS_NAME
-#undef DS_LD
-#undef DS_ST
-#undef DS_ALLOC
-#undef DS_FREE
-#undef DS_BAD
-#undef DS_OOM
+#include "intset_ds.h" /* bench/workloads; undefines the DS_ macros */
 
 /* --------------------------------------------------------- one operation each
  *
@@ -423,13 +409,7 @@ int main(int argc, char **argv)
     long size = 4096, nbuckets = 1024;
     double update = 10.0;
 
-    bench_opts_init(&o);
-    o.methods[0] = BM_SEQ;
-    o.methods[1] = BM_MUTEX;
-    o.methods[2] = BM_AUTO;
-    o.nmethods = 3;
-    o.threads[0] = 1;
-    o.nthreads = 1;
+    bench_opts_init_methods(&o);
 
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -495,20 +475,13 @@ int main(int argc, char **argv)
     int failed = bench_run_rows(&o, rows, nrows, intset_measure, &ir, mem_hint);
 
     int rc = bench_report(&desc, &o, rows, nrows);
-    int crashed = 0, anomalies = 0, check_failed = 0;
-    for (int k = 0; k < nrows; k++) {
-        crashed |= rows[k].state == ROW_CRASH || rows[k].state == ROW_TIMEOUT;
-        check_failed |= rows[k].check_failed;
-        for (int j = 0; j < rows[k].nsamples; j++)
-            anomalies |= rows[k].s[j].anomalies != 0;
-    }
-    if (anomalies)
+    struct bench_outcome oc;
+    bench_outcome(rows, nrows, &oc);
+    if (oc.anomalies)
         printf("WARNING: transactions saw an impossible structure shape (see 'anomalies'): "
                "the TM let a transaction read an inconsistent state\n");
-    if (crashed)
-        printf("FAIL: a measurement crashed or timed out (see the table)\n");
     if (verify)
-        printf("verify: %s\n", check_failed ? "FAIL (details above on stderr)"
+        printf("verify: %s\n", oc.check_failed ? "FAIL (details above on stderr)"
                                              : "ok (structure invariants and size after every run)");
     free(rows);
     return failed ? 1 : rc ? 2 : 0;

@@ -9,10 +9,7 @@
 
 #include "bench_util.h"
 
-struct lnode {
-    long key;
-    struct lnode *next;
-};
+struct lnode; /* bench/workloads/chain_ds.h */
 
 struct tnode {
     long key;

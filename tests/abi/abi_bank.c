@@ -28,12 +28,14 @@
 
 #include "../runtime/stress_env.h"
 #include "abi_common.h"
+#include "bank_ds.h" /* bench/workloads: the benchmarks' bank operations */
 
 #define NACC 64
 #define NXFER 2
 #define INITIAL 1000
 
 static long accounts[NACC];
+BANK_DEFINE(plain, PLAIN_LD, PLAIN_ST)
 static long ox, oy = 1; /* invariant: oy == 2 * ox + 1 */
 static long oracle_sum; /* what the readers saw, summed (shared, transactional) */
 
@@ -56,8 +58,7 @@ ABI_PURE static void pause_a_little(unsigned n) {
 __attribute__((noinline)) static void transfer(int from, int to, long amount) {
     __transaction_atomic {
         abi_count_attempt();
-        accounts[from] -= amount;
-        accounts[to] += amount;
+        transfer_plain(&accounts[from], &accounts[to], amount);
     }
 }
 
@@ -87,9 +88,7 @@ __attribute__((noinline)) static long audit(void) {
     const long total = (long)NACC * INITIAL;
     long sum;
     __transaction_atomic {
-        sum = 0;
-        for (int a = 0; a < NACC; a++)
-            sum += accounts[a];
+        sum = total_plain(accounts, NACC, 1);
         if (sum != total)
             note_violation(&audit_violations);
     }

@@ -359,69 +359,40 @@ static void opacity_verify(void) {
 
 /* ======================================================== sorted chains */
 
-struct node {
-    long key;
-    struct node *next;
-};
+/* The sorted chain of the benchmarks' list and hash set, written once
+ * (bench/workloads/chain_ds.h), instantiated here with txkit's barriers. A
+ * walk that sees keys that do not increase, or a chain longer than the key
+ * range of the running workload, is an inconsistent view: counted for the
+ * thread, and the walk stops there. */
+static _Thread_local struct worker *tl_worker; /* set by worker_main */
+static long chain_max_len;                      /* set by list_init / hs_init */
 
-/* Inside a transaction: find where key k belongs in the chain that *head
- * starts. Returns the link to update; *curp is the first node with key >= k.
- * A chain that is not strictly increasing, or too long, is an inconsistent
- * view: counted, and the walk stops there. */
-static struct node **chain_find(struct worker *w, struct node **head, long k,
-                                struct node **curp, long max_len) {
-    struct node **link = head;
-    struct node *cur = TX_LOAD(link);
-    long last = LONG_MIN, steps = 0;
-    while (cur) {
-        long ck = TX_LOAD(&cur->key);
-        if (ck <= last || ++steps > max_len) {
-            w->violations++;
-            cur = NULL;
-            break;
-        }
-        if (ck >= k)
-            break;
-        last = ck;
-        link = &cur->next;
-        cur = TX_LOAD(link);
-    }
-    *curp = cur;
-    return link;
-}
-
-static int chain_contains(struct worker *w, struct node **head, long k, long max_len) {
-    struct node *cur;
-    chain_find(w, head, k, &cur, max_len);
-    return cur && TX_LOAD(&cur->key) == k;
-}
-
-static int chain_insert(struct worker *w, struct node **head, long k, long max_len) {
-    struct node *cur;
-    struct node **link = chain_find(w, head, k, &cur, max_len);
-    if (cur && TX_LOAD(&cur->key) == k)
+static int chain_bad(long last, long key, long steps) {
+    if (key > last && steps <= chain_max_len)
         return 0;
-    struct node *n = tx_malloc(sizeof *n);
-    CHECK(n != NULL);
-    n->key = k; /* private until linked */
-    TX_STORE(&n->next, cur);
-    TX_STORE(link, n);
+    tl_worker->violations++;
     return 1;
 }
 
-static int chain_remove(struct worker *w, struct node **head, long k, long max_len) {
-    struct node *cur;
-    struct node **link = chain_find(w, head, k, &cur, max_len);
-    if (!cur || TX_LOAD(&cur->key) != k)
-        return 0;
-    TX_STORE(link, TX_LOAD(&cur->next));
-    tx_free(cur);
-    return 1;
-}
+#define DS_NAME(x) x##_tx
+#define DS_LD(p) TX_LOAD(p)
+#define DS_ST(p, v) TX_STORE(p, v)
+#define DS_ALLOC(n) tx_malloc(n)
+#define DS_FREE(p) tx_free(p)
+#define DS_OOM() CHECK_MSG(0, "tx_malloc failed")
+#define DS_CHAIN_BAD(last, key, steps) chain_bad(last, key, steps)
+#include "chain_ds.h"
+#undef DS_NAME
+#undef DS_LD
+#undef DS_ST
+#undef DS_ALLOC
+#undef DS_FREE
+#undef DS_OOM
+#undef DS_CHAIN_BAD
 
 /* Outside transactions, after the run: length of a valid chain, whose keys
  * must be strictly increasing, in [0, key_range), and satisfy ok(). */
-static long chain_check(struct node *n, long key_range, long bucket, long (*where)(long)) {
+static long chain_check(struct lnode *n, long key_range, long bucket, long (*where)(long)) {
     long len = 0, last = -1;
     for (; n; n = n->next) {
         CHECK_MSG(n->key > last, "chain not strictly increasing: %ld after %ld", n->key, last);
@@ -436,9 +407,9 @@ static long chain_check(struct node *n, long key_range, long bucket, long (*wher
     return len;
 }
 
-static void chain_free(struct node *n) {
+static void chain_free(struct lnode *n) {
     while (n) {
-        struct node *next = n->next;
+        struct lnode *next = n->next;
         tx_free(n);
         n = next;
     }
@@ -447,15 +418,16 @@ static void chain_free(struct node *n) {
 /* ================================================================== list */
 
 #define LIST_KEYS 256
-static struct node *list_head;
+static struct lnode *list_head;
 static long list_initial;
 
 static void list_init(void) {
-    struct node **link = &list_head;
+    struct lnode **link = &list_head;
+    chain_max_len = LIST_KEYS;
     list_head = NULL;
     list_initial = 0;
     for (long k = 0; k < LIST_KEYS; k += 2) {
-        struct node *n = tx_malloc(sizeof *n);
+        struct lnode *n = tx_malloc(sizeof *n);
         CHECK(n != NULL);
         n->key = k;
         n->next = NULL;
@@ -466,17 +438,17 @@ static void list_init(void) {
 }
 
 static void list_insert(struct worker *w, long k) {
-    TX_ATOMIC { w->res = chain_insert(w, &list_head, k, LIST_KEYS); }
+    TX_ATOMIC { w->res = chain_insert_tx(&list_head, k); }
     w->inserted += w->res;
 }
 
 static void list_delete(struct worker *w, long k) {
-    TX_ATOMIC { w->res = chain_remove(w, &list_head, k, LIST_KEYS); }
+    TX_ATOMIC { w->res = chain_delete_tx(&list_head, k); }
     w->deleted += w->res;
 }
 
 static void list_lookup(struct worker *w, long k) {
-    TX_ATOMIC { w->res = chain_contains(w, &list_head, k, LIST_KEYS); }
+    TX_ATOMIC { w->res = chain_contains_tx(&list_head, k); }
 }
 
 static void list_op(struct worker *w) {
@@ -508,7 +480,7 @@ static void list_verify(void) {
 #define HS_BUCKETS 1024
 #define HS_KEYS 4096
 struct bucket {
-    struct node *head;
+    struct lnode *head;
     long count;
 };
 static struct bucket buckets[HS_BUCKETS];
@@ -520,11 +492,12 @@ static long hs_bucket_of(long k) {
 
 static void hs_init(void) {
     memset(buckets, 0, sizeof buckets);
+    chain_max_len = HS_KEYS;
     hs_initial = 0;
     /* Insert in decreasing order at the heads: each chain ends up sorted. */
     for (long k = HS_KEYS - 2; k >= 0; k -= 2) {
         struct bucket *b = &buckets[hs_bucket_of(k)];
-        struct node *n = tx_malloc(sizeof *n);
+        struct lnode *n = tx_malloc(sizeof *n);
         CHECK(n != NULL);
         n->key = k;
         n->next = b->head;
@@ -535,45 +508,45 @@ static void hs_init(void) {
 }
 
 /* In a transaction: insert or remove k and keep its bucket's count. */
-static int hs_insert_in_tx(struct worker *w, long k) {
+static int hs_insert_in_tx(long k) {
     struct bucket *b = &buckets[hs_bucket_of(k)];
-    if (!chain_insert(w, &b->head, k, HS_KEYS))
+    if (!chain_insert_tx(&b->head, k))
         return 0;
     TX_STORE(&b->count, TX_LOAD(&b->count) + 1);
     return 1;
 }
 
-static int hs_remove_in_tx(struct worker *w, long k) {
+static int hs_remove_in_tx(long k) {
     struct bucket *b = &buckets[hs_bucket_of(k)];
-    if (!chain_remove(w, &b->head, k, HS_KEYS))
+    if (!chain_delete_tx(&b->head, k))
         return 0;
     TX_STORE(&b->count, TX_LOAD(&b->count) - 1);
     return 1;
 }
 
 static void hs_insert(struct worker *w, long k) {
-    TX_ATOMIC { w->res = hs_insert_in_tx(w, k); }
+    TX_ATOMIC { w->res = hs_insert_in_tx(k); }
     w->inserted += w->res;
 }
 
 static void hs_delete(struct worker *w, long k) {
-    TX_ATOMIC { w->res = hs_remove_in_tx(w, k); }
+    TX_ATOMIC { w->res = hs_remove_in_tx(k); }
     w->deleted += w->res;
 }
 
 static void hs_lookup(struct worker *w, long k) {
-    TX_ATOMIC { w->res = chain_contains(w, &buckets[hs_bucket_of(k)].head, k, HS_KEYS); }
+    TX_ATOMIC { w->res = chain_contains_tx(&buckets[hs_bucket_of(k)].head, k); }
 }
 
 /* Atomically replace a by b when a is present and b is not. */
 static void hs_move(struct worker *w, long a, long b) {
     TX_ATOMIC {
         w->res = 0;
-        if (chain_contains(w, &buckets[hs_bucket_of(a)].head, a, HS_KEYS) &&
-            !chain_contains(w, &buckets[hs_bucket_of(b)].head, b, HS_KEYS)) {
-            if (!hs_remove_in_tx(w, a))
+        if (chain_contains_tx(&buckets[hs_bucket_of(a)].head, a) &&
+            !chain_contains_tx(&buckets[hs_bucket_of(b)].head, b)) {
+            if (!hs_remove_in_tx(a))
                 w->violations++; /* it was there a moment ago */
-            if (!hs_insert_in_tx(w, b))
+            if (!hs_insert_in_tx(b))
                 w->violations++;
             w->res = 1;
         }
@@ -588,7 +561,7 @@ static void hs_audit(struct worker *w, long first) {
             long bi = (first + j * 131) % HS_BUCKETS;
             long count = TX_LOAD(&buckets[bi].count);
             long len = 0, last = -1;
-            for (struct node *n = TX_LOAD(&buckets[bi].head); n; n = TX_LOAD(&n->next)) {
+            for (struct lnode *n = TX_LOAD(&buckets[bi].head); n; n = TX_LOAD(&n->next)) {
                 long key = TX_LOAD(&n->key);
                 if (key <= last || hs_bucket_of(key) != bi || ++len > HS_KEYS) {
                     w->violations++;
@@ -646,6 +619,7 @@ static void (*const op_fns[])(struct worker *) = {bank_op, opacity_op, list_op, 
 
 static void *worker_main(void *p) {
     struct worker *w = p;
+    tl_worker = w;
     if (w->method >= 0) {
         CHECK_EQ(txkit_set_thread_method(w->method), 0);
         CHECK_EQ(txkit_get_method(), w->method);

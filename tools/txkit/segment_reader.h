@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "stats/format.h"
+#include "format.h" /* src/stats/format.h, shared with the library */
 
 #define TKR_FILE_MAX 256
 

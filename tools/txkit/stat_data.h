@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stats/format.h"
+#include "format.h" /* src/stats/format.h, shared with the library */
 
 struct tkr_proc;
 struct tkr_scan;

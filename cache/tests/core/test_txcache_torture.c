@@ -32,7 +32,7 @@
 
 #include <txkit.h>
 
-#include "../runtime/stress_env.h"
+#include "stress_env.h" /* tests/runtime */
 #include "txcache.h"
 
 #define MAX_THREADS 64

@@ -1,13 +1,13 @@
-# tests/apache/lib.sh - helpers for the mod_cache_tx end-to-end tests.
+# cache/tests/apache/lib.sh - helpers for the mod_cache_tx end-to-end tests.
 # Sourced by the test scripts, which run as:  TEST BUILD_DIR SOURCE_DIR PORT [MODE]
-# Each test starts its own Apache (bench/apache/txhttpd.sh) in a scratch
+# Each test starts its own Apache (cache/bench/apache/txhttpd.sh) in a scratch
 # directory on its own port, and on exit stops it and checks that it shut
 # down cleanly (no child killed by a signal, no process left behind).
 set -euo pipefail
 
 BUILD=$1 SRC=$2 PORT=$3 MODE=${4:-tx}
 export TXKIT_BUILD=$BUILD
-TXHTTPD=$SRC/bench/apache/txhttpd.sh
+TXHTTPD=$SRC/cache/bench/apache/txhttpd.sh
 BASE=http://127.0.0.1:$PORT
 T=$(mktemp -d /tmp/txkit-apache-test.XXXXXX)
 chmod 755 "$T" # the server runs as www-data when we are root
@@ -30,7 +30,7 @@ need_basics() {
   command -v curl >/dev/null || skip "curl is not installed"
   case "$MODE" in
     nocache|socache) ;;
-    *) [ -f "$BUILD/src/apache/mod_cache_tx.so" ] || skip "mod_cache_tx.so was not built" ;;
+    *) [ -f "$BUILD/cache/apache/mod_cache_tx.so" ] || skip "mod_cache_tx.so was not built" ;;
   esac
 }
 need_man2html() {

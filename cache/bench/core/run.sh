@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/cache/run.sh BUILD_DIR [OUTDIR] - the mod_cache_tx core under Zipf
+# cache/bench/core/run.sh BUILD_DIR [OUTDIR] - the mod_cache_tx core under Zipf
 # request streams, every sync mode, and tx on both libitm-ABI runtimes.
 #
 # Three runs of txkit-bench-cache (GDSF, 1000 pages, 500 objects cached),
@@ -16,79 +16,70 @@
 # cx/lock at 2 threads for s = 1, 2) and cache.png (ops/s vs threads, one
 # panel per s) when gnuplot is installed. About 30 s with the defaults.
 #
-# Environment: TXKIT_BENCH_SECONDS (per measurement, default 0.4),
-# TXKIT_BENCH_RUNS (median of, default 1).
+# Environment: TXKIT_BENCH_SECONDS (per measurement, default 0.1),
+# TXKIT_BENCH_RUNS (median of, default 3).
 # Exit status: 0; 1 if a measurement failed its checks or the libitm run did
 # not run on libitm; 2 on a usage error or missing binary.
 set -u
-
-BUILD=${1:-}
-if [ -z "$BUILD" ]; then
-    echo "usage: bench/cache/run.sh BUILD_DIR [OUTDIR]" >&2
-    exit 2
-fi
+. "$(dirname "$0")/../../../bench/harness/lib.sh"
+[ -n "${1:-}" ] || { echo "usage: cache/bench/core/run.sh BUILD_DIR [OUTDIR]" >&2; exit 2; }
+bench_init cache/bench/core/run.sh "$1"
+bench_settings 0.1 3
 OUT=${2:-$BUILD/bench-results/cache}
-SECS=${TXKIT_BENCH_SECONDS:-0.4}
-RUNS=${TXKIT_BENCH_RUNS:-1}
-BIN=$BUILD/bench/cache/txkit-bench-cache
-if [ ! -x "$BIN" ]; then
-    echo "run.sh: $BIN not found (build the txkit-bench-cache target first)" >&2
-    exit 2
-fi
-case $RUNS in
-    '' | *[!0-9]* | 0) echo "run.sh: TXKIT_BENCH_RUNS='$RUNS' is not a positive integer" >&2; exit 2 ;;
-esac
+BIN=$(need_bin txkit-bench-cache) || exit 2
 mkdir -p "$OUT" || exit 2
 rm -f "$OUT"/cache-*.csv "$OUT/cache.csv" "$OUT/cache.png"
 LOG=$OUT/log.txt
 : >"$LOG"
-status=0
-common=(--zipf 0.1,1,2 --threads 1,2,4 --seconds "$SECS" --runs "$RUNS" --quiet)
+common=(--zipf 0.1,1,2 --threads 1,2,4 --seconds "$SECS" --runs "$RUNS" --timeout "$TIMEOUT" --quiet)
 
-run() { # name, then env assignments and binary arguments
+cache() { # name, then env assignments and binary arguments
     local name=$1
     shift
     echo "== $name: $*" | tee -a "$LOG"
-    env "$@" "${common[@]}" --csv "$OUT/cache-$name.csv" >"$OUT/$name.out" 2>&1
-    local rc=$?
-    cat "$OUT/$name.out" >>"$LOG"
-    cat "$OUT/$name.out"
+    run "the $name run" env "$@" "${common[@]}" --csv "$OUT/cache-$name.csv" >"$OUT/$name.out" 2>&1
+    cat "$OUT/$name.out" | tee -a "$LOG"
     rm -f "$OUT/$name.out"
-    [ $rc -eq 0 ] || { echo "run.sh: the $name run failed (exit $rc)" | tee -a "$LOG"; status=1; }
 }
 
-run auto TXKIT_METHOD=auto "$BIN" --sync lock,tx,cx
-run stm TXKIT_METHOD=stm "$BIN" --sync lock,tx
+cache auto TXKIT_METHOD=auto "$BIN" --sync lock,tx,cx
+cache stm TXKIT_METHOD=stm "$BIN" --sync lock,tx
 
 LIBITM=$(${CC:-gcc} -print-file-name=libitm.so.1 2>/dev/null)
 if [ -n "$LIBITM" ] && [ -f "$LIBITM" ]; then
-    run libitm LD_PRELOAD="$LIBITM" "$BIN" --sync lock,tx
+    cache libitm LD_PRELOAD="$LIBITM" "$BIN" --sync lock,tx
     if ! grep -q '^tx mode runs on: libitm' "$LOG"; then
         echo "run.sh: the libitm run did not run on GCC's libitm (see $LOG)" | tee -a "$LOG"
-        status=1
+        FAILED+=("libitm run not on libitm")
     fi
 else
     echo "run.sh: GCC's libitm.so.1 not found: no libitm run" | tee -a "$LOG"
 fi
 
-# all rows, one header
-first=1
-for f in "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-libitm.csv; do
-    [ -f "$f" ] || continue
-    if [ $first = 1 ]; then cat "$f"; first=0; else tail -n +2 "$f"; fi
-done >"$OUT/cache.csv"
+csv_cat "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-libitm.csv >"$OUT/cache.csv"
 
-# summary: ratio to lock (same run) at 2 threads, s = 1 and 2
+# targets: tx and cx against lock measured side by side in the same run, at
+# 2 threads, s = 1 and 2
 {
-    echo "ratio to lock (same run, side by side) at 2 threads; target >= 1.5"
-    printf '%-22s %8s %8s\n' "sync" "s=1" "s=2"
-    for f in "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-libitm.csv; do
+    echo
+    echo "=== cache core summary: Mops/s median of $RUNS x $SECS s, ratio to lock in the same run ==="
+    for run in auto stm libitm; do
+        f=$OUT/cache-$run.csv
         [ -f "$f" ] || continue
-        awk -F, 'NR > 1 && $8 == 2 && $2 != "lock" && ($7 == 1 || $7 == 2) {
-                     r[$3 "|" $7] = $17; seen[$3] = 1 }
-                 END { for (l in seen) printf "%-22s %8s %8s\n", l, r[l "|1"], r[l "|2"] }' "$f"
+        for sync in tx cx; do
+            label=$(csv_get "$f" label sync=$sync)
+            [ -n "$label" ] || continue
+            for s in 1 2; do
+                st=$(csv_get "$f" status sync=$sync zipf=$s threads=2)
+                note=""
+                [ "$st" = ok ] || note="not a valid result: ${st:-missing}"
+                target "$label / lock, s=$s, 2 threads" "$(csv_get "$f" vs_lock sync=$sync zipf=$s threads=2)" \
+                    ">=" 1.5 "$note"
+            done
+        done
     done
 } | tee "$OUT/summary.txt" | tee -a "$LOG"
+count_targets "$OUT/summary.txt"
 
 if command -v gnuplot >/dev/null 2>&1; then
     # one data file per (label, s): threads ops/s; lock and cx from the auto run
@@ -103,7 +94,7 @@ if command -v gnuplot >/dev/null 2>&1; then
                 lab = $3; gsub(/[^A-Za-z0-9]/, "_", lab)
                 file = d "/" lab "_s" $7 ".dat"
                 if (!(file in started)) { print "# " $3 > file; started[file] = 1 }
-                print $8, $14 >> file }' "$f"
+                print $8, $22 >> file }' "$f"
     done
     plots=""
     for s in 0.1 1 2; do
@@ -122,7 +113,7 @@ set terminal png size 1500,500 noenhanced
 set output '$OUT/cache.png'
 set multiplot layout 1,3 title 'txkit-bench-cache: mod_cache_tx core, ops/s vs threads ($(hostname))'
 set xlabel 'threads'
-set ylabel 'requests/s'
+set ylabel 'Mops/s (median)'
 set logscale x 2
 set xtics (1, 2, 4)
 set key top left
@@ -134,4 +125,4 @@ else
     echo "run.sh: gnuplot is not installed: no plot (apt-get install gnuplot-nox)" | tee -a "$LOG"
 fi
 echo "results: $OUT (cache.csv, summary.txt, log.txt)"
-exit $status
+bench_finish

@@ -1,8 +1,9 @@
-/* intset_ds.h - the integer-set data structures, written once.
+/* intset_ds.h - the integer-set data structures, written once: sorted list
+ * and hash set over the sorted chain of chain_ds.h, red-black tree.
  *
  * This file is included several times, by intset.c and by intset_itm.c, each
  * time with a different set of access macros, so that every method runs
- * exactly the same code:
+ * exactly the same code; each inclusion ends by undefining them:
  *
  *   DS_NAME(x)      the name of function x in this instantiation (x_plain, x_tx)
  *   DS_LD(p)        read the shared word *p
@@ -18,57 +19,13 @@
  * DS_LD / DS_ST, including keys (a deleted node's key may be overwritten by
  * the allocator once the node is freed).
  *
- * The types (struct lnode, struct tnode, struct intset) and TREE_MAXH come
- * from intset.h, included before the first inclusion.
+ * The types (struct tnode, struct intset) and TREE_MAXH come from intset.h,
+ * included before the first inclusion; struct lnode from chain_ds.h.
  */
 
 /* ------------------------------------------------- sorted chain (list, hash) */
 
-/* Is key in the sorted chain that starts at *headp? */
-static inline int DS_NAME(chain_contains)(struct lnode *const *headp, long key)
-{
-    const struct lnode *n = DS_LD(headp);
-    long k = 0;
-    while (n && (k = DS_LD(&n->key)) < key)
-        n = DS_LD(&n->next);
-    return n && k == key;
-}
-
-static inline int DS_NAME(chain_insert)(struct lnode **headp, long key)
-{
-    struct lnode **pp = headp;
-    struct lnode *n = DS_LD(pp);
-    long k = 0;
-    while (n && (k = DS_LD(&n->key)) < key) {
-        pp = &n->next;
-        n = DS_LD(pp);
-    }
-    if (n && k == key)
-        return 0;
-    struct lnode *fresh = DS_ALLOC(sizeof *fresh);
-    if (!fresh)
-        DS_OOM();
-    fresh->key = key;
-    fresh->next = n;
-    DS_ST(pp, fresh);
-    return 1;
-}
-
-static inline int DS_NAME(chain_delete)(struct lnode **headp, long key)
-{
-    struct lnode **pp = headp;
-    struct lnode *n = DS_LD(pp);
-    long k = 0;
-    while (n && (k = DS_LD(&n->key)) < key) {
-        pp = &n->next;
-        n = DS_LD(pp);
-    }
-    if (!n || k != key)
-        return 0;
-    DS_ST(pp, DS_LD(&n->next));
-    DS_FREE(n);
-    return 1;
-}
+#include "chain_ds.h"
 
 /* -------------------------------------------------------------- sorted list */
 
@@ -380,3 +337,11 @@ static int DS_NAME(tree_delete)(struct intset *s, long key)
     }
     return 1;
 }
+
+#undef DS_NAME
+#undef DS_LD
+#undef DS_ST
+#undef DS_ALLOC
+#undef DS_FREE
+#undef DS_BAD
+#undef DS_OOM

@@ -274,8 +274,33 @@ void bench_opts_init(struct bench_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->seconds = 1.0;
-    o->runs = 1;
+    o->runs = 3; /* a median and its spread */
     o->seed = 0x7478b17ULL;
+}
+
+void bench_opts_init_methods(struct bench_opts *o)
+{
+    bench_opts_init(o);
+    o->methods[0] = BM_SEQ;
+    o->methods[1] = BM_MUTEX;
+    o->methods[2] = BM_AUTO;
+    o->nmethods = 3;
+    o->threads[0] = 1;
+    o->nthreads = 1;
+}
+
+void bench_outcome(const struct bench_row *rows, int nrows, struct bench_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < nrows; k++) {
+        out->crashed |= rows[k].state == ROW_CRASH || rows[k].state == ROW_TIMEOUT;
+        out->check_failed |= rows[k].check_failed;
+        out->runs += rows[k].nsamples;
+        for (int j = 0; j < rows[k].nsamples; j++)
+            out->anomalies |= rows[k].s[j].anomalies != 0;
+    }
+    if (out->crashed)
+        printf("FAIL: a measurement crashed or timed out (see the table)\n");
 }
 
 int bench_opt(int argc, char **argv, int *i, const char *name, const char **val)
@@ -317,6 +342,62 @@ double bench_parse_double(const char *opt, const char *s, double lo, double hi)
     if (errno || end == s || *end || !(v >= lo && v <= hi))
         bench_die("%s: '%s' is not a number in [%g, %g]", opt, s, lo, hi);
     return v;
+}
+
+int bench_split_list(const char *opt, char *buf, char **tok, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == max)
+            bench_die("%s: at most %d values", opt, max);
+        tok[n++] = t;
+    }
+    if (n == 0)
+        bench_die("%s: empty list", opt);
+    return n;
+}
+
+int bench_parse_ints(const char *opt, const char *arg, int *out, int max, long lo, long hi)
+{
+    char buf[512], *tok[64];
+    if (strlen(arg) >= sizeof buf)
+        bench_die("%s: list too long", opt);
+    snprintf(buf, sizeof buf, "%s", arg);
+    int nt = bench_split_list(opt, buf, tok, max < 64 ? max : 64), n = 0;
+    for (int k = 0; k < nt; k++) {
+        int v = (int)bench_parse_long(opt, tok[k], lo, hi), dup = 0;
+        for (int j = 0; j < n; j++)
+            dup |= out[j] == v;
+        if (!dup)
+            out[n++] = v;
+    }
+    return n;
+}
+
+int bench_parse_names(const char *opt, const char *arg, const char *const *names, int nnames,
+                      int *out)
+{
+    char buf[512], *tok[64];
+    if (strlen(arg) >= sizeof buf)
+        bench_die("%s: list too long", opt);
+    snprintf(buf, sizeof buf, "%s", arg);
+    int nt = bench_split_list(opt, buf, tok, 64), n = 0;
+    for (int t = 0; t < nt; t++) {
+        int found = 0;
+        for (int k = 0; k < nnames; k++) {
+            if (strcmp(tok[t], "all") != 0 && strcmp(tok[t], names[k]) != 0)
+                continue;
+            int dup = 0;
+            for (int j = 0; j < n; j++)
+                dup |= out[j] == k;
+            if (!dup)
+                out[n++] = k;
+            found = 1;
+        }
+        if (!found)
+            bench_die("%s: unknown value '%s'", opt, tok[t]);
+    }
+    return n;
 }
 
 static void add_method(struct bench_opts *o, int m)
@@ -418,32 +499,15 @@ static void parse_methods(struct bench_opts *o, const char *arg)
         bench_die("--method: empty list");
 }
 
-static void parse_threads(struct bench_opts *o, const char *arg)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", arg);
-    o->nthreads = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (o->nthreads == BENCH_MAX_TCOUNTS)
-            bench_die("--threads: at most %d thread counts", BENCH_MAX_TCOUNTS);
-        int t = (int)bench_parse_long("--threads", tok, 1, BENCH_MAX_THREADS);
-        int dup = 0;
-        for (int k = 0; k < o->nthreads; k++)
-            dup |= o->threads[k] == t;
-        if (!dup)
-            o->threads[o->nthreads++] = t;
-    }
-    if (o->nthreads == 0)
-        bench_die("--threads: empty list");
-}
-
 int bench_parse_common(struct bench_opts *o, int argc, char **argv, int *i)
 {
     const char *v;
-    if (bench_opt(argc, argv, i, "--method", &v) || bench_opt(argc, argv, i, "-m", &v)) {
+    if (!o->no_methods &&
+        (bench_opt(argc, argv, i, "--method", &v) || bench_opt(argc, argv, i, "-m", &v))) {
         parse_methods(o, v);
     } else if (bench_opt(argc, argv, i, "--threads", &v) || bench_opt(argc, argv, i, "-t", &v)) {
-        parse_threads(o, v);
+        o->nthreads = bench_parse_ints("--threads", v, o->threads, BENCH_MAX_TCOUNTS, 1,
+                                       BENCH_MAX_THREADS);
     } else if (bench_opt(argc, argv, i, "--seconds", &v) || bench_opt(argc, argv, i, "-s", &v)) {
         o->seconds = bench_parse_double("--seconds", v, 0.001, 86400.0);
     } else if (bench_opt(argc, argv, i, "--runs", &v) || bench_opt(argc, argv, i, "-r", &v)) {
@@ -488,7 +552,8 @@ void bench_usage_common(FILE *f)
           "                         are labelled mutex+elision, rwlock+elision\n"
           "  -t, --threads N[,N...] thread counts (default 1)\n"
           "  -s, --seconds S        duration of one measurement (default 1; fractions allowed)\n"
-          "  -r, --runs R           repeat each measurement R times, report the median\n"
+          "  -r, --runs R           repeat each measurement R times (default 3), report the\n"
+          "                         median and the spread\n"
           "                         (runs are interleaved across methods)\n"
           "      --csv FILE         append the rows to FILE (header line if FILE is new)\n"
           "      --seed N           PRNG seed (default fixed)\n"
@@ -678,11 +743,6 @@ struct bench_row *bench_rows_make(const struct bench_opts *o, int *nrows)
     return rows;
 }
 
-struct child_msg {
-    int rc;
-    struct bench_sample s;
-};
-
 static int write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
@@ -698,17 +758,30 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-int bench_measure(const struct bench_opts *o, struct bench_row *row, int run,
-                  int (*fn)(void *arg, struct bench_sample *out), void *arg, size_t mem_hint)
-{
-    struct bench_sample *out = &row->s[row->nsamples];
-    memset(out, 0, sizeof *out);
-    if (o->nofork) {
-        int rc = fn(arg, out);
-        row->nsamples++;
-        return rc;
-    }
+#define BENCH_WHY 160 /* the reason a child sends back */
 
+static void lock_once(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&m);
+    pthread_mutex_unlock(&m);
+}
+
+int bench_isolate(int (*fn)(void *arg, void *out, char *why, size_t whylen), void *arg, void *out,
+                  size_t size, double timeout, size_t mem_hint, int nofork, int *state, char *why,
+                  size_t whylen)
+{
+    if (why && whylen)
+        why[0] = '\0';
+    if (nofork)
+        return fn(arg, out, why, whylen);
+
+    /* Work-around: under libtxkit-preload.so (`txkit run`), a thread's first
+     * pthread_mutex_lock registers it with txkit, and when that first lock is
+     * in fork()'s prefork handlers the process deadlocks (txkit's own prefork
+     * handler holds the thread registry lock): lock a mutex once before. */
+    static pthread_once_t registered = PTHREAD_ONCE_INIT;
+    pthread_once(&registered, lock_once);
     int fds[2];
     if (pipe(fds) != 0)
         bench_die("pipe: %s", strerror(errno));
@@ -722,28 +795,33 @@ int bench_measure(const struct bench_opts *o, struct bench_row *row, int run,
          * should fail here, not take the machine's memory. */
 #ifndef __SANITIZE_ADDRESS__ /* ASan reserves terabytes of address space */
         struct rlimit rl;
-        rlim_t lim = (rlim_t)(2048ull << 20) + (rlim_t)mem_hint;
-        if (getrlimit(RLIMIT_AS, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > lim)) {
-            rl.rlim_cur = lim;
-            setrlimit(RLIMIT_AS, &rl);
+        if (mem_hint != BENCH_NO_MEMLIMIT) {
+            rlim_t lim = (rlim_t)(2048ull << 20) + (rlim_t)mem_hint;
+            if (getrlimit(RLIMIT_AS, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > lim)) {
+                rl.rlim_cur = lim;
+                setrlimit(RLIMIT_AS, &rl);
+            }
         }
 #else
         (void)mem_hint;
 #endif
-        struct child_msg msg;
-        memset(&msg, 0, sizeof msg);
-        msg.rc = fn(arg, &msg.s);
+        /* result code, reason, then the result */
+        char cwhy[BENCH_WHY] = "";
+        int rc = fn(arg, out, cwhy, sizeof cwhy);
         fflush(NULL);
-        _exit(write_all(fds[1], &msg, sizeof msg) == 0 ? 0 : 3);
+        int bad = write_all(fds[1], &rc, sizeof rc) || write_all(fds[1], cwhy, sizeof cwhy) ||
+                  write_all(fds[1], out, size);
+        _exit(bad ? 3 : 0);
     }
     close(fds[1]);
 
-    double limit = o->timeout > 0 ? o->timeout : 2 * o->seconds + 30;
-    double deadline = bench_now() + limit;
-    struct child_msg msg;
-    size_t got = 0;
+    size_t want = sizeof(int) + BENCH_WHY + size, got = 0;
+    char *msg = malloc(want);
+    if (!msg)
+        bench_die("out of memory");
+    double deadline = bench_now() + timeout;
     int timed_out = 0;
-    while (got < sizeof msg) {
+    while (got < want) {
         double left = deadline - bench_now();
         if (left <= 0) {
             timed_out = 1;
@@ -751,11 +829,9 @@ int bench_measure(const struct bench_opts *o, struct bench_row *row, int run,
         }
         struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
         int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr == 0)
-            continue;
-        ssize_t n = read(fds[0], (char *)&msg + got, sizeof msg - got);
+        if (pr <= 0)
+            continue; /* EINTR or not yet */
+        ssize_t n = read(fds[0], msg + got, want - got);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -768,25 +844,58 @@ int bench_measure(const struct bench_opts *o, struct bench_row *row, int run,
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (got == sizeof msg && !timed_out) {
-        *out = msg.s;
+    if (got == want && !timed_out) {
+        int rc;
+        memcpy(&rc, msg, sizeof rc);
+        if (why && whylen)
+            snprintf(why, whylen, "%.*s", BENCH_WHY - 1, msg + sizeof rc);
+        memcpy(out, msg + sizeof rc + BENCH_WHY, size);
+        free(msg);
+        return rc;
+    }
+    free(msg);
+    if (state)
+        *state = timed_out ? ROW_TIMEOUT : ROW_CRASH;
+    if (timed_out)
+        snprintf(why, whylen, "TIMEOUT: no result after %.0f s (killed)", timeout);
+    else if (WIFSIGNALED(status))
+        snprintf(why, whylen, "CRASHED: signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        snprintf(why, whylen, "CRASHED: exit status %d (see stderr)",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return -1;
+}
+
+struct measure_shim {
+    int (*fn)(void *arg, struct bench_sample *out);
+    void *arg;
+};
+
+static int measure_shim(void *arg, void *out, char *why, size_t whylen)
+{
+    const struct measure_shim *m = arg;
+    (void)why, (void)whylen;
+    return m->fn(m->arg, out);
+}
+
+int bench_measure(const struct bench_opts *o, struct bench_row *row, int run,
+                  int (*fn)(void *arg, struct bench_sample *out), void *arg, size_t mem_hint)
+{
+    struct bench_sample *out = &row->s[row->nsamples];
+    memset(out, 0, sizeof *out);
+    struct measure_shim m = {fn, arg};
+    double limit = o->timeout > 0 ? o->timeout : 2 * o->seconds + 30;
+    int state = ROW_OK;
+    char why[BENCH_WHY];
+    int rc = bench_isolate(measure_shim, &m, out, sizeof *out, limit, mem_hint, o->nofork, &state,
+                           why, sizeof why);
+    if (state == ROW_OK) {
         row->nsamples++;
-        return msg.rc;
+        return rc;
     }
     bench_progress_done(o);
-    if (timed_out) {
-        row->state = ROW_TIMEOUT;
-        snprintf(row->note, sizeof row->note, "TIMEOUT: no result after %.0f s in run %d (killed)",
-                 limit, run + 1);
-    } else if (WIFSIGNALED(status)) {
-        row->state = ROW_CRASH;
-        snprintf(row->note, sizeof row->note, "CRASHED: signal %d (%s) in run %d",
-                 WTERMSIG(status), strsignal(WTERMSIG(status)), run + 1);
-    } else {
-        row->state = ROW_CRASH;
-        snprintf(row->note, sizeof row->note, "CRASHED: exit status %d in run %d (see stderr)",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1, run + 1);
-    }
+    row->state = state;
+    snprintf(row->note, sizeof row->note, "%.90s in run %d", why, run + 1);
     fprintf(stderr, "%s x%d: %s\n", bm_name(row->method), row->threads, row->note);
     return -1;
 }
@@ -899,54 +1008,120 @@ static void join_methods(const struct bench_opts *o, char *buf, size_t len)
         n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? "," : "", bm_name(o->methods[k]));
 }
 
-static void join_threads(const struct bench_opts *o, char *buf, size_t len)
+void bench_csv_field(char *s)
 {
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int k = 0; k < o->nthreads && n < len; k++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%d", k ? "," : "", o->threads[k]);
+    for (; *s; s++)
+        if (*s == ',')
+            *s = ';';
 }
 
-void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_opts *o)
+const char *bench_host(void)
 {
-    char cpu[256], load[64], meth[512], thr[256];
+    if (!g_host[0]) {
+        if (gethostname(g_host, sizeof g_host) != 0)
+            snprintf(g_host, sizeof g_host, "unknown");
+        g_host[sizeof g_host - 1] = '\0';
+        bench_csv_field(g_host);
+    }
+    return g_host;
+}
+
+const char *bench_stamp(void)
+{
+    if (!g_stamp[0]) {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(g_stamp, sizeof g_stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    return g_stamp;
+}
+
+int bench_oversubscribed(int threads)
+{
+    return threads > bench_ncpus();
+}
+
+double bench_print_machine(FILE *f, const char *title)
+{
+    char cpu[256], load[64];
     struct utsname un;
     struct txkit_rtm_info ri;
-    time_t now = time(NULL);
-    struct tm tm;
-
-    if (gethostname(g_host, sizeof g_host) != 0)
-        snprintf(g_host, sizeof g_host, "unknown");
-    g_host[sizeof g_host - 1] = '\0';
-    for (char *p = g_host; *p; p++)
-        if (*p == ',')
-            *p = '_';
-    gmtime_r(&now, &tm);
-    strftime(g_stamp, sizeof g_stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
     bench_cpu_model(cpu, sizeof cpu);
     double load1 = load_average(load, sizeof load);
-    join_methods(o, meth, sizeof meth);
-    join_threads(o, thr, sizeof thr);
     if (uname(&un) != 0)
         memset(&un, 0, sizeof un);
     memset(&ri, 0, sizeof ri);
     txkit_rtm_info(&ri);
     const char *envm = getenv("TXKIT_METHOD");
-
-    fprintf(f, "=== txkit-bench-%s: %s ===\n", d->bench, d->structure);
-    fprintf(f, "host      %s, %s %s, %ld CPUs online, %d usable\n", g_host, un.sysname, un.release,
-            sysconf(_SC_NPROCESSORS_ONLN), bench_ncpus());
+    fprintf(f, "=== %s ===\n", title);
+    fprintf(f, "host      %s, %s %s, %ld CPUs online, %d usable\n", bench_host(), un.sysname,
+            un.release, sysconf(_SC_NPROCESSORS_ONLN), bench_ncpus());
     fprintf(f, "cpu       %s\n", cpu);
     fprintf(f, "rtm       %s: %s (vendor %s, cpuid rtm=%d hle=%d, probe %d/%d)\n",
             ri.usable ? "usable" : "NOT usable", ri.reason[0] ? ri.reason : "no reason given",
             ri.vendor[0] ? ri.vendor : "?", ri.cpuid_rtm, ri.cpuid_hle, ri.probe_commits,
             ri.probe_tries);
     fprintf(f, "txkit     %s%s%s\n", txkit_version(), envm ? ", TXKIT_METHOD=" : "", envm ? envm : "");
-    fprintf(f, "when      %s, load average %s\n", g_stamp, load);
+    fprintf(f, "when      %s, load average %s\n", bench_stamp(), load);
+    return load1;
+}
+
+void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, int runs)
+{
+    char thr[256] = "";
+    int over = 0;
+    for (int k = 0; k < nthreads; k++) {
+        size_t n = strlen(thr);
+        snprintf(thr + n, sizeof thr - n, "%s%d", k ? "," : "", threads[k]);
+        over |= bench_oversubscribed(threads[k]);
+    }
+    fprintf(f, "threads   %s (pinned round-robin when threads <= %d CPUs%s)\n", thr, bench_ncpus(),
+            over ? "; more threads than CPUs: marked oversubscribed" : "");
+    fprintf(f, "duration  %.3g s per measurement, %d run%s%s, each in a child process\n", seconds,
+            runs, runs > 1 ? "s" : "", runs > 1 ? " (median and spread; runs interleaved)" : "");
+}
+
+void bench_print_load_warning(FILE *f, double load1)
+{
+    if (load1 > 0.5 * bench_ncpus())
+        fprintf(f, "WARNING   the machine is busy (load %.2f on %d CPUs): expect noisy numbers\n",
+                load1, bench_ncpus());
+}
+
+FILE *bench_csv_open(const char *path, const char *header)
+{
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "error: cannot open %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size == 0)
+        fprintf(f, "%s\n", header);
+    return f;
+}
+
+int bench_target(FILE *f, const char *label, double value, const char *cmp, double goal, int valid)
+{
+    int met = cmp[0] == '<' ? value <= goal : value >= goal;
+    int pass = valid && met;
+    fprintf(f, "TARGET %-44s (target %s %g): %s  %.3f%s\n", label, cmp, goal, pass ? "PASS" : "MISS",
+            value, valid ? "" : " [not a valid result: a check failed]");
+    return pass;
+}
+
+void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_opts *o)
+{
+    char meth[512], title[128];
+    struct txkit_rtm_info ri;
+    memset(&ri, 0, sizeof ri);
+    txkit_rtm_info(&ri);
+    join_methods(o, meth, sizeof meth);
+    snprintf(title, sizeof title, "txkit-bench-%s: %s", d->bench, d->structure);
+    double load1 = bench_print_machine(f, title);
     fprintf(f, "methods   %s\n", meth);
-    fprintf(f, "threads   %s (pinned round-robin when threads <= %d CPUs)\n", thr, bench_ncpus());
-    fprintf(f, "duration  %.3g s per measurement, %d run%s%s\n", o->seconds, o->runs,
-            o->runs > 1 ? "s" : "", o->runs > 1 ? " (median; runs interleaved across rows)" : "");
+    bench_print_run(f, o->threads, o->nthreads, o->seconds, o->runs);
     if (d->params)
         fputs(d->params, f);
     int any_libitm = 0, any_txkit = 0, itm_default = 0;
@@ -994,9 +1169,7 @@ void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_
                 bench_elision_active() ? "active (mutex and rwlock rows are elided locks)"
                                        : "NOT active (glibc elides only where RTM is usable): "
                                          "+elision rows are plain locks here");
-    if (load1 > 0.5 * bench_ncpus())
-        fprintf(f, "WARNING   the machine is busy (load %.2f on %d CPUs): expect noisy numbers\n",
-                load1, bench_ncpus());
+    bench_print_load_warning(f, load1);
     fflush(f);
 }
 
@@ -1044,6 +1217,53 @@ static void summarize(const struct bench_row *r, struct row_summary *out)
     out->mops = (n % 2) ? v[n / 2]->mops : 0.5 * (v[n / 2 - 1]->mops + v[n / 2]->mops);
     out->mops_min = v[0]->mops;
     out->mops_max = v[n - 1]->mops;
+}
+
+double bench_median(const double *v, int n, double *min, double *max)
+{
+    double w[BENCH_MAX_RUNS > 99 ? BENCH_MAX_RUNS : 99];
+    if (n <= 0 || n > (int)(sizeof w / sizeof w[0])) {
+        if (min)
+            *min = 0;
+        if (max)
+            *max = 0;
+        return 0;
+    }
+    memcpy(w, v, sizeof w[0] * (size_t)n);
+    for (int i = 1; i < n; i++) /* insertion sort: a handful of runs */
+        for (int j = i; j > 0 && w[j - 1] > w[j]; j--) {
+            double t = w[j];
+            w[j] = w[j - 1];
+            w[j - 1] = t;
+        }
+    if (min)
+        *min = w[0];
+    if (max)
+        *max = w[n - 1];
+    return n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
+}
+
+int bench_median_index(const double *v, int n)
+{
+    for (int x = 0; x < n; x++) {
+        int below = 0, equal_before = 0;
+        for (int y = 0; y < n; y++) {
+            below += v[y] < v[x];
+            equal_before += y < x && v[y] == v[x];
+        }
+        /* the element whose rank (ties broken by position) is (n - 1) / 2 */
+        if (below + equal_before == (n - 1) / 2)
+            return x;
+    }
+    return n > 0 ? 0 : -1;
+}
+
+void bench_fmt_spread(char *buf, size_t len, double median, double min, double max, int runs)
+{
+    if (runs > 1 && median > 0)
+        snprintf(buf, len, "%.0f%%", 100.0 * (max - min) / median);
+    else
+        snprintf(buf, len, "-");
 }
 
 static int find_row(const struct bench_row *rows, int nrows, int method, int threads)
@@ -1098,10 +1318,38 @@ static void csv_ratio(char *buf, size_t len, double num, double den)
         buf[0] = '\0';
 }
 
+/* The aborts-per-commit and commit-share columns, for the table and the CSV. */
+struct share_fields {
+    char apc[16], p[3][8];      /* table: aborts/c, htm% stm% serial% */
+    char c_apc[24], c_p[3][16]; /* CSV */
+};
+
+/* @apc < 0: no data ("-" in the table, empty in the CSV). @by: commits by
+ * htm, stm (instrumented), serial, of @total. */
+static void fmt_shares(struct share_fields *f, double apc, const uint64_t *by, uint64_t total)
+{
+    if (apc < 0 || !total) {
+        snprintf(f->apc, sizeof f->apc, "-");
+        f->c_apc[0] = '\0';
+        for (int k = 0; k < 3; k++) {
+            snprintf(f->p[k], sizeof f->p[k], "-");
+            f->c_p[k][0] = '\0';
+        }
+        return;
+    }
+    snprintf(f->apc, sizeof f->apc, apc > 0 && apc < 0.001 ? "%.1e" : "%.4f", apc);
+    snprintf(f->c_apc, sizeof f->c_apc, "%.6f", apc);
+    for (int k = 0; k < 3; k++) {
+        double pct = 100.0 * (double)by[k] / (double)total;
+        snprintf(f->p[k], sizeof f->p[k], "%.1f", pct);
+        snprintf(f->c_p[k], sizeof f->c_p[k], "%.2f", pct);
+    }
+}
+
 static const char csv_header[] =
     "bench,struct,size,update_pct,method,threads,seconds,runs,mops,mops_min,mops_max,"
     "vs_mutex,vs_seq1,commits,aborts_per_commit,pct_htm,pct_stm,pct_serial,status,note,"
-    "host,timestamp\n";
+    "host,timestamp,oversubscribed";
 
 int bench_report(const struct bench_desc *d, const struct bench_opts *o,
                  const struct bench_row *rows, int nrows)
@@ -1113,17 +1361,8 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
 
     FILE *csv = NULL;
     int rc = 0;
-    if (o->csv) {
-        csv = fopen(o->csv, "a");
-        if (!csv) {
-            fprintf(stderr, "error: cannot open %s: %s\n", o->csv, strerror(errno));
-            rc = -1;
-        } else {
-            struct stat st;
-            if (fstat(fileno(csv), &st) == 0 && st.st_size == 0)
-                fputs(csv_header, csv);
-        }
-    }
+    if (o->csv && !(csv = bench_csv_open(o->csv, csv_header)))
+        rc = -1;
 
     int w = 7;
     for (int k = 0; k < nrows; k++)
@@ -1141,56 +1380,48 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
             if (csv) {
                 char note[sizeof r->note];
                 snprintf(note, sizeof note, "%s", r->note);
-                for (char *p = note; *p; p++)
-                    if (*p == ',')
-                        *p = ';';
-                fprintf(csv, "%s,%s,%ld,%g,%s,%d,%g,%d,,,,,,,,,,,%s,%s,%s,%s\n", d->bench,
+                bench_csv_field(note);
+                fprintf(csv, "%s,%s,%ld,%g,%s,%d,%g,%d,,,,,,,,,,,%s,%s,%s,%s,%d\n", d->bench,
                         d->structure, d->size, d->update_pct, bm_name(r->method), r->threads,
-                        o->seconds, o->runs, st[r->state], note, g_host, g_stamp);
+                        o->seconds, o->runs, st[r->state], note, bench_host(), bench_stamp(),
+                        bench_oversubscribed(r->threads));
             }
             continue;
         }
         int mu = find_row(rows, nrows, BM_MUTEX, r->threads);
         double mu_mops = mu >= 0 ? sum[mu].mops : -1;
         double seq_mops = seq1 >= 0 ? sum[seq1].mops : -1;
-        char vs_mu[16], vs_seq[16], spread[16], commits[24], apc[16], ph[8], ps[8], pz[8];
+        char vs_mu[16], vs_seq[16], spread[16], commits[24];
         char notes[256], causes[96];
-        char c_mu[16], c_seq[16], c_commits[24], c_apc[24], c_ph[16], c_ps[16], c_pz[16];
+        char c_mu[16], c_seq[16], c_commits[24];
+        struct share_fields f;
+        char *apc = f.apc, *ph = f.p[0], *ps = f.p[1], *pz = f.p[2];
+        char *c_apc = f.c_apc, *c_ph = f.c_p[0], *c_ps = f.c_p[1], *c_pz = f.c_p[2];
         fmt_ratio(vs_mu, sizeof vs_mu, s->mops, mu_mops);
         fmt_ratio(vs_seq, sizeof vs_seq, s->mops, seq_mops);
         csv_ratio(c_mu, sizeof c_mu, s->mops, mu_mops);
         csv_ratio(c_seq, sizeof c_seq, s->mops, seq_mops);
-        if (r->nsamples > 1 && s->mops > 0)
-            snprintf(spread, sizeof spread, "%.0f%%", 100.0 * (s->mops_max - s->mops_min) / s->mops);
-        else
-            snprintf(spread, sizeof spread, "-");
+        bench_fmt_spread(spread, sizeof spread, s->mops, s->mops_min, s->mops_max, r->nsamples);
         notes[0] = '\0';
         if (r->check_failed)
             snprintf(notes, sizeof notes, "CHECK FAILED");
+        if (bench_oversubscribed(r->threads)) {
+            size_t n = strlen(notes);
+            snprintf(notes + n, sizeof notes - n, "%soversubscribed (%d CPUs)", n ? "; " : "",
+                     bench_ncpus());
+        }
         snprintf(commits, sizeof commits, "-");
-        snprintf(apc, sizeof apc, "-");
-        snprintf(ph, sizeof ph, "-");
-        snprintf(ps, sizeof ps, "-");
-        snprintf(pz, sizeof pz, "-");
-        c_commits[0] = c_apc[0] = c_ph[0] = c_ps[0] = c_pz[0] = '\0';
+        c_commits[0] = '\0';
+        fmt_shares(&f, -1, NULL, 0);
         if (bm_txkit_stats(r->method) && s->med) {
             const tx_stats_t *t = &s->med->tx;
             uint64_t cm = tx_stats_commits(t), ab = tx_stats_aborts(t);
             snprintf(commits, sizeof commits, "%llu", (unsigned long long)cm);
             snprintf(c_commits, sizeof c_commits, "%llu", (unsigned long long)cm);
             if (cm) {
-                double r = (double)ab / (double)cm;
-                snprintf(apc, sizeof apc, r > 0 && r < 0.001 ? "%.1e" : "%.4f", r);
-                snprintf(c_apc, sizeof c_apc, "%.6f", (double)ab / (double)cm);
-                double h = 100.0 * (double)t->commits[TXKIT_HTM] / (double)cm;
-                double st = 100.0 * (double)t->commits[TXKIT_STM] / (double)cm;
-                double se = 100.0 * (double)t->commits[TXKIT_SERIAL] / (double)cm;
-                snprintf(ph, sizeof ph, "%.1f", h);
-                snprintf(ps, sizeof ps, "%.1f", st);
-                snprintf(pz, sizeof pz, "%.1f", se);
-                snprintf(c_ph, sizeof c_ph, "%.2f", h);
-                snprintf(c_ps, sizeof c_ps, "%.2f", st);
-                snprintf(c_pz, sizeof c_pz, "%.2f", se);
+                const uint64_t by[3] = {t->commits[TXKIT_HTM], t->commits[TXKIT_STM],
+                                        t->commits[TXKIT_SERIAL]};
+                fmt_shares(&f, (double)ab / (double)cm, by, cm);
             }
             abort_causes(t, causes, sizeof causes);
             if (causes[0]) {
@@ -1209,18 +1440,7 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
             uint64_t cm = m->itm_commits[0] + m->itm_commits[1] + m->itm_commits[2];
             if (cm) {
                 double ab = m->itm_attempts > cm ? (double)(m->itm_attempts - cm) : 0;
-                double r = ab / (double)cm;
-                snprintf(apc, sizeof apc, r > 0 && r < 0.001 ? "%.1e" : "%.4f", r);
-                snprintf(c_apc, sizeof c_apc, "%.6f", r);
-                double h = 100.0 * (double)m->itm_commits[0] / (double)cm;
-                double st = 100.0 * (double)m->itm_commits[1] / (double)cm;
-                double se = 100.0 * (double)m->itm_commits[2] / (double)cm;
-                snprintf(ph, sizeof ph, "%.1f", h);
-                snprintf(ps, sizeof ps, "%.1f", st);
-                snprintf(pz, sizeof pz, "%.1f", se);
-                snprintf(c_ph, sizeof c_ph, "%.2f", h);
-                snprintf(c_ps, sizeof c_ps, "%.2f", st);
-                snprintf(c_pz, sizeof c_pz, "%.2f", se);
+                fmt_shares(&f, ab / (double)cm, m->itm_commits, cm);
             }
         }
         if ((r->method == BM_MUTEX || r->method == BM_RWLOCK) && bench_elision_requested() &&
@@ -1244,14 +1464,12 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
                r->threads, s->mops, spread, vs_mu, vs_seq, commits, apc, ph, ps, pz,
                notes[0] ? "  " : "", notes);
         if (csv) {
-            for (char *p = notes; *p; p++)
-                if (*p == ',')
-                    *p = ';';
-            fprintf(csv, "%s,%s,%ld,%g,%s,%d,%g,%d,%.6f,%.6f,%.6f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+            bench_csv_field(notes);
+            fprintf(csv, "%s,%s,%ld,%g,%s,%d,%g,%d,%.6f,%.6f,%.6f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d\n",
                     d->bench, d->structure, d->size, d->update_pct, bm_name(r->method),
                     r->threads, o->seconds, o->runs, s->mops, s->mops_min, s->mops_max, c_mu,
                     c_seq, c_commits, c_apc, c_ph, c_ps, c_pz, r->check_failed ? "fail" : "ok",
-                    notes, g_host, g_stamp);
+                    notes, bench_host(), bench_stamp(), bench_oversubscribed(r->threads));
         }
     }
     fflush(stdout);

@@ -1,5 +1,5 @@
 /* cache_bench.c - txkit-bench-cache: Zipf request streams against the cache
- * core of mod_cache_tx (src/cache), in-process, by N threads.
+ * core of mod_cache_tx (cache/core), in-process, by N threads.
  *
  * The request stream of "Transactifying Apache": --pages distinct URLs (man
  * pages, bodies 2-60 KB, log-uniform), requested with Zipf parameter s (rank
@@ -178,9 +178,26 @@ struct result {
 
 static int txkit_runs_tx(void) { return bench_itm_runtime(NULL, 0) == ITM_RT_TXKIT; }
 
-static void measure(const struct cfg *cf, txc_sync_t sync, double s, int nthreads, double secs,
-                    uint64_t seed, struct result *out)
+struct point {
+    const struct cfg *cf;
+    txc_sync_t sync;
+    double s;
+    int nthreads;
+    double secs;
+    uint64_t seed;
+};
+
+/* One measurement, in its own child process (bench_isolate). */
+static int measure(void *arg, void *outp, char *why, size_t whylen)
 {
+    const struct point *pt = arg;
+    const struct cfg *cf = pt->cf;
+    txc_sync_t sync = pt->sync;
+    double s = pt->s, secs = pt->secs;
+    int nthreads = pt->nthreads;
+    uint64_t seed = pt->seed;
+    struct result *out = outp;
+    (void)why, (void)whylen;
     struct txc_config c;
     txc_config_default(&c);
     c.sync = sync;
@@ -241,12 +258,7 @@ static void measure(const struct cfg *cf, txc_sync_t sync, double s, int nthread
         out->check_failed = 1;
     }
     free(th);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    return out->check_failed;
 }
 
 /* ----------------------------------------------------------------- options */
@@ -262,28 +274,16 @@ static void usage(FILE *f)
           "  --max-bytes N          cache byte limit (default 0: none)\n"
           "  --policy LRU|GDSF      eviction policy (default GDSF)\n"
           "  --seconds S            per measurement (default 1)\n"
-          "  --runs R               repeat, report the median (default 1)\n"
+          "  --runs R               repeat, report the median and spread (default 3)\n"
           "  --csv FILE             append rows to FILE (header if new)\n"
           "  --seed N               PRNG seed\n"
           "  -q, --quiet            no progress on stderr\n"
+          "  --timeout S, --no-fork as the other benchmarks (each measurement runs in a\n"
+          "                         child process)\n"
           "The gcc transactions of --sync tx run on the libitm-ABI runtime the process\n"
           "binds: txkit (linked first; method from TXKIT_METHOD), or GCC's libitm with\n"
           "LD_PRELOAD=<path>/libitm.so.1 (method from ITM_DEFAULT_METHOD).\n",
           f);
-}
-
-static void parse_list(const char *opt, const char *v, char out[][32], int *n, int max)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", v);
-    *n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (*n == max)
-            bench_die("%s: at most %d values", opt, max);
-        snprintf(out[(*n)++], 32, "%s", tok);
-    }
-    if (*n == 0)
-        bench_die("%s: empty list", opt);
 }
 
 int main(int argc, char **argv)
@@ -300,33 +300,29 @@ int main(int argc, char **argv)
     cf.nzipfs = 3;
     cf.pages = 1000;
     cf.policy = TXC_POLICY_GDSF;
-    int threads[BENCH_MAX_TCOUNTS] = {1, 2};
-    int nthreads = 2;
-    double seconds = 1;
-    int runs = 1, quiet = 0;
-    const char *csv = NULL;
-    uint64_t seed = 42;
+    struct bench_opts o;
+    bench_opts_init(&o);
+    o.no_methods = 1; /* --sync says what runs */
+    o.threads[0] = 1, o.threads[1] = 2, o.nthreads = 2;
+    o.seed = 42;
 
     for (int i = 1; i < argc; i++) {
         const char *v;
-        char list[16][32];
+        char buf[256], *list[16];
         int n;
         if (bench_opt(argc, argv, &i, "--sync", &v)) {
-            parse_list("--sync", v, list, &n, MAX_SYNCS);
+            snprintf(buf, sizeof buf, "%s", v);
+            n = bench_split_list("--sync", buf, list, MAX_SYNCS);
             cf.nsyncs = n;
             for (int k = 0; k < n; k++)
                 if (txc_sync_parse(list[k], &cf.syncs[k]) != 0)
                     bench_die("--sync: unknown mode '%s' (lock, tx, cx)", list[k]);
         } else if (bench_opt(argc, argv, &i, "--zipf", &v)) {
-            parse_list("--zipf", v, list, &n, MAX_ZIPFS);
+            snprintf(buf, sizeof buf, "%s", v);
+            n = bench_split_list("--zipf", buf, list, MAX_ZIPFS);
             cf.nzipfs = n;
             for (int k = 0; k < n; k++)
                 cf.zipfs[k] = bench_parse_double("--zipf", list[k], 0.0, 10.0);
-        } else if (bench_opt(argc, argv, &i, "--threads", &v) || bench_opt(argc, argv, &i, "-t", &v)) {
-            parse_list("--threads", v, list, &n, BENCH_MAX_TCOUNTS);
-            nthreads = n;
-            for (int k = 0; k < n; k++)
-                threads[k] = (int)bench_parse_long("--threads", list[k], 1, BENCH_MAX_THREADS);
         } else if (bench_opt(argc, argv, &i, "--pages", &v)) {
             cf.pages = (int)bench_parse_long("--pages", v, 1, 10000000);
         } else if (bench_opt(argc, argv, &i, "--max-objects", &v)) {
@@ -337,24 +333,17 @@ int main(int argc, char **argv)
         } else if (bench_opt(argc, argv, &i, "--policy", &v)) {
             if (txc_policy_parse(v, &cf.policy) != 0)
                 bench_die("--policy: unknown policy '%s' (LRU, GDSF)", v);
-        } else if (bench_opt(argc, argv, &i, "--seconds", &v) || bench_opt(argc, argv, &i, "-s", &v)) {
-            seconds = bench_parse_double("--seconds", v, 0.01, 3600);
-        } else if (bench_opt(argc, argv, &i, "--runs", &v) || bench_opt(argc, argv, &i, "-r", &v)) {
-            runs = (int)bench_parse_long("--runs", v, 1, BENCH_MAX_RUNS);
-        } else if (bench_opt(argc, argv, &i, "--csv", &v)) {
-            csv = v;
-        } else if (bench_opt(argc, argv, &i, "--seed", &v)) {
-            seed = (uint64_t)bench_parse_long("--seed", v, 0, INT64_MAX);
-        } else if (bench_opt(argc, argv, &i, "--quiet", NULL) || bench_opt(argc, argv, &i, "-q", NULL)) {
-            quiet = 1;
         } else if (bench_opt(argc, argv, &i, "--help", NULL) || bench_opt(argc, argv, &i, "-h", NULL)) {
             usage(stdout);
             return 0;
-        } else {
+        } else if (!bench_parse_common(&o, argc, argv, &i)) {
             usage(stderr);
             bench_die("unknown option '%s'", argv[i]);
         }
     }
+    const int *threads = o.threads, nthreads = o.nthreads, runs = o.runs, quiet = o.quiet;
+    const double seconds = o.seconds;
+    const uint64_t seed = o.seed;
     if (!cf.max_objects_set)
         cf.max_objects = (uint64_t)(cf.pages / 2 > 0 ? cf.pages / 2 : 1);
     if (cf.max_bytes && cf.max_bytes < 64 * 1024)
@@ -370,14 +359,9 @@ int main(int argc, char **argv)
     make_pages(cf.pages, seed);
 
     /* ---- header */
-    char cpu[128], host[128] = "?", rtdesc[600];
+    char cpu[128], rtdesc[600];
     bench_cpu_model(cpu, sizeof cpu);
-    char cpu_csv[128]; /* the CSV has no quoting: no commas in fields */
-    snprintf(cpu_csv, sizeof cpu_csv, "%s", cpu);
-    for (char *q = cpu_csv; *q; q++)
-        if (*q == ',')
-            *q = ';';
-    gethostname(host, sizeof host);
+    bench_csv_field(cpu);
     struct txkit_rtm_info ri;
     txkit_rtm_info(&ri);
     int rt = bench_itm_runtime(rtdesc, sizeof rtdesc);
@@ -391,9 +375,8 @@ int main(int argc, char **argv)
     double mean_size = 0;
     for (int i = 0; i < g_npages; i++)
         mean_size += (double)g_pages[i].size / g_npages;
-    printf("txkit-bench-cache: mod_cache_tx core, Zipf request streams, in-process\n");
-    printf("host: %s, CPU: %s, %d CPUs usable\n", host, cpu, bench_ncpus());
-    printf("RTM: %s (%s)\n", ri.usable ? "usable" : "not usable", ri.reason);
+    double load1 = bench_print_machine(stdout, "txkit-bench-cache: mod_cache_tx core, Zipf request "
+                                               "streams, in-process");
     printf("tx mode runs on: %s, method %s [%s]\n", rtname, method, rtdesc);
     printf("cx mode: txkit cx lock (%s)\n",
            ri.usable ? "hardware sections, lock fallback" : "no RTM: always the lock");
@@ -401,24 +384,18 @@ int main(int argc, char **argv)
            "policy %s\n",
            g_npages, mean_size / 1024, (unsigned long long)cf.max_objects,
            (unsigned long long)cf.max_bytes, txc_policy_name(cf.policy));
-    printf("threads:");
-    for (int k = 0; k < nthreads; k++)
-        printf(" %d", threads[k]);
-    printf("; %.2f s per measurement, median of %d run%s\n\n", seconds, runs, runs > 1 ? "s" : "");
-    printf("%-18s %5s %4s %12s %7s %9s %8s  %s\n", "sync", "s", "thr", "ops/s", "hit%", "aborts/tx",
-           "vs lock", "notes");
+    bench_print_run(stdout, threads, nthreads, seconds, runs);
+    bench_print_load_warning(stdout, load1);
+    printf("\n%-18s %5s %4s %9s %6s %7s %9s %8s  %s\n", "sync", "s", "thr", "Mops/s", "spread",
+           "hit%", "aborts/tx", "vs lock", "notes");
 
     FILE *cf_csv = NULL;
-    if (csv) {
-        cf_csv = fopen(csv, "a");
-        if (!cf_csv)
-            bench_die("--csv %s: %s", csv, strerror(errno));
-        fseek(cf_csv, 0, SEEK_END);
-        if (ftell(cf_csv) == 0)
-            fputs("bench,sync,label,runtime,method,policy,zipf,threads,pages,max_objects,max_bytes,"
-                  "seconds,runs,ops_per_s,hit_ratio,aborts_per_tx,vs_lock,status,host,cpu,rtm\n",
-                  cf_csv);
-    }
+    if (o.csv &&
+        !(cf_csv = bench_csv_open(o.csv, "bench,sync,label,runtime,method,policy,zipf,threads,pages,"
+                                         "max_objects,max_bytes,seconds,runs,ops_per_s,hit_ratio,"
+                                         "aborts_per_tx,vs_lock,status,host,cpu,rtm,mops,mops_min,"
+                                         "mops_max,oversubscribed")))
+        return 2;
 
     int any_fail = 0;
     for (int zi = 0; zi < cf.nzipfs; zi++) {
@@ -426,16 +403,29 @@ int main(int argc, char **argv)
             double lock_ops = -1;
             struct result res[MAX_SYNCS];
             /* runs interleaved across sync modes: drifts hit all alike */
-            double samples[MAX_SYNCS][BENCH_MAX_RUNS];
+            double samples[MAX_SYNCS][BENCH_MAX_RUNS], lo[MAX_SYNCS], hi[MAX_SYNCS];
+            int failed[MAX_SYNCS] = {0};
+            char why[MAX_SYNCS][160];
+            double limit = o.timeout > 0 ? o.timeout : 2 * seconds + 30;
             memset(res, 0, sizeof res);
             for (int run = 0; run < runs; run++)
                 for (int k = 0; k < cf.nsyncs; k++) {
                     struct result r;
+                    memset(&r, 0, sizeof r);
+                    if (failed[k])
+                        continue;
                     if (!quiet)
                         fprintf(stderr, "\r%s s=%g t=%d run %d/%d   ", txc_sync_name(cf.syncs[k]),
                                 cf.zipfs[zi], threads[ti], run + 1, runs);
-                    measure(&cf, cf.syncs[k], cf.zipfs[zi], threads[ti], seconds,
-                            seed + (uint64_t)run * 7919, &r);
+                    struct point pt = {&cf, cf.syncs[k], cf.zipfs[zi], threads[ti], seconds,
+                                       seed + (uint64_t)run * 7919};
+                    if (bench_isolate(measure, &pt, &r, sizeof r, limit,
+                                      (size_t)cf.pages * 64 * 1024, o.nofork, &failed[k], why[k],
+                                      sizeof why[k]) < 0 && failed[k]) {
+                        fprintf(stderr, "%s s=%g t=%d: %s\n", txc_sync_name(cf.syncs[k]),
+                                cf.zipfs[zi], threads[ti], why[k]);
+                        continue;
+                    }
                     samples[k][run] = r.ops_s;
                     res[k].hit += r.hit / runs;
                     if (r.aborts_per_tx >= 0)
@@ -449,10 +439,8 @@ int main(int argc, char **argv)
             if (!quiet)
                 fprintf(stderr, "\r%60s\r", "");
             for (int k = 0; k < cf.nsyncs; k++) {
-                qsort(samples[k], (size_t)runs, sizeof(double), cmp_double);
-                res[k].ops_s = runs % 2 ? samples[k][runs / 2]
-                                        : (samples[k][runs / 2 - 1] + samples[k][runs / 2]) / 2;
-                if (cf.syncs[k] == TXC_SYNC_LOCK)
+                res[k].ops_s = failed[k] ? 0 : bench_median(samples[k], runs, &lo[k], &hi[k]);
+                if (cf.syncs[k] == TXC_SYNC_LOCK && !failed[k])
                     lock_ops = res[k].ops_s;
             }
             for (int k = 0; k < cf.nsyncs; k++) {
@@ -466,35 +454,43 @@ int main(int argc, char **argv)
                     snprintf(apt, sizeof apt, "%.4f", r->aborts_per_tx);
                 if (lock_ops > 0)
                     snprintf(ratio, sizeof ratio, "%.2f", r->ops_s / lock_ops);
-                int fail = r->check_failed || r->anomalies || r->insert_fail;
+                int fail = failed[k] || r->check_failed || r->anomalies || r->insert_fail;
+                int over = bench_oversubscribed(threads[ti]);
+                char spread[16];
+                bench_fmt_spread(spread, sizeof spread, r->ops_s, lo[k], hi[k], runs);
                 any_fail |= fail;
+                if (failed[k])
+                    snprintf(notes, sizeof notes, "%.80s ", why[k]);
                 if (r->check_failed)
                     snprintf(notes, sizeof notes, "CHECK FAILED ");
+                if (over)
+                    snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "oversubscribed ");
                 if (r->anomalies)
                     snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "%llu anomalies ",
                              (unsigned long long)r->anomalies);
                 if (r->insert_fail)
                     snprintf(notes + strlen(notes), sizeof notes - strlen(notes),
                              "%llu inserts failed", (unsigned long long)r->insert_fail);
-                printf("%-18s %5g %4d %12.0f %6.2f%% %9s %8s  %s\n", label, cf.zipfs[zi],
-                       threads[ti], r->ops_s, 100 * r->hit, apt, ratio, notes);
+                printf("%-18s %5g %4d %9.3f %6s %6.2f%% %9s %8s  %s\n", label, cf.zipfs[zi],
+                       threads[ti], r->ops_s / 1e6, spread, 100 * r->hit, apt, ratio, notes);
                 if (cf_csv)
                     fprintf(cf_csv, "cache,%s,%s,%s,%s,%s,%g,%d,%d,%llu,%llu,%g,%d,%.0f,%.6f,%s,%s,%s,"
-                                    "%s,%s,%s\n",
+                                    "%s,%s,%s,%.6f,%.6f,%.6f,%d\n",
                             txc_sync_name(cf.syncs[k]), label,
                             cf.syncs[k] == TXC_SYNC_TX ? rtname : "-",
                             cf.syncs[k] == TXC_SYNC_TX ? method : "-", txc_policy_name(cf.policy),
                             cf.zipfs[zi], threads[ti], g_npages,
                             (unsigned long long)cf.max_objects, (unsigned long long)cf.max_bytes,
                             seconds, runs, r->ops_s, r->hit, r->aborts_per_tx >= 0 ? apt : "",
-                            lock_ops > 0 ? ratio : "", fail ? "fail" : "ok", host, cpu_csv,
-                            ri.usable ? "yes" : "no");
+                            lock_ops > 0 ? ratio : "", fail ? "fail" : "ok", bench_host(), cpu,
+                            ri.usable ? "yes" : "no", r->ops_s / 1e6, lo[k] / 1e6, hi[k] / 1e6,
+                            over);
             }
             fflush(stdout);
         }
     }
     if (cf_csv && fclose(cf_csv) != 0) {
-        fprintf(stderr, "error: writing %s: %s\n", csv, strerror(errno));
+        fprintf(stderr, "error: writing %s: %s\n", o.csv, strerror(errno));
         return 1;
     }
     return any_fail ? 1 : 0;

@@ -1,5 +1,5 @@
 /* mod_cache_tx.c - an Apache 2.4 mod_cache provider ("CacheEnable tx /")
- * over the txcache core (src/cache/txcache.h): the in-memory cache of
+ * over the txcache core (cache/core/txcache.h): the in-memory cache of
  * "Transactifying Apache" (Apache 2.2's mod_mem_cache), whose one hot lock
  * can be a mutex, gcc transactions or a txkit cx lock (TxCacheSync).
  *

@@ -1,11 +1,16 @@
-/* bench_util.h - shared machinery of the txkit benchmarks.
+/* bench_util.h - the measurement library of every txkit benchmark (bench/,
+ * cache/bench): the one harness.
  *
  * Method table (seq, mutex, rwlock, the txkit methods and gcc's libitm
- * methods), command-line helpers,
- * a per-thread xorshift PRNG, the time-bounded thread runner (pinning, start
- * barrier, stop flag), txkit statistics deltas, and the report: header, table
- * and CSV. Each benchmark (intset.c, bank.c) fills an array of bench_row and
- * hands it to bench_report().
+ * methods), the option parser (common options, lists), a per-thread
+ * xorshift PRNG, the time-bounded thread runner (pinning, start barrier, stop
+ * flag), fork-isolated measurements (bench_isolate), medians with their
+ * spread, txkit statistics deltas, the header (machine, RTM, txkit, method,
+ * threads, duration, runs), the CSV writer, oversubscribed points and
+ * PASS/MISS target lines. intset.c and bank.c fill an array of bench_row and
+ * hand it to bench_report(); cm, cx and cache use the pieces.
+ * Unless said otherwise a function is called by the benchmark's main thread
+ * only (the library keeps process-wide state for the run).
  */
 #ifndef TXKIT_BENCH_UTIL_H
 #define TXKIT_BENCH_UTIL_H
@@ -138,6 +143,7 @@ int bench_elision_active(void);
 /* ------------------------------------------------------------------ options */
 
 struct bench_opts {
+    int no_methods;     /* set before parsing: --method is the benchmark's own */
     int methods[BM_COUNT];
     int nmethods;
     int threads[BENCH_MAX_TCOUNTS];
@@ -152,6 +158,9 @@ struct bench_opts {
 };
 
 void bench_opts_init(struct bench_opts *o);
+/* bench_opts_init() and the defaults of the method benchmarks (intset, bank):
+ * methods seq, mutex, auto at 1 thread. */
+void bench_opts_init_methods(struct bench_opts *o);
 
 /**
  * bench_parse_common() - handle an option that every benchmark shares.
@@ -173,6 +182,30 @@ int bench_parse_common(struct bench_opts *o, int argc, char **argv, int *i);
 int bench_opt(int argc, char **argv, int *i, const char *name, const char **val);
 long bench_parse_long(const char *opt, const char *s, long lo, long hi);
 double bench_parse_double(const char *opt, const char *s, double lo, double hi);
+
+/**
+ * bench_split_list() - split a comma-separated option value in place.
+ * @opt: the option's name, for messages.
+ * @buf: a copy of the value (split in place); @tok: room for @max words.
+ * Return: the number of words (>= 1); exits with a message on an empty list
+ * or more than @max words.
+ */
+int bench_split_list(const char *opt, char *buf, char **tok, int max);
+
+/**
+ * bench_parse_ints() - a comma-separated list of integers in [lo, hi],
+ * duplicates dropped (thread counts, I/O shares).
+ * Return: how many were stored in @out (at most @max); exits on a bad value.
+ */
+int bench_parse_ints(const char *opt, const char *arg, int *out, int max, long lo, long hi);
+
+/**
+ * bench_parse_names() - a comma-separated list of names from @names ("all":
+ * every one), duplicates dropped; @out gets indices into @names.
+ * Return: how many were stored; exits on an unknown name.
+ */
+int bench_parse_names(const char *opt, const char *arg, const char *const *names, int nnames,
+                      int *out);
 
 /* Help text for the common options. */
 void bench_usage_common(FILE *f);
@@ -292,6 +325,42 @@ struct bench_row *bench_rows_make(const struct bench_opts *o, int *nrows);
 int bench_measure(const struct bench_opts *o, struct bench_row *row, int run,
                   int (*fn)(void *arg, struct bench_sample *out), void *arg, size_t mem_hint);
 
+/* No address-space limit for bench_isolate()'s child (mem_hint). */
+#define BENCH_NO_MEMLIMIT ((size_t)-1)
+
+/**
+ * bench_isolate() - run fn(arg, out, why, whylen) in a forked child and copy
+ * its result (@size bytes at @out) back: the one fork-isolated measurement
+ * loop of the benchmarks.
+ * @timeout:  seconds before the child is killed.
+ * @mem_hint: bytes the measurement may need beyond 2 GiB of address space
+ *            (RLIMIT_AS in the child), or BENCH_NO_MEMLIMIT.
+ * @nofork:   call fn here instead (for debuggers).
+ * @state:    if not NULL, set to ROW_CRASH or ROW_TIMEOUT when the child
+ *            died or hung, else left alone.
+ * @why:      fn's reason (a failed check, a set-up failure), or what
+ *            happened to the child.
+ * Return: fn's value (0 ok, > 0 a check failed, < 0 fn could not measure),
+ * or -1 when the child crashed or timed out.
+ */
+int bench_isolate(int (*fn)(void *arg, void *out, char *why, size_t whylen), void *arg, void *out,
+                  size_t size, double timeout, size_t mem_hint, int nofork, int *state, char *why,
+                  size_t whylen);
+
+/**
+ * bench_median() - the median of @n values (the mean of the middle two when
+ * @n is even) and, when not NULL, their minimum and maximum.
+ * Return: the median, 0 when @n is 0.
+ */
+double bench_median(const double *v, int n, double *min, double *max);
+
+/* The index of the (lower) median of @n values, -1 when @n is 0. */
+int bench_median_index(const double *v, int n);
+
+/* The spread of a point, (max - min) / median in percent, as "12%" ("-" for
+ * one run). */
+void bench_fmt_spread(char *buf, size_t len, double median, double min, double max, int runs);
+
 /* Difference after - before, counter by counter. */
 void bench_stats_delta(const tx_stats_t *before, const tx_stats_t *after, tx_stats_t *out);
 
@@ -306,6 +375,49 @@ struct bench_desc {
 
 /* Header: host, CPU, RTM, txkit version, what runs. */
 void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_opts *o);
+
+/**
+ * bench_print_machine() - the first lines of every benchmark's header:
+ * "=== title ===", host, cpu, rtm, txkit (and TXKIT_METHOD), when and load.
+ * Also takes the host name and time stamp bench_host() and bench_stamp() give.
+ * Return: the 1-minute load average (-1 if unknown).
+ */
+double bench_print_machine(FILE *f, const char *title);
+
+/**
+ * bench_print_run() - the header lines of what is measured: threads (with
+ * the counts above the usable CPUs marked oversubscribed), duration and runs.
+ */
+void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, int runs);
+
+/* A warning line when the load average says the machine is busy. */
+void bench_print_load_warning(FILE *f, double load1);
+
+/* The host name (commas replaced) and UTC time stamp of the header. */
+const char *bench_host(void);
+const char *bench_stamp(void);
+
+/* More threads than usable CPUs: the point measures time sharing too. */
+int bench_oversubscribed(int threads);
+
+/**
+ * bench_csv_open() - open @path for appending rows, writing @header (one
+ * line, no newline) first when the file is new or empty.
+ * Return: the stream, or NULL after a message on stderr.
+ */
+FILE *bench_csv_open(const char *path, const char *header);
+
+/* Make @s a CSV field: commas become ';' (the CSV files have no quoting). */
+void bench_csv_field(char *s);
+
+/**
+ * bench_target() - one target line: "TARGET <label> (target <cmp> <goal>):
+ * PASS|MISS  <value>", the form every runner counts.
+ * @cmp: ">=" or "<="; @valid: 0 when the value is not a valid result (a
+ * failed check): MISS then.
+ * Return: 1 PASS, 0 MISS.
+ */
+int bench_target(FILE *f, const char *label, double value, const char *cmp, double goal, int valid);
 
 /* The progress line on stderr (only when stderr is a terminal and !quiet). */
 void bench_progress(const struct bench_opts *o, int run, const struct bench_row *r);
@@ -326,6 +438,17 @@ int bench_run_rows(const struct bench_opts *o, struct bench_row *rows, int nrows
  */
 int bench_report(const struct bench_desc *d, const struct bench_opts *o,
                  const struct bench_row *rows, int nrows);
+
+/* What the rows of a finished run say, for the closing lines. */
+struct bench_outcome {
+    int crashed;        /* a measurement crashed or timed out */
+    int check_failed;   /* a run failed its correctness check */
+    int anomalies;      /* a run counted anomalies */
+    int runs;           /* samples taken */
+};
+
+/* Fill @out from the rows; print the FAIL line when a measurement crashed. */
+void bench_outcome(const struct bench_row *rows, int nrows, struct bench_outcome *out);
 
 /* bench_cpu_model() - the CPU's model name from /proc/cpuinfo ("unknown"). */
 void bench_cpu_model(char *buf, size_t len);

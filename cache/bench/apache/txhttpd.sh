@@ -35,7 +35,7 @@
 # mod_cache: CacheQuickHandler on, CacheHeader on (X-Cache), CacheDetailHeader on.
 #
 # Environment:
-#   TXKIT_BUILD         build directory holding src/apache/mod_cache_tx.so and
+#   TXKIT_BUILD         build directory holding cache/apache/mod_cache_tx.so and
 #                       lib/libtxkit-preload.so (default /work/main/build)
 #   TXHTTPD_EXTRA       lines appended to httpd.conf (e.g. "TxCacheMaxObjects 500")
 #   TXHTTPD_CHILDREN    child processes (default 1)
@@ -143,7 +143,7 @@ do_start() {
     *) echo "txhttpd: unknown SERVER '$server'" >&2; usage ;;
   esac
   [ -n "$preload" ] && envs+=("LD_PRELOAD=$preload")
-  local module=$build/src/apache/mod_cache_tx.so
+  local module=$build/cache/apache/mod_cache_tx.so
   if [ -n "$sync" ] && [ ! -f "$module" ]; then
     echo "txhttpd: $module not found (build it, or set TXKIT_BUILD)" >&2
     exit 1
