@@ -760,13 +760,6 @@ static int write_all(int fd, const void *buf, size_t len)
 
 #define BENCH_WHY 160 /* the reason a child sends back */
 
-static void lock_once(void)
-{
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&m);
-    pthread_mutex_unlock(&m);
-}
-
 int bench_isolate(int (*fn)(void *arg, void *out, char *why, size_t whylen), void *arg, void *out,
                   size_t size, double timeout, size_t mem_hint, int nofork, int *state, char *why,
                   size_t whylen)
@@ -776,12 +769,6 @@ int bench_isolate(int (*fn)(void *arg, void *out, char *why, size_t whylen), voi
     if (nofork)
         return fn(arg, out, why, whylen);
 
-    /* Work-around: under libtxkit-preload.so (`txkit run`), a thread's first
-     * pthread_mutex_lock registers it with txkit, and when that first lock is
-     * in fork()'s prefork handlers the process deadlocks (txkit's own prefork
-     * handler holds the thread registry lock): lock a mutex once before. */
-    static pthread_once_t registered = PTHREAD_ONCE_INIT;
-    pthread_once(&registered, lock_once);
     int fds[2];
     if (pipe(fds) != 0)
         bench_die("pipe: %s", strerror(errno));

@@ -80,7 +80,8 @@ static struct el_ent tab[EL_TAB_SIZE];
 static char site_names[TKS_MAX_SITES][112];
 
 /* libtxkit's own code: calls from there are not the program's. */
-static uintptr_t self_lo, self_hi;
+static uintptr_t self_lo, self_hi;           /* libtxkit's code (elide_init) */
+static uintptr_t self_data_lo, self_data_hi; /* its writable data: the runtime's own mutexes */
 
 /* Per-thread elision state: the flattened optimistic section. */
 struct el_tls {
@@ -264,26 +265,44 @@ static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, 
     }
 }
 
-static inline bool from_self(void *caller) {
-    uintptr_t a = (uintptr_t)caller;
-    return a >= self_lo && a < self_hi;
+/* The runtime's own locking never goes through elision: a call from its code,
+ * or a mutex in its data. The caller alone is not enough: with sibling calls
+ * the return address is the caller's caller (glibc's prefork handler runner
+ * for thread.c's fork_prepare), and eliding there registers the thread, which
+ * takes reg_lock, already held by fork_prepare: the first fork() of a thread
+ * that had never locked a mutex hung (preload.fork-first). */
+static inline bool from_self(void *caller, const pthread_mutex_t *m) {
+    uintptr_t a = (uintptr_t)caller, d = (uintptr_t)m;
+    return (a >= self_lo && a < self_hi) || (d >= self_data_lo && d < self_data_hi);
 }
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     uintptr_t me = (uintptr_t)arg;
+    int found = 0;
+    uintptr_t dlo = UINTPTR_MAX, dhi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))
+        if (p->p_type != PT_LOAD)
             continue;
         uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
-        if (me >= lo && me < hi) {
+        if ((p->p_flags & PF_X) && me >= lo && me < hi) {
             self_lo = lo;
             self_hi = hi;
-            return 1;
+            found = 1;
+        }
+        if (p->p_flags & PF_W) { /* .data, .bss (and RELRO): one range */
+            if (lo < dlo)
+                dlo = lo;
+            if (hi > dhi)
+                dhi = hi;
         }
     }
-    return 0;
+    if (found && dhi) {
+        self_data_lo = dlo;
+        self_data_hi = dhi;
+    }
+    return found;
 }
 
 static void fork_child(void) {
@@ -321,7 +340,7 @@ static void nested_lock(pthread_mutex_t *m) {
 }
 
 EL_API int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
-    if (!elidable(m) || from_self(caller))
+    if (!elidable(m) || from_self(caller, m))
         return real(m);
     if (el.depth) {
         nested_lock(m);
@@ -344,7 +363,7 @@ EL_API int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *),
 EL_API int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime,
                                   int (*real)(pthread_mutex_t *, const struct timespec *),
                                   void *caller) {
-    if (!elidable(m) || from_self(caller))
+    if (!elidable(m) || from_self(caller, m))
         return real(m, abstime);
     if (el.depth)
         tk_section_abort_exclusive(); /* may have to sleep: a section cannot */
@@ -356,7 +375,7 @@ EL_API int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abs
 }
 
 EL_API int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
-    if (!elidable(m) || from_self(caller))
+    if (!elidable(m) || from_self(caller, m))
         return real(m);
     if (el.depth)
         tk_section_abort_exclusive(); /* its EBUSY must be the real mutex's answer */
@@ -368,7 +387,7 @@ EL_API int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex_t 
 }
 
 EL_API int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
-    if (TXKIT_LIKELY(el.depth == 0) || from_self(caller) || !elidable(m))
+    if (TXKIT_LIKELY(el.depth == 0) || from_self(caller, m) || !elidable(m))
         return real(m); /* also an unlocked mutex: glibc's answer */
     unsigned i = el.depth;
     while (i-- > 0)

@@ -224,6 +224,26 @@ static int t_timedlock(void) {
     return 0;
 }
 
+/* --------------------------------------------------------------- fork-first
+ * The process's first act is fork(), before any mutex was locked (so txkit
+ * never registered the thread). The runtime's own prefork handlers lock its
+ * internal mutexes; the preload must not elide them (the elision path
+ * registers the thread, which takes a lock the prefork handler already
+ * holds: the fork hung for ever, found by the benchmark harness). */
+static int t_fork_first(void) {
+    alarm(20);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0)
+        _exit(42);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 42);
+    check_preloaded(); /* after the fork: it must have been the preload's */
+    printf("fork-first: the first fork() returned, child exited 42\n");
+    return 0;
+}
+
 /* ------------------------------------------------------------------- fork */
 
 static int t_fork(void) {
@@ -430,11 +450,13 @@ static int t_bench(long n) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr, "usage: %s condvar|timedlock|fork|unlock-unlocked|kinds|torture|stats|bench [N]\n",
+        fprintf(stderr, "usage: %s condvar|timedlock|fork|fork-first|unlock-unlocked|kinds|torture|stats|bench [N]\n",
                 argv[0]);
         return 2;
     }
     const char *mode = argv[1];
+    if (strcmp(mode, "fork-first") == 0) /* before anything else runs */
+        return t_fork_first();
     if (strcmp(mode, "bench") == 0)
         return t_bench(argc > 2 ? atol(argv[2]) : 10000000);
     check_preloaded();
