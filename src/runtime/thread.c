@@ -83,7 +83,10 @@ static bool holds_clock(const tk_thread *t) {
 }
 
 static void fork_prepare(void) {
-    tk_thread *me = tk_cur;
+    /* Registered before reg_lock is taken below: an elided lock in a prefork
+     * handler that runs after this one (registered before libtxkit's) would
+     * otherwise register the thread with reg_lock held, and hang. */
+    tk_thread *me = tk_thread_get();
     fork_took_clock = 0;
     if (!holds_clock(me)) {
         for (;;) {
