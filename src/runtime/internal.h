@@ -334,6 +334,8 @@ TK_HIDDEN void tk_seg_thread_detach(tk_thread *t);
 TK_HIDDEN unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file,
                                         const char *func, int line);
 TK_HIDDEN void tk_seg_sum(struct tks_counters *out, unsigned *threads);
+/* Print one line per lock site entered (any thread; takes the segment's lock). */
+TK_HIDDEN void tk_seg_print_locks(FILE *f);
 /* Threads that counted in the shared slot so far (any thread). */
 TK_HIDDEN unsigned tk_seg_shared_threads(void);
 TK_HIDDEN void tk_seg_fork_child(tk_thread *me);

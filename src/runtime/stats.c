@@ -184,6 +184,7 @@ void tk_stats_at_exit(void) {
                 fprintf(f, "txkit: TXKIT_STATS=%s: %s\n", tk_cfg.stats_path, why);
         } else if (f) {
             tx_stats_print(&s, f);
+            tk_seg_print_locks(f);
             if (shared)
                 fprintf(f, "  %u threads counted together in the shared statistics slot (more than %u "
                            "at once)\n",

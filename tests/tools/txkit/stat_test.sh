@@ -578,6 +578,16 @@ args)
   [ $? = 1 ] && grep -q "TXKIT_STATS_DIR is too long" "$tmp/err" || fail "a too long TXKIT_STATS_DIR"
   ;;
 
+summary_locks)
+  # TXKIT_STATS=1 in a program that only takes cx locks: the exit summary has
+  # a line per lock (before the fix it listed 0 transactions and nothing else).
+  TXKIT_STATS=1 "$helper" --tx 0 --cx 8 --no-fault --wait-seconds 0 >/dev/null 2>"$tmp/sum.err" ||
+    fail "stat_helper --cx 8: $(cat "$tmp/sum.err")"
+  cat "$tmp/sum.err"
+  grep -Eq '^    lock 0x[0-9a-f]+ first taken in stat_cx_work\+0x[0-9a-f]+ \(stat_helper\): 8 sections \(optimistic [0-9]+, exclusive [0-9]+\)' \
+    "$tmp/sum.err" || fail "no per-lock line in the TXKIT_STATS=1 summary"
+  ;;
+
 crafted)
   # Hostile files (craft_segment.py): each is refused with one line naming it,
   # or read with bounded work; the live process beside them is still listed.
