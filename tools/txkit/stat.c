@@ -249,7 +249,7 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
     }
     return 0;
 bad:
-    usage(stderr);
+    fprintf(stderr, "try 'txkit %s --help'\n", cmd);
     return 2;
 }
 
