@@ -8,6 +8,7 @@
 
 #include "json.h"
 #include "segment_reader.h"
+#include "symbolize.h"
 
 typedef unsigned long long ull;
 
@@ -38,16 +39,26 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path;
 }
 
+/* The code of a gcc -fgnu-tm site or of a lock's first caller: symbol+offset
+ * (from the object's ELF symbol tables when dladdr had only an offset) and,
+ * with debug information, file:line. */
+static void site_code(const struct st_site *s, char *sym, size_t slen, char *line, size_t llen) {
+    if (sym_lookup(s->file, s->func, s->npids ? (ull)s->pids[0] : 0, 1, sym, slen, line, llen) != 0)
+        snprintf(sym, slen, "%s", s->func);
+}
+
 /* What identifies a site to a reader: file:line for an atomic block,
  * symbol+offset and object for gcc -fgnu-tm code, the address for a lock. */
 static void site_label(const struct st_site *s, char *buf, size_t len) {
+    char sym[128], line[128];
     switch (s->kind) {
     case TKS_SITE_C:
     case TKS_SITE_CXX:
         snprintf(buf, len, "%s:%u", s->file, s->line);
         break;
     case TKS_SITE_ITM:
-        snprintf(buf, len, "%s (%s)", s->func, base_name(s->file));
+        site_code(s, sym, sizeof sym, line, sizeof line);
+        snprintf(buf, len, "%s (%s)", sym, base_name(s->file));
         break;
     case TKS_SITE_LOCK:
         snprintf(buf, len, "lock %#llx", (ull)s->key);
@@ -62,13 +73,16 @@ static void site_label(const struct st_site *s, char *buf, size_t len) {
  * took a lock), "" when there is none. */
 static void site_symbol(const struct st_site *s, char *buf, size_t len) {
     buf[0] = '\0';
-    if ((s->kind != TKS_SITE_ITM && s->kind != TKS_SITE_LOCK) || !s->func[0] || s->func[0] == '?' ||
-        (s->func[0] == '0' && s->func[1] == 'x'))
+    char sym[128], line[128];
+    if (s->kind != TKS_SITE_ITM && s->kind != TKS_SITE_LOCK)
         return;
-    size_t n = strcspn(s->func, "+");
+    site_code(s, sym, sizeof sym, line, sizeof line);
+    if (!sym[0] || sym[0] == '?' || (sym[0] == '0' && sym[1] == 'x'))
+        return;
+    size_t n = strcspn(sym, "+");
     if (n >= len)
         n = len - 1;
-    memcpy(buf, s->func, n);
+    memcpy(buf, sym, n);
     buf[n] = '\0';
 }
 
@@ -117,15 +131,15 @@ static void hist_text(FILE *f, const char *title, const uint64_t *h, const char 
 }
 
 static void table_header(FILE *f) {
-    fprintf(f, "%8s %-16s %4s %10s %9s %9s %9s %10s %6s %10s  %s\n", "PID", "NAME", "THR", "COMMITS",
-            "HTM", "STM", "SERIAL", "ABORTS", "ABORT%", "LOST ms", "ABORTS BY CAUSE");
+    fprintf(f, "%8s %-16s %4s %10s %9s %9s %9s %10s %6s %11s  %s\n", "PID", "NAME", "THR", "COMMITS",
+            "HTM", "STM", "SERIAL", "ABORTS", "ABORT%", "ABRT thr-ms", "ABORTS BY CAUSE");
 }
 
 static void table_row(FILE *f, const char *pid, const char *name, unsigned threads,
                       const struct tks_counters *c, double lost_ns) {
     char t[32];
     time_text(t, sizeof t, lost_ns);
-    fprintf(f, "%8s %-16s %4u %10llu %9llu %9llu %9llu %10llu %5.1f%% %10s  ", pid, name, threads,
+    fprintf(f, "%8s %-16s %4u %10llu %9llu %9llu %9llu %10llu %5.1f%% %11s  ", pid, name, threads,
             (ull)tkc_commits(c), (ull)c->commits[TXKIT_HTM], (ull)c->commits[TXKIT_STM],
             (ull)c->commits[TXKIT_SERIAL], (ull)tkc_aborts(c), 100.0 * st_abort_rate(c), t);
     causes_text(f, c);
@@ -154,10 +168,11 @@ static void site_pids(FILE *f, const struct st_site *s) {
 /* A cx lock: sections end optimistic (hardware) or exclusive (holding it). */
 static void lock_text(FILE *f, size_t rank, const struct st_site *s) {
     const struct tks_counters *c = &s->c;
-    char label[512];
+    char label[512], sym[128], line[128];
     site_label(s, label, sizeof label);
-    fprintf(f, "%3zu. %-5s %s, first taken in %s (%s)", rank, kind_name(s->kind), label, s->func,
-            base_name(s->file));
+    site_code(s, sym, sizeof sym, line, sizeof line);
+    fprintf(f, "%3zu. %-5s %s, first taken in %s (%s)%s%s", rank, kind_name(s->kind), label, sym,
+            base_name(s->file), line[0] ? " at " : "", line);
     site_pids(f, s);
     fprintf(f, "       sections %llu (optimistic %llu, exclusive %llu) of %llu entries\n",
             (ull)tkc_commits(c), (ull)c->commits[TXKIT_HTM], (ull)c->commits[TXKIT_SERIAL],
@@ -179,6 +194,12 @@ static void site_text(FILE *f, size_t rank, const struct st_site *s) {
     fprintf(f, "%3zu. %-5s %s", rank, kind_name(s->kind), label);
     if (s->kind == TKS_SITE_C && s->func[0])
         fprintf(f, " in %s", s->func);
+    if (s->kind == TKS_SITE_ITM) {
+        char sym[128], line[128];
+        site_code(s, sym, sizeof sym, line, sizeof line);
+        if (line[0])
+            fprintf(f, " at %s", line);
+    }
     site_pids(f, s);
     const struct tks_counters *c = &s->c;
     fprintf(f, "       commits %llu (", (ull)tkc_commits(c));
@@ -188,8 +209,8 @@ static void site_text(FILE *f, size_t rank, const struct st_site *s) {
     causes_text(f, c);
     fprintf(f, "), abort rate %.1f%%\n", 100.0 * st_abort_rate(c));
     time_text(t, sizeof t, s->lost_ns);
-    fprintf(f, "       time lost %s%s, irrevocable %.1f%%, fallbacks htm->stm %llu, ->serial %llu\n", t,
-            s->lost_ns < 0 ? "" : " ms", pct(c->irrevocable, c->transactions), (ull)c->htm_to_stm,
+    fprintf(f, "       in aborted attempts %s%s, irrevocable %.1f%%, fallbacks htm->stm %llu, ->serial %llu\n", t,
+            s->lost_ns < 0 ? "" : " thread-ms", pct(c->irrevocable, c->transactions), (ull)c->htm_to_stm,
             (ull)c->to_serial);
     /* A maximum, not a count: over the whole run, whatever the period. */
     if (c->inside_max)
@@ -338,7 +359,7 @@ static void json_counters(struct jw *w, const struct tks_counters *c, double los
     jw_u64(w, "to_serial", c->to_serial);
     jw_u64(w, "irrevocable", c->irrevocable);
     json_hist(w, "retries_hist", c->retries_hist);
-    json_time(w, "time_lost_ms", lost_ns);
+    json_time(w, "aborted_thread_ms", lost_ns);
     jw_u64(w, "cm_decided", c->cm_decided);
     jw_u64(w, "cm_inversions", c->cm_inversions);
     jw_u64(w, "sched_waits", c->sched_waits);
@@ -429,6 +450,13 @@ void st_print_json(FILE *f, const struct st_report *r, const struct st_print_opt
         jw_string(&w, "func", s->func);
         if (sym[0])
             jw_string(&w, "symbol", sym);
+        if (s->kind == TKS_SITE_ITM || s->kind == TKS_SITE_LOCK) {
+            char code[128], line[128];
+            site_code(s, code, sizeof code, line, sizeof line);
+            jw_string(&w, "code", code);
+            if (line[0])
+                jw_string(&w, "source", line);
+        }
         if (s->kind == TKS_SITE_LOCK) {
             char key[32];
             snprintf(key, sizeof key, "%#llx", (ull)s->key);

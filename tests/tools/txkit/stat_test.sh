@@ -502,7 +502,7 @@ assert len(s['inside_hist']) == 8 and 'inside_max' in s
   grep -qF "retries per commit    3-4:20" "$tmp/s.txt" || fail "retries histogram"
   grep -q "read set (words)" "$tmp/s.txt" && grep -q "write set (words)" "$tmp/s.txt" || fail "set histograms"
   grep -q "max threads inside at once" "$tmp/s.txt" && grep -q "irrevocable 0.0%" "$tmp/s.txt" || fail "inside, irrevocable"
-  grep -Eq "^  2\. lock  lock 0x[0-9a-f]+, first taken in stat_cx_work\+0x[0-9a-f]+ \(stat_helper\)   \[pid $a\]" \
+  grep -Eq "^  2\. lock  lock 0x[0-9a-f]+, first taken in stat_cx_work\+0x[0-9a-f]+ \(stat_helper\)( at stat_helper\.c:[0-9]+)?   \[pid $a\]" \
     "$tmp/s.txt" || fail "the lock line"
   grep -Eq "^       sections 8 \(optimistic [0-9]+, exclusive [0-9]+\) of 8 entries" "$tmp/s.txt" || fail "lock sections"
   "$bin" stat >"$tmp/ns.txt" && grep -q "sites" "$tmp/ns.txt" && fail "sites without --sites"
@@ -510,6 +510,32 @@ assert len(s['inside_hist']) == 8 and 'inside_max' in s
   check "$tmp/s2.json" "assert d['sites'][0]['commits'] == 5 and d['sites'][0]['pids'] == [$b]"
   "$bin" stat --sites --top 1 --json >"$tmp/s3.json" || fail "--top 1"
   check "$tmp/s3.json" "assert len(d['sites']) == 1 and d['sites_active'] == 2 and d['sites'][0]['kind'] == 'c'"
+  ;;
+
+sites_static)
+  # A lock first taken in a static function (no dynamic symbol: dladdr gives
+  # an offset only) is named from the ELF .symtab, with file:line when the
+  # helper has debug information and addr2line is there. Before: "0x2ef3".
+  start_helper a --tx 2 --no-fault --cx-static 6 --name static; a=$hpid
+  line=$(grep -n 'cx_optimistic(&cx_static);' "$(dirname "$0")/stat_helper.c" | cut -d: -f1)
+  "$bin" stat --sites --json >"$tmp/s.json" || fail "txkit stat --sites --json"
+  "$bin" stat --sites >"$tmp/s.txt" || fail "txkit stat --sites"
+  cat "$tmp/s.txt"
+  want_line=0
+  if command -v addr2line >/dev/null && command -v readelf >/dev/null &&
+     readelf -S "$helper" | grep -q '\.debug_line'; then want_line=1; fi
+  check "$tmp/s.json" "
+k = site('lock')
+assert len(k) == 1, d['sites']
+k = k[0]
+assert k['symbol'] == 'stat_cx_static_work' and k['code'].startswith('stat_cx_static_work+0x'), k
+assert k['func'].startswith('0x'), ('the runtime named it itself: nothing left to test', k)
+if $want_line:
+    assert k['source'] == 'stat_helper.c:$line', k
+"
+  grep -Eq "first taken in stat_cx_static_work\+0x[0-9a-f]+ \(stat_helper\)" "$tmp/s.txt" ||
+    fail "the lock is not named by its static function"
+  [ $want_line = 0 ] || grep -q "(stat_helper) at stat_helper.c:$line " "$tmp/s.txt" || fail "no file:line"
   ;;
 
 sites_itm)
