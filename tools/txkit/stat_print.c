@@ -242,15 +242,17 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
         if (p->cmdline[0])
             fprintf(f, "command: %s\n", p->cmdline);
     } else {
-        fprintf(f, "txkit %s: %zu process%s, %u thread%s, ", o->command, r->nprocs,
-                r->nprocs == 1 ? "" : "es", r->total_threads, r->total_threads == 1 ? "" : "s");
+        fprintf(f, "txkit %s: %zu process%s, %u thread%s%s%s, ", o->command, r->nprocs,
+                r->nprocs == 1 ? "" : "es", r->total_threads, r->total_threads == 1 ? "" : "s",
+                r->user ? " of user " : "", r->user ? r->user : "");
         if (r->since_start)
             fprintf(f, "totals since start [%s]\n", when);
         else
             fprintf(f, "last %.2f s [%s]\n", r->seconds, when);
     }
     if (r->nprocs == 0 && r->dir)
-        fprintf(f, "(no running txkit process of yours publishes statistics in %s)\n", r->dir);
+        fprintf(f, "(no running txkit process%s%s publishes statistics in %s)\n", r->user ? " of user " : "",
+                r->user ? r->user : "", r->dir);
     for (size_t i = 0; i < r->ngone; i++)
         fprintf(f, "gone: pid %llu (%s): died without removing its statistics (%llu commits, %llu aborts)%s\n",
                 (ull)r->gone[i].pid, r->gone[i].name, (ull)r->gone[i].commits, (ull)r->gone[i].aborts,
@@ -311,6 +313,66 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
             site_text(f, i + 1, &r->sites[i]);
     }
     fputc('\n', f);
+}
+
+/* -------------------------------------------------------- the vmstat view */
+
+/* Columns (92 wide): the time of the reading; processes and threads; commits
+ * per second and the share of each method; aborts per second, the abort rate
+ * and the share of the main causes; thread-milliseconds per second spent in
+ * attempts that then aborted (wall clock, summed over threads: with several
+ * threads, or a thread descheduled mid-attempt, it exceeds 1000). */
+void st_print_line_header(FILE *f) {
+    fprintf(f, "%8s %4s %4s %10s %4s %4s %4s %9s %5s %5s %5s %5s %13s\n", "TIME", "PROC", "THR", "COMMIT/s",
+            "HTM%", "STM%", "SER%", "ABORT/s", "ABRT%", "CONF%", "CAPA%", "OTHR%", "ABRT thr-ms/s");
+}
+
+static void pct_col(FILE *f, int width, uint64_t part, uint64_t whole) {
+    if (whole)
+        fprintf(f, " %*.0f", width, 100.0 * (double)part / (double)whole);
+    else
+        fprintf(f, " %*s", width, "-");
+}
+
+void st_print_line(FILE *f, const struct st_report *r) {
+    double commits = 0, aborts = 0, lost = 0;
+    int lost_na = 0;
+    for (size_t i = 0; i < r->nprocs; i++) {
+        const struct st_proc *sp = &r->procs[i];
+        double secs = r->seconds;
+        if (r->since_start) /* the first line: over the process's life so far */
+            secs = r->when - (double)sp->p->created_ns / 1e9;
+        if (secs < 0.001)
+            secs = 0.001;
+        commits += (double)tkc_commits(&sp->total) / secs;
+        aborts += (double)tkc_aborts(&sp->total) / secs;
+        if (sp->lost_ns < 0)
+            lost_na = 1;
+        else
+            lost += sp->lost_ns / 1e6 / secs;
+    }
+    const struct tks_counters *t = &r->total;
+    uint64_t nc = tkc_commits(t), na = tkc_aborts(t);
+    uint64_t cc = t->aborts_by_cause[TXKIT_CAUSE_CONFLICT] + t->aborts_by_cause[TXKIT_CAUSE_CAPACITY];
+    uint64_t other = na > cc ? na - cc : 0;
+    char when[16];
+    clock_text(when, sizeof when, r->when, 0);
+    fprintf(f, "%8s %4zu %4u %10.0f", when, r->nprocs, r->total_threads, commits);
+    pct_col(f, 4, t->commits[TXKIT_HTM], nc);
+    pct_col(f, 4, t->commits[TXKIT_STM], nc);
+    pct_col(f, 4, t->commits[TXKIT_SERIAL], nc);
+    fprintf(f, " %9.0f", aborts);
+    if (nc + na)
+        fprintf(f, " %5.1f", 100.0 * (double)na / (double)(nc + na));
+    else
+        fprintf(f, " %5s", "-");
+    pct_col(f, 5, t->aborts_by_cause[TXKIT_CAUSE_CONFLICT], na);
+    pct_col(f, 5, t->aborts_by_cause[TXKIT_CAUSE_CAPACITY], na);
+    pct_col(f, 5, other, na);
+    if (lost_na)
+        fprintf(f, " %13s\n", "n/a");
+    else
+        fprintf(f, " %13.1f\n", lost);
 }
 
 /* ------------------------------------------------------------------ JSON */
@@ -394,6 +456,10 @@ void st_print_json(FILE *f, const struct st_report *r, const struct st_print_opt
         jw_double(&w, "seconds", r->seconds);
     if (r->dir)
         jw_string(&w, "dir", r->dir);
+    if (r->user) {
+        jw_string(&w, "user", r->user);
+        jw_u64(&w, "uid", r->uid);
+    }
     if (r->path)
         jw_string(&w, "file", r->path);
 
