@@ -468,8 +468,9 @@ void tk_seg_sum(struct tks_counters *out, unsigned *threads) {
     pthread_mutex_unlock(&seg_lock);
 }
 
-/* One line per cx lock or elided mutex that was entered (TXKIT_STATS=1's exit
- * summary): lock sections are not transactions, so tx_stats_print omits them. */
+/* One line per cx lock that was entered (TXKIT_STATS=1's exit summary): lock
+ * sections are not transactions, so tx_stats_print omits them. Elided mutexes
+ * have lines of their own (cx/elide.c). */
 void tk_seg_print_locks(FILE *f) {
     pthread_mutex_lock(&seg_lock);
     if (seg) {
@@ -477,7 +478,7 @@ void tk_seg_print_locks(FILE *f) {
         struct tks_site *sites = seg_sites();
         unsigned nthreads = my_nthreads, nsites = my_nsites, shown = 0;
         for (unsigned s = 0; s < nsites; s++) {
-            if (sites[s].kind != TKS_SITE_LOCK)
+            if (sites[s].kind != TKS_SITE_LOCK || tk_elide_has_mutex(sites[s].key))
                 continue;
             struct tks_counters c;
             memset(&c, 0, sizeof c);
