@@ -20,6 +20,10 @@
 #ifndef TXKIT_HPP
 #define TXKIT_HPP
 
+#if !defined(__cplusplus) || __cplusplus < 201703L
+#error "txkit.hpp needs C++17 or later (compile with -std=c++17); from C or older C++, include <txkit.h>"
+#else
+
 #include <txkit.h>
 
 #include <cstddef>
@@ -138,4 +142,5 @@ inline int in_transaction() { return tx_in_transaction(); }
 
 } // namespace txkit
 
+#endif // C++17
 #endif // TXKIT_HPP

@@ -437,6 +437,15 @@ static int by_entries(const void *a, const void *b) {
 
 static double pct(uint64_t n, uint64_t d) { return d ? 100.0 * (double)n / (double)d : 0.0; }
 
+/* Whether key is a mutex of this table: its lines in the exit summary are
+ * _txkit_elide_report's, not tk_seg_print_locks'. */
+int tk_elide_has_mutex(uint64_t key) {
+    for (unsigned i = 0; i < EL_TAB_SIZE; i++)
+        if (__atomic_load_n(&tab[i].key, __ATOMIC_ACQUIRE) == (uintptr_t)key)
+            return 1;
+    return 0;
+}
+
 /* The per-mutex lines of the exit summary (TXKIT_STATS=1, stderr); called by
  * the preload library's destructor. With TXKIT_STATS=FILE the dump already
  * holds these sites (see txkit report). */

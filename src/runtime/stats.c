@@ -142,7 +142,7 @@ void tx_stats_print(const tx_stats_t *s, FILE *f) {
     fprintf(f, "  retries per commit:");
     for (int b = 0; b < TXKIT_RETRY_BUCKETS; b++)
         fprintf(f, " [%s] %llu", buckets[b], (unsigned long long)s->retries_hist[b]);
-    fprintf(f, "\n  time lost in aborted attempts: %.3f ms (%.1f ns per abort)\n",
+    fprintf(f, "\n  time in aborted attempts: %.3f thread-ms (%.1f ns per abort)\n",
             (double)s->ns_aborted / 1e6, aborts ? (double)s->ns_aborted / (double)aborts : 0.0);
     if (s->cm_decided || s->sched_waits || s->sched_queued)
         fprintf(f, "  contention manager %s: %llu conflicts decided, %llu priority inversions, %llu undecided; "
@@ -184,6 +184,7 @@ void tk_stats_at_exit(void) {
                 fprintf(f, "txkit: TXKIT_STATS=%s: %s\n", tk_cfg.stats_path, why);
         } else if (f) {
             tx_stats_print(&s, f);
+            tk_seg_print_locks(f);
             if (shared)
                 fprintf(f, "  %u threads counted together in the shared statistics slot (more than %u "
                            "at once)\n",

@@ -468,6 +468,40 @@ void tk_seg_sum(struct tks_counters *out, unsigned *threads) {
     pthread_mutex_unlock(&seg_lock);
 }
 
+/* One line per cx lock that was entered (TXKIT_STATS=1's exit summary): lock
+ * sections are not transactions, so tx_stats_print omits them. Elided mutexes
+ * have lines of their own (cx/elide.c). */
+void tk_seg_print_locks(FILE *f) {
+    pthread_mutex_lock(&seg_lock);
+    if (seg) {
+        struct tks_thread *th = tk_seg_threads();
+        struct tks_site *sites = seg_sites();
+        unsigned nthreads = my_nthreads, nsites = my_nsites, shown = 0;
+        for (unsigned s = 0; s < nsites; s++) {
+            if (sites[s].kind != TKS_SITE_LOCK || tk_elide_has_mutex(sites[s].key))
+                continue;
+            struct tks_counters c;
+            memset(&c, 0, sizeof c);
+            for (unsigned i = 0; i < nthreads; i++)
+                if (i == 0 || th[i].state == TKS_LIVE)
+                    add_counters(&c, &tk_seg_row(i)[s]);
+            unsigned long long opt = c.commits[TXKIT_HTM], excl = c.commits[TXKIT_SERIAL], ab = 0;
+            for (int m = 0; m < TKS_NMETHODS; m++)
+                ab += c.aborts[m];
+            if (!c.transactions && !opt && !excl && !ab)
+                continue;
+            if (!shown++)
+                fprintf(f, "  locks (sections are not transactions):\n");
+            const char *obj = strrchr(sites[s].file, '/');
+            fprintf(f, "    lock %#llx first taken in %s (%s): %llu sections (optimistic %llu, exclusive %llu), "
+                       "%llu aborts, went exclusive after aborts %llu\n",
+                    (unsigned long long)sites[s].key, sites[s].func, obj ? obj + 1 : sites[s].file,
+                    opt + excl, opt, excl, ab, (unsigned long long)c.to_serial);
+        }
+    }
+    pthread_mutex_unlock(&seg_lock);
+}
+
 unsigned tk_seg_shared_threads(void) {
     pthread_mutex_lock(&seg_lock);
     unsigned n = my_shared_threads;

@@ -29,6 +29,8 @@ grep -q "^  mutex $addr first locked at stats_lock_many+0x[0-9a-f]* (test_preloa
     fail "no summary line for mutex $addr at stats_lock_many"
 grep -A1 "^  mutex $addr " "$tmp/stats.err" | grep -q 'acquisitions 1000, optimistic [0-9.]*%, exclusive [0-9.]*%' ||
     fail "mutex $addr: not 1000 acquisitions"
+# ... once: not again among the cx locks of the runtime's summary
+[ "$(grep -c "$addr" "$tmp/stats.err")" = 1 ] || fail "mutex $addr listed more than once: $(cat "$tmp/stats.err")"
 echo "exit summary ok: $(grep -A1 "^  mutex $addr " "$tmp/stats.err" | tr -s ' \n' ' ')"
 
 # a dump, read by txkit report: a lock site with that address

@@ -1,8 +1,10 @@
 /* txkit - command-line front end: `txkit info`, `txkit run`, `txkit stat`,
  * `txkit report` (the last two in stat.c). */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,22 +12,112 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "json.h"
+
+/* Exit statuses of every command (txkit(1) says the same). */
+#define EXIT_USAGE 2
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: txkit COMMAND\n"
+            "usage: txkit [-h|--help] [-V|--version] COMMAND [ARGS...]\n"
             "commands:\n"
-            "  info       version, RTM support and why, default method, thread count\n"
-            "  run [--method M] [--stats[=FILE]] [--no-elide] -- CMD [ARGS...]\n"
-            "             run CMD on txkit: gcc -fgnu-tm code binds to txkit's libitm\n"
-            "             drop-in instead of GCC's libitm, and its pthread mutexes are\n"
-            "             elided (LD_PRELOAD=libtxkit-preload.so; not with --no-elide)\n"
-            "  stat [-p PID,...] [-n NAME] [--sites] [--json] [INTERVAL [COUNT]]\n"
-            "             statistics of this user's running txkit processes, like vmstat\n"
+            "  info [--json]   version, CPU, RTM support and why, methods, default method\n"
+            "  run [-m METHOD] [--stats[=FILE]] [--no-elide] [--] CMD [ARGS...]\n"
+            "                  run CMD on txkit (gcc -fgnu-tm code, elided pthread mutexes)\n"
+            "  stat [-p PID,...] [-n NAME] [-u USER] [-s] [-v] [--json] [INTERVAL [COUNT]]\n"
+            "                  statistics of running txkit processes, like vmstat\n"
             "  report [--json] FILE\n"
-            "             the statistics a process dumped at exit (TXKIT_STATS=FILE)\n"
-            "  version    print the version\n"
-            "  help [COMMAND]  this text, or a command's\n");
+            "                  the statistics a process dumped at exit (TXKIT_STATS=FILE)\n"
+            "  version         print the version\n"
+            "  help [COMMAND]  this text, or a command's (same as txkit COMMAND --help)\n"
+            "Exit status: 0 success, 1 error, 2 usage error (bad command or arguments);\n"
+            "txkit run exits with CMD's status (126, 127: CMD could not be run).\n"
+            "See txkit(1), txkit(7) and libtxkit(3).\n");
+}
+
+static void info_usage(FILE *f) {
+    fprintf(f,
+            "usage: txkit info [--json]\n"
+            "  What txkit sees on this machine: version, CPU model, whether RTM (Intel TSX)\n"
+            "  is usable and why, the transaction methods, the default method and\n"
+            "  contention manager (after TXKIT_METHOD, TXKIT_CM, TXKIT_SCHED), CPU count.\n"
+            "  -j, --json   one JSON object (keys: version, cpu, vendor, cpus, rtm, methods,\n"
+            "               method, method_from_env, cm, sched)\n"
+            "  -h, --help   this text\n"
+            "  Exit status: 0, 2 for bad arguments.\n");
+}
+
+static void run_usage(FILE *f) {
+    fprintf(f,
+            "usage: txkit run [-m METHOD] [--stats[=FILE]] [--no-elide] [--] CMD [ARGS...]\n"
+            "  Run CMD on txkit: its gcc -fgnu-tm code binds to txkit's libitm drop-in\n"
+            "  instead of GCC's libitm (LD_LIBRARY_PATH), its pthread mutexes are elided\n"
+            "  (LD_PRELOAD=libtxkit-preload.so) and symbols are bound at load\n"
+            "  (LD_BIND_NOW=1, so no lazy binding aborts a hardware transaction).\n"
+            "  -m, --method METHOD  auto, htm, stm or serial (sets TXKIT_METHOD)\n"
+            "      --stats          print statistics when CMD exits (TXKIT_STATS=1)\n"
+            "      --stats=FILE     dump them to FILE for txkit report (TXKIT_STATS=FILE)\n"
+            "      --no-elide       do not preload the mutex-eliding library\n"
+            "  -h, --help           this text\n"
+            "  Exit status: CMD's; 126 when CMD cannot be executed, 127 when it is not\n"
+            "  found, 1 when txkit's libraries are missing, 2 for bad arguments.\n");
+}
+
+static void version_usage(FILE *f) {
+    fprintf(f, "usage: txkit version (or txkit -V, txkit --version)\n"
+               "  Print \"txkit X.Y.Z\". Exit status: 0, 2 for bad arguments.\n");
+}
+
+static void help_usage(FILE *f) {
+    fprintf(f, "usage: txkit help [COMMAND]\n"
+               "  The list of commands, or COMMAND's options (as txkit COMMAND --help).\n"
+               "  Exit status: 0, 2 for an unknown COMMAND.\n");
+}
+
+/* "txkit CMD: MESSAGE" and where to read more, on stderr; returns EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "txkit%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\ntry 'txkit%s%s --help'\n", cmd ? " " : "", cmd ? cmd : "");
+    return EXIT_USAGE;
+}
+
+/* getopt_long's error for the option that made it return '?' or ':'. */
+int cli_option_error(const char *cmd, char **argv, int c) {
+    const char *arg = argv[optind - 1];
+    if (c == ':')
+        return cli_usage_error(cmd, "option '%s' needs a value", arg);
+    if (optopt && !(arg[0] == '-' && arg[1] == '-'))
+        return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+/* Parse the options of a command that has only -h/--help (and maybe --json);
+ * returns -1 to go on, else the exit status. */
+static int simple_opts(int argc, char **argv, const char *cmd, void (*help)(FILE *), int *json,
+                       int max_args) {
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, json ? ":hj" : ":h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            help(stdout);
+            return 0;
+        }
+        if (c == 'j' && json) {
+            *json = 1;
+            continue;
+        }
+        return cli_option_error(cmd, argv, c == 'j' ? '?' : c);
+    }
+    if (argc - optind > max_args)
+        return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + max_args]);
+    return -1;
 }
 
 static int cpus_available(void) {
@@ -56,14 +148,62 @@ static void cpu_model(char *buf, size_t len) {
     fclose(f);
 }
 
-static int cmd_info(void) {
+static void info_json(const struct txkit_rtm_info *r, const char *model, txkit_method_t m,
+                      const char *env, const char *cm_env, int sched, int cpus) {
+    struct jw w;
+    jw_init(&w, stdout);
+    jw_object(&w, NULL);
+    jw_string(&w, "version", txkit_version());
+    jw_string(&w, "cpu", model);
+    jw_string(&w, "vendor", r->vendor);
+    jw_u64(&w, "cpus", (uint64_t)cpus);
+    jw_object(&w, "rtm");
+    jw_bool(&w, "usable", r->usable);
+    jw_string(&w, "reason", r->reason);
+    jw_bool(&w, "cpuid_rtm", r->cpuid_rtm);
+    jw_bool(&w, "cpuid_hle", r->cpuid_hle);
+    jw_bool(&w, "rtm_always_abort", r->rtm_always_abort);
+    jw_bool(&w, "tsx_force_abort", r->tsx_force_abort);
+    jw_u64(&w, "probe_tries", (uint64_t)r->probe_tries);
+    jw_u64(&w, "probe_commits", (uint64_t)r->probe_commits);
+    jw_end_object(&w);
+    jw_array(&w, "methods");
+    for (int k = 0; k < TXKIT_NMETHODS; k++) {
+        jw_object(&w, NULL);
+        jw_string(&w, "name", txkit_method_name(k));
+        jw_bool(&w, "usable", k != TXKIT_HTM || r->usable);
+        jw_end_object(&w);
+    }
+    jw_end_array(&w);
+    jw_string(&w, "method", txkit_method_name(m));
+    jw_bool(&w, "method_from_env", env && *env);
+    jw_string(&w, "cm", txkit_get_cm());
+    jw_bool(&w, "cm_from_env", cm_env && *cm_env);
+    jw_bool(&w, "sched", sched);
+    jw_i64(&w, "priority", tx_get_priority());
+    jw_end_object(&w);
+    fputc('\n', stdout);
+}
+
+static int cmd_info(int argc, char **argv) {
+    int json = 0;
+    int rc = simple_opts(argc, argv, "info", info_usage, &json, 0);
+    if (rc >= 0)
+        return rc;
     struct txkit_rtm_info r;
     char model[128];
     txkit_rtm_info(&r);
     cpu_model(model, sizeof model);
     txkit_method_t m = txkit_get_method();
     const char *env = getenv("TXKIT_METHOD");
+    const char *cm_env = getenv("TXKIT_CM");
     int cpus = cpus_available();
+    int sched = txkit_set_sched(0);
+    txkit_set_sched(sched);
+    if (json) {
+        info_json(&r, model, m, env, cm_env, sched, cpus);
+        return 0;
+    }
 
     printf("txkit %s\n", txkit_version());
     printf("cpu:            %s (%s)\n", model, r.vendor);
@@ -76,15 +216,13 @@ static int cmd_info(void) {
                r.probe_tries);
     else
         printf("  probe:        not run (CPUID does not allow XBEGIN)\n");
+    printf("methods:        auto, %s, stm, serial\n", r.usable ? "htm" : "htm (not usable here)");
     printf("method:         %s%s\n", txkit_method_name(m),
            env && *env ? " (from TXKIT_METHOD)" : " (default)");
     if (m == TXKIT_AUTO)
         printf("  order:        %s\n", r.usable ? "htm -> stm -> serial (serial while one thread runs alone)"
                                                 : "stm -> serial (serial while one thread runs alone; no RTM)");
-    const char *cm_env = getenv("TXKIT_CM");
     printf("contention:     %s%s\n", txkit_get_cm(), cm_env && *cm_env ? " (from TXKIT_CM)" : " (default)");
-    int sched = txkit_set_sched(0);
-    txkit_set_sched(sched);
     printf("scheduling:     %s (transaction-aware; TXKIT_SCHED)\n", sched ? "on" : "off");
     printf("priority:       %d (this thread's conflict priority)\n", tx_get_priority());
     printf("threads:        %d (CPUs this process may run on; benchmarks default to this)\n", cpus);
@@ -138,68 +276,69 @@ static int add_preload(const char *lib) {
 }
 
 static int cmd_run(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"method", required_argument, NULL, 'm'}, {"stats", optional_argument, NULL, 's'},
+        {"no-elide", no_argument, NULL, 'E'},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *method = NULL, *stats = NULL;
     char stats_file[PATH_MAX + 2];
     int elide = 1;
-    int i = 2;
-    for (; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
+    opterr = 0;
+    optind = 1;
+    int c;
+    /* '+': options end at CMD, whose own options are its business. */
+    while ((c = getopt_long(argc, argv, "+:m:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            method = optarg;
             break;
-        } else if (strcmp(argv[i], "--method") == 0 && i + 1 < argc) {
-            method = argv[++i];
-        } else if (strncmp(argv[i], "--method=", 9) == 0) {
-            method = argv[i] + 9;
-        } else if (strcmp(argv[i], "--stats") == 0) {
-            stats = "1";
-        } else if (strncmp(argv[i], "--stats=", 8) == 0) {
-            stats = argv[i] + 8; /* a file: TXKIT_STATS takes one with a '/' */
-            if (!*stats) {
-                fprintf(stderr, "txkit run: --stats=: no file name\n");
-                return 2;
+        case 's':
+            if (!optarg) {
+                stats = "1";
+                break;
             }
+            stats = optarg; /* a file: TXKIT_STATS takes one with a '/' */
+            if (!*stats)
+                return cli_usage_error("run", "--stats=: no file name");
             if (!strchr(stats, '/')) {
                 snprintf(stats_file, sizeof stats_file, "./%s", stats);
                 stats = stats_file;
             }
-        } else if (strcmp(argv[i], "--no-elide") == 0) {
+            break;
+        case 'E':
             elide = 0;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "txkit run: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else {
-            break; /* the command, without a "--" */
+            break;
+        case 'h':
+            run_usage(stdout);
+            return 0;
+        default:
+            return cli_option_error("run", argv, c);
         }
     }
-    if (i >= argc) {
-        fprintf(stderr, "txkit run: no command given\n");
-        usage(stderr);
-        return 2;
-    }
+    int i = optind;
+    if (i >= argc)
+        return cli_usage_error("run", "no command given");
     txkit_method_t m;
-    if (method && txkit_method_parse(method, &m) != 0) {
-        fprintf(stderr, "txkit run: --method %s: unknown method (auto, htm, stm, serial)\n", method);
-        return 2;
-    }
+    if (method && txkit_method_parse(method, &m) != 0)
+        return cli_usage_error("run", "--method %s: unknown method (auto, htm, stm, serial)", method);
     if (method && m == TXKIT_HTM && !txkit_htm_usable()) {
         struct txkit_rtm_info r;
         txkit_rtm_info(&r);
         fprintf(stderr, "txkit run: --method htm: RTM is not usable here (%s)\n", r.reason);
-        return 2;
+        return 1;
     }
     char dir[PATH_MAX];
     if (dropin_dir(dir, sizeof dir) != 0) {
-        fprintf(stderr, "txkit run: the libitm drop-in (lib/txkit/libitm.so.1) is not installed next to %s\n",
-                argv[0]);
-        return 2;
+        fprintf(stderr, "txkit run: the libitm drop-in (lib/txkit/libitm.so.1) is not installed next to "
+                        "this txkit\n");
+        return 1;
     }
     const char *old = getenv("LD_LIBRARY_PATH");
     size_t need = strlen(dir) + (old ? strlen(old) + 1 : 0) + 1;
     char *path = malloc(need);
     if (!path) {
         perror("txkit run");
-        return 2;
+        return 1;
     }
     snprintf(path, need, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
     setenv("LD_LIBRARY_PATH", path, 1);
@@ -211,11 +350,11 @@ static int cmd_run(int argc, char **argv) {
                             "mutexes are not elided\n", dir);
         else if (add_preload(lib) != 0) {
             perror("txkit run");
-            return 2;
+            return 1;
         }
     }
     /* A lazy PLT slot resolved inside a hardware transaction aborts it every
-     * time (RTM-FACTS): bind everything at load. */
+     * time: bind everything at load. */
     setenv("LD_BIND_NOW", "1", 0);
     if (method)
         setenv("TXKIT_METHOD", method, 1);
@@ -226,34 +365,72 @@ static int cmd_run(int argc, char **argv) {
     return errno == ENOENT ? 127 : 126;
 }
 
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the command's name */
+    void (*help)(FILE *f);
+};
+
+static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+
+static const struct command commands[] = {
+    {"info", cmd_info, info_usage},       {"run", cmd_run, run_usage},
+    {"stat", cmd_stat, stat_usage},       {"report", cmd_report, report_usage},
+    {"version", cmd_version, version_usage}, {"help", cmd_help, help_usage},
+};
+
+static const struct command *find_command(const char *name) {
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+        if (strcmp(commands[k].name, name) == 0)
+            return &commands[k];
+    return NULL;
+}
+
+static int cmd_version(int argc, char **argv) {
+    int rc = simple_opts(argc, argv, "version", version_usage, NULL, 0);
+    if (rc >= 0)
+        return rc;
+    printf("txkit %s\n", txkit_version());
+    return 0;
+}
+
+static int cmd_help(int argc, char **argv) {
+    int rc = simple_opts(argc, argv, "help", help_usage, NULL, 1);
+    if (rc >= 0)
+        return rc;
+    if (optind == argc) {
+        usage(stdout);
+        return 0;
+    }
+    const struct command *c = find_command(argv[optind]);
+    if (!c)
+        return cli_usage_error("help", "unknown command '%s'", argv[optind]);
+    c->help(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "info") == 0)
-        return cmd_info();
-    if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc, argv);
-    if (strcmp(cmd, "stat") == 0)
-        return cmd_stat(argc - 1, argv + 1);
-    if (strcmp(cmd, "report") == 0)
-        return cmd_report(argc - 1, argv + 1);
-    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("txkit %s\n", txkit_version());
-        return 0;
-    }
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        if (argc > 2 && strcmp(argv[2], "stat") == 0)
-            stat_usage(stdout);
-        else if (argc > 2 && strcmp(argv[2], "report") == 0)
-            report_usage(stdout);
-        else
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int c;
+    /* '+': the global options come before COMMAND; the rest is the command's. */
+    while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+        if (c == 'h') {
             usage(stdout);
-        return 0;
+            return 0;
+        }
+        if (c == 'V')
+            return cmd_version(1, argv);
+        return cli_option_error(NULL, argv, c);
     }
-    fprintf(stderr, "txkit: unknown command '%s'\n", cmd);
-    usage(stderr);
-    return 2;
+    if (optind >= argc) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const struct command *cmd = find_command(argv[optind]);
+    if (!cmd)
+        return cli_usage_error(NULL, "unknown command '%s'", argv[optind]);
+    return cmd->run(argc - optind, argv + optind);
 }

@@ -23,26 +23,37 @@
 
 void stat_usage(FILE *f) {
     fprintf(f,
-            "usage: txkit stat [-p PID[,PID...]] [-n NAME] [-u USER] [--sites] [--top N] [--json]\n"
+            "usage: txkit stat [-p PID[,PID...]] [-n NAME] [-u USER] [-v] [-s [--top N]] [--json]\n"
             "                  [INTERVAL [COUNT]]\n"
-            "  Transaction statistics of this user's running txkit processes, read from\n"
-            "  their segments in $TXKIT_STATS_DIR (default /dev/shm/txkit-UID).\n"
-            "  Without INTERVAL: the totals since each process started, once.\n"
-            "  With INTERVAL (seconds, fractions allowed): the totals since start first,\n"
-            "  then what happened in each INTERVAL; COUNT reports in all (default: until\n"
-            "  interrupted). A process that has not run a transaction yet is absent.\n"
+            "  Transaction statistics of a user's running txkit processes (yours unless\n"
+            "  -u), read from their segments in $TXKIT_STATS_DIR (default\n"
+            "  /dev/shm/txkit-UID). A process that has not run a transaction yet is absent.\n"
+            "  Without INTERVAL: one report of the totals since each process started, a\n"
+            "  row per process and their total.\n"
+            "  With INTERVAL (seconds, fractions allowed), like vmstat: one header, then a\n"
+            "  line per INTERVAL with rates per second (the first line: averages since\n"
+            "  each process started); COUNT lines in all (default: until interrupted).\n"
+            "  Columns: TIME, PROC processes, THR threads, COMMIT/s, HTM%% STM%% SER%% of the\n"
+            "  commits, ABORT/s, ABRT%% aborts per attempt, CONF%% CAPA%% OTHR%% of the aborts\n"
+            "  by cause, ABRT thr-ms/s: thread-milliseconds per second spent in attempts\n"
+            "  that then aborted (wall clock summed over threads, descheduled time\n"
+            "  included: it can exceed 1000; n/a until a process calibrated its clock).\n"
             "  -p, --pid PID[,PID...]  only these processes (repeatable)\n"
             "  -n, --name NAME         only processes of this name (the 15-character comm\n"
             "                          name, e.g. httpd; repeatable); -p and -n add up\n"
             "  -u, --user USER         another user's processes (name or uid; root only),\n"
             "                          e.g. the www-data children of a server started as root\n"
+            "  -v, --verbose           with INTERVAL: the full report (a row per process)\n"
+            "                          every interval instead of one line\n"
             "  -s, --sites             also the busiest atomic blocks, gcc -fgnu-tm\n"
             "                          transactions and locks, by commits in the period\n"
+            "                          (implies -v)\n"
             "  -t, --top N             how many sites (default %d, 0 = all; with --json:\n"
             "                          all unless given)\n"
             "  -j, --json              one JSON document per report, each on one line\n"
             "  -h, --help              this text\n"
-            "  Exit status: 0, 1 when the directory cannot be used, 2 for bad arguments.\n",
+            "  Exit status: 0; 1 when the directory cannot be used or no process matched\n"
+            "  (in any report); 2 for bad arguments.\n",
             DEFAULT_TOP);
 }
 
@@ -137,7 +148,7 @@ static int selected(const struct selection *sel, uint64_t pid, const char *name)
 
 struct opts {
     struct selection sel;
-    int sites, json;
+    int sites, json, verbose;
     size_t top;
     int top_given;
     double interval; /* 0: once */
@@ -148,7 +159,7 @@ static const struct option long_opts[] = {
     {"pid", required_argument, NULL, 'p'}, {"name", required_argument, NULL, 'n'},
     {"sites", no_argument, NULL, 's'},     {"top", required_argument, NULL, 't'},
     {"json", no_argument, NULL, 'j'},      {"help", no_argument, NULL, 'h'},
-    {"user", required_argument, NULL, 'u'},
+    {"user", required_argument, NULL, 'u'}, {"verbose", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
 };
 
@@ -159,7 +170,7 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, is_stat ? ":p:n:u:st:jh" : ":st:jh", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, is_stat ? ":p:n:u:vst:jh" : ":st:jh", long_opts, NULL)) != -1) {
         uint64_t v;
         switch (c) {
         case 'p':
@@ -196,6 +207,9 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
         case 's':
             o->sites = 1;
             break;
+        case 'v':
+            o->verbose = 1;
+            break;
         case 't':
             if (parse_u64(optarg, 0, 1000000, &v) != 0) {
                 fprintf(stderr, "txkit %s: --top %s: expected a number of sites (0 = all)\n", cmd, optarg);
@@ -214,7 +228,7 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
             fprintf(stderr, "txkit %s: option '%s' needs a value\n", cmd, argv[optind - 1]);
             goto bad;
         default:
-            if (optopt && (!is_stat && strchr("pnu", optopt)))
+            if (optopt && (!is_stat && strchr("pnuv", optopt)))
                 fprintf(stderr, "txkit %s: option '-%c' is for txkit stat only\n", cmd, optopt);
             else if (optopt)
                 fprintf(stderr, "txkit %s: unknown option '-%c'\n", cmd, optopt);
@@ -249,7 +263,7 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
     }
     return 0;
 bad:
-    usage(stderr);
+    fprintf(stderr, "try 'txkit %s --help'\n", cmd);
     return 2;
 }
 
@@ -307,8 +321,9 @@ static int wait_interval(struct timespec *next, double interval) {
     return -1;
 }
 
+/* One reading of the directory, printed. *matched: processes selected. */
 static int one_report(const char *dir, const struct opts *o, struct st_history *hist, double seconds,
-                      struct said *said) {
+                      struct said *said, const char *user, size_t *matched) {
     char why[512];
     struct tkr_scan scan;
     if (tkr_scan_dir(dir, &scan, why, sizeof why) < 0) {
@@ -342,10 +357,15 @@ static int one_report(const char *dir, const struct opts *o, struct st_history *
     rep.seconds = seconds;
     rep.dir = dir;
     rep.scan = &scan;
+    rep.user = user;
+    rep.uid = (unsigned)tkr_uid();
+    *matched = n;
     struct st_print_opts po = {"stat", o->sites, o->json && !o->top_given ? 0 : o->top};
     if (o->json)
         st_print_json(stdout, &rep, &po);
-    else
+    else if (o->interval > 0 && !o->verbose && !o->sites)
+        st_print_line(stdout, &rep);
+    else if (n || ng || rep.nexited || o->interval > 0)
         st_print_text(stdout, &rep, &po);
     fflush(stdout);
     st_report_free(&rep);
@@ -379,9 +399,19 @@ int cmd_stat(int argc, char **argv) {
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
     }
+    char user[128];
+    uid_t uid = tkr_uid();
+    struct passwd *pw = getpwuid(uid);
+    snprintf(user, sizeof user, "%.64s (uid %u)", pw ? pw->pw_name : "?", (unsigned)uid);
+    if (o.interval > 0 && !o.json && !o.verbose && !o.sites) {
+        printf("txkit stat: user %s, %s, every %g s; first line: averages since start\n", user, dir,
+               o.interval);
+        st_print_line_header(stdout);
+    }
     struct st_history hist;
     memset(&hist, 0, sizeof hist);
     struct said said = {NULL, 0};
+    size_t ever = 0;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     double last = mono_now();
@@ -389,10 +419,20 @@ int cmd_stat(int argc, char **argv) {
         if (k > 0 && wait_interval(&next, o.interval) != 0)
             break;
         double now = mono_now();
-        rc = one_report(dir, &o, o.interval > 0 ? &hist : NULL, now - last, &said);
+        size_t matched = 0;
+        rc = one_report(dir, &o, o.interval > 0 ? &hist : NULL, now - last, &said, user, &matched);
+        ever += matched;
         last = now;
         if (rc || o.interval <= 0 || stop_requested)
             break;
+    }
+    if (rc == 0 && ever == 0) {
+        if (o.sel.npids || o.sel.nnames)
+            fprintf(stderr, "txkit stat: no running txkit process of user %s in %s matches -p/-n\n", user, dir);
+        else
+            fprintf(stderr, "txkit stat: no running txkit process of user %s publishes statistics in %s\n",
+                    user, dir);
+        rc = 1;
     }
     st_history_free(&hist);
     free(said.v);

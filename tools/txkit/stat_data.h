@@ -72,6 +72,8 @@ struct st_report {
     double when;                    /* CLOCK_REALTIME of the reading */
     const char *dir;                /* stat: the directory read */
     const char *path;               /* report: the file read */
+    const char *user;               /* stat: whose segments, "NAME (uid N)" */
+    unsigned uid;
     struct st_proc *procs;
     size_t nprocs;
     struct tks_counters total;

@@ -8,6 +8,7 @@
 
 #include "json.h"
 #include "segment_reader.h"
+#include "symbolize.h"
 
 typedef unsigned long long ull;
 
@@ -38,16 +39,26 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path;
 }
 
+/* The code of a gcc -fgnu-tm site or of a lock's first caller: symbol+offset
+ * (from the object's ELF symbol tables when dladdr had only an offset) and,
+ * with debug information, file:line. */
+static void site_code(const struct st_site *s, char *sym, size_t slen, char *line, size_t llen) {
+    if (sym_lookup(s->file, s->func, s->npids ? (ull)s->pids[0] : 0, 1, sym, slen, line, llen) != 0)
+        snprintf(sym, slen, "%s", s->func);
+}
+
 /* What identifies a site to a reader: file:line for an atomic block,
  * symbol+offset and object for gcc -fgnu-tm code, the address for a lock. */
 static void site_label(const struct st_site *s, char *buf, size_t len) {
+    char sym[128], line[128];
     switch (s->kind) {
     case TKS_SITE_C:
     case TKS_SITE_CXX:
         snprintf(buf, len, "%s:%u", s->file, s->line);
         break;
     case TKS_SITE_ITM:
-        snprintf(buf, len, "%s (%s)", s->func, base_name(s->file));
+        site_code(s, sym, sizeof sym, line, sizeof line);
+        snprintf(buf, len, "%s (%s)", sym, base_name(s->file));
         break;
     case TKS_SITE_LOCK:
         snprintf(buf, len, "lock %#llx", (ull)s->key);
@@ -62,13 +73,16 @@ static void site_label(const struct st_site *s, char *buf, size_t len) {
  * took a lock), "" when there is none. */
 static void site_symbol(const struct st_site *s, char *buf, size_t len) {
     buf[0] = '\0';
-    if ((s->kind != TKS_SITE_ITM && s->kind != TKS_SITE_LOCK) || !s->func[0] || s->func[0] == '?' ||
-        (s->func[0] == '0' && s->func[1] == 'x'))
+    char sym[128], line[128];
+    if (s->kind != TKS_SITE_ITM && s->kind != TKS_SITE_LOCK)
         return;
-    size_t n = strcspn(s->func, "+");
+    site_code(s, sym, sizeof sym, line, sizeof line);
+    if (!sym[0] || sym[0] == '?' || (sym[0] == '0' && sym[1] == 'x'))
+        return;
+    size_t n = strcspn(sym, "+");
     if (n >= len)
         n = len - 1;
-    memcpy(buf, s->func, n);
+    memcpy(buf, sym, n);
     buf[n] = '\0';
 }
 
@@ -117,15 +131,15 @@ static void hist_text(FILE *f, const char *title, const uint64_t *h, const char 
 }
 
 static void table_header(FILE *f) {
-    fprintf(f, "%8s %-16s %4s %10s %9s %9s %9s %10s %6s %10s  %s\n", "PID", "NAME", "THR", "COMMITS",
-            "HTM", "STM", "SERIAL", "ABORTS", "ABORT%", "LOST ms", "ABORTS BY CAUSE");
+    fprintf(f, "%8s %-16s %4s %10s %9s %9s %9s %10s %6s %11s  %s\n", "PID", "NAME", "THR", "COMMITS",
+            "HTM", "STM", "SERIAL", "ABORTS", "ABORT%", "ABRT thr-ms", "ABORTS BY CAUSE");
 }
 
 static void table_row(FILE *f, const char *pid, const char *name, unsigned threads,
                       const struct tks_counters *c, double lost_ns) {
     char t[32];
     time_text(t, sizeof t, lost_ns);
-    fprintf(f, "%8s %-16s %4u %10llu %9llu %9llu %9llu %10llu %5.1f%% %10s  ", pid, name, threads,
+    fprintf(f, "%8s %-16s %4u %10llu %9llu %9llu %9llu %10llu %5.1f%% %11s  ", pid, name, threads,
             (ull)tkc_commits(c), (ull)c->commits[TXKIT_HTM], (ull)c->commits[TXKIT_STM],
             (ull)c->commits[TXKIT_SERIAL], (ull)tkc_aborts(c), 100.0 * st_abort_rate(c), t);
     causes_text(f, c);
@@ -154,10 +168,11 @@ static void site_pids(FILE *f, const struct st_site *s) {
 /* A cx lock: sections end optimistic (hardware) or exclusive (holding it). */
 static void lock_text(FILE *f, size_t rank, const struct st_site *s) {
     const struct tks_counters *c = &s->c;
-    char label[512];
+    char label[512], sym[128], line[128];
     site_label(s, label, sizeof label);
-    fprintf(f, "%3zu. %-5s %s, first taken in %s (%s)", rank, kind_name(s->kind), label, s->func,
-            base_name(s->file));
+    site_code(s, sym, sizeof sym, line, sizeof line);
+    fprintf(f, "%3zu. %-5s %s, first taken in %s (%s)%s%s", rank, kind_name(s->kind), label, sym,
+            base_name(s->file), line[0] ? " at " : "", line);
     site_pids(f, s);
     fprintf(f, "       sections %llu (optimistic %llu, exclusive %llu) of %llu entries\n",
             (ull)tkc_commits(c), (ull)c->commits[TXKIT_HTM], (ull)c->commits[TXKIT_SERIAL],
@@ -179,6 +194,12 @@ static void site_text(FILE *f, size_t rank, const struct st_site *s) {
     fprintf(f, "%3zu. %-5s %s", rank, kind_name(s->kind), label);
     if (s->kind == TKS_SITE_C && s->func[0])
         fprintf(f, " in %s", s->func);
+    if (s->kind == TKS_SITE_ITM) {
+        char sym[128], line[128];
+        site_code(s, sym, sizeof sym, line, sizeof line);
+        if (line[0])
+            fprintf(f, " at %s", line);
+    }
     site_pids(f, s);
     const struct tks_counters *c = &s->c;
     fprintf(f, "       commits %llu (", (ull)tkc_commits(c));
@@ -188,8 +209,8 @@ static void site_text(FILE *f, size_t rank, const struct st_site *s) {
     causes_text(f, c);
     fprintf(f, "), abort rate %.1f%%\n", 100.0 * st_abort_rate(c));
     time_text(t, sizeof t, s->lost_ns);
-    fprintf(f, "       time lost %s%s, irrevocable %.1f%%, fallbacks htm->stm %llu, ->serial %llu\n", t,
-            s->lost_ns < 0 ? "" : " ms", pct(c->irrevocable, c->transactions), (ull)c->htm_to_stm,
+    fprintf(f, "       in aborted attempts %s%s, irrevocable %.1f%%, fallbacks htm->stm %llu, ->serial %llu\n", t,
+            s->lost_ns < 0 ? "" : " thread-ms", pct(c->irrevocable, c->transactions), (ull)c->htm_to_stm,
             (ull)c->to_serial);
     /* A maximum, not a count: over the whole run, whatever the period. */
     if (c->inside_max)
@@ -221,15 +242,17 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
         if (p->cmdline[0])
             fprintf(f, "command: %s\n", p->cmdline);
     } else {
-        fprintf(f, "txkit %s: %zu process%s, %u thread%s, ", o->command, r->nprocs,
-                r->nprocs == 1 ? "" : "es", r->total_threads, r->total_threads == 1 ? "" : "s");
+        fprintf(f, "txkit %s: %zu process%s, %u thread%s%s%s, ", o->command, r->nprocs,
+                r->nprocs == 1 ? "" : "es", r->total_threads, r->total_threads == 1 ? "" : "s",
+                r->user ? " of user " : "", r->user ? r->user : "");
         if (r->since_start)
             fprintf(f, "totals since start [%s]\n", when);
         else
             fprintf(f, "last %.2f s [%s]\n", r->seconds, when);
     }
     if (r->nprocs == 0 && r->dir)
-        fprintf(f, "(no running txkit process of yours publishes statistics in %s)\n", r->dir);
+        fprintf(f, "(no running txkit process%s%s publishes statistics in %s)\n", r->user ? " of user " : "",
+                r->user ? r->user : "", r->dir);
     for (size_t i = 0; i < r->ngone; i++)
         fprintf(f, "gone: pid %llu (%s): died without removing its statistics (%llu commits, %llu aborts)%s\n",
                 (ull)r->gone[i].pid, r->gone[i].name, (ull)r->gone[i].commits, (ull)r->gone[i].aborts,
@@ -292,6 +315,66 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
     fputc('\n', f);
 }
 
+/* -------------------------------------------------------- the vmstat view */
+
+/* Columns (92 wide): the time of the reading; processes and threads; commits
+ * per second and the share of each method; aborts per second, the abort rate
+ * and the share of the main causes; thread-milliseconds per second spent in
+ * attempts that then aborted (wall clock, summed over threads: with several
+ * threads, or a thread descheduled mid-attempt, it exceeds 1000). */
+void st_print_line_header(FILE *f) {
+    fprintf(f, "%8s %4s %4s %10s %4s %4s %4s %9s %5s %5s %5s %5s %13s\n", "TIME", "PROC", "THR", "COMMIT/s",
+            "HTM%", "STM%", "SER%", "ABORT/s", "ABRT%", "CONF%", "CAPA%", "OTHR%", "ABRT thr-ms/s");
+}
+
+static void pct_col(FILE *f, int width, uint64_t part, uint64_t whole) {
+    if (whole)
+        fprintf(f, " %*.0f", width, 100.0 * (double)part / (double)whole);
+    else
+        fprintf(f, " %*s", width, "-");
+}
+
+void st_print_line(FILE *f, const struct st_report *r) {
+    double commits = 0, aborts = 0, lost = 0;
+    int lost_na = 0;
+    for (size_t i = 0; i < r->nprocs; i++) {
+        const struct st_proc *sp = &r->procs[i];
+        double secs = r->seconds;
+        if (r->since_start) /* the first line: over the process's life so far */
+            secs = r->when - (double)sp->p->created_ns / 1e9;
+        if (secs < 0.001)
+            secs = 0.001;
+        commits += (double)tkc_commits(&sp->total) / secs;
+        aborts += (double)tkc_aborts(&sp->total) / secs;
+        if (sp->lost_ns < 0)
+            lost_na = 1;
+        else
+            lost += sp->lost_ns / 1e6 / secs;
+    }
+    const struct tks_counters *t = &r->total;
+    uint64_t nc = tkc_commits(t), na = tkc_aborts(t);
+    uint64_t cc = t->aborts_by_cause[TXKIT_CAUSE_CONFLICT] + t->aborts_by_cause[TXKIT_CAUSE_CAPACITY];
+    uint64_t other = na > cc ? na - cc : 0;
+    char when[16];
+    clock_text(when, sizeof when, r->when, 0);
+    fprintf(f, "%8s %4zu %4u %10.0f", when, r->nprocs, r->total_threads, commits);
+    pct_col(f, 4, t->commits[TXKIT_HTM], nc);
+    pct_col(f, 4, t->commits[TXKIT_STM], nc);
+    pct_col(f, 4, t->commits[TXKIT_SERIAL], nc);
+    fprintf(f, " %9.0f", aborts);
+    if (nc + na)
+        fprintf(f, " %5.1f", 100.0 * (double)na / (double)(nc + na));
+    else
+        fprintf(f, " %5s", "-");
+    pct_col(f, 5, t->aborts_by_cause[TXKIT_CAUSE_CONFLICT], na);
+    pct_col(f, 5, t->aborts_by_cause[TXKIT_CAUSE_CAPACITY], na);
+    pct_col(f, 5, other, na);
+    if (lost_na)
+        fprintf(f, " %13s\n", "n/a");
+    else
+        fprintf(f, " %13.1f\n", lost);
+}
+
 /* ------------------------------------------------------------------ JSON */
 
 static void json_methods(struct jw *w, const char *key, const uint64_t *v) {
@@ -338,7 +421,7 @@ static void json_counters(struct jw *w, const struct tks_counters *c, double los
     jw_u64(w, "to_serial", c->to_serial);
     jw_u64(w, "irrevocable", c->irrevocable);
     json_hist(w, "retries_hist", c->retries_hist);
-    json_time(w, "time_lost_ms", lost_ns);
+    json_time(w, "aborted_thread_ms", lost_ns);
     jw_u64(w, "cm_decided", c->cm_decided);
     jw_u64(w, "cm_inversions", c->cm_inversions);
     jw_u64(w, "sched_waits", c->sched_waits);
@@ -373,6 +456,10 @@ void st_print_json(FILE *f, const struct st_report *r, const struct st_print_opt
         jw_double(&w, "seconds", r->seconds);
     if (r->dir)
         jw_string(&w, "dir", r->dir);
+    if (r->user) {
+        jw_string(&w, "user", r->user);
+        jw_u64(&w, "uid", r->uid);
+    }
     if (r->path)
         jw_string(&w, "file", r->path);
 
@@ -429,6 +516,13 @@ void st_print_json(FILE *f, const struct st_report *r, const struct st_print_opt
         jw_string(&w, "func", s->func);
         if (sym[0])
             jw_string(&w, "symbol", sym);
+        if (s->kind == TKS_SITE_ITM || s->kind == TKS_SITE_LOCK) {
+            char code[128], line[128];
+            site_code(s, code, sizeof code, line, sizeof line);
+            jw_string(&w, "code", code);
+            if (line[0])
+                jw_string(&w, "source", line);
+        }
         if (s->kind == TKS_SITE_LOCK) {
             char key[32];
             snprintf(key, sizeof key, "%#llx", (ull)s->key);

@@ -13,7 +13,14 @@ struct st_print_opts {
     size_t top;          /* at most this many sites, 0 = all */
 };
 
+/* The detailed report: a title, one row per process and the total, counters,
+ * sites with o->sites. Single-threaded (the symbolizer's cache). */
 void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opts *o);
+/* The vmstat-like view of `txkit stat INTERVAL`: the column header (once),
+ * then one line per report: rates per second over the interval, or averaged
+ * over each process's life for the first report. At most 100 columns. */
+void st_print_line_header(FILE *f);
+void st_print_line(FILE *f, const struct st_report *r);
 /* One document on one line. */
 void st_print_json(FILE *f, const struct st_report *r, const struct st_print_opts *o);
 

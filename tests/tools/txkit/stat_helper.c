@@ -1,7 +1,7 @@
 /* stat_helper - a txkit process with known statistics, for the txkit stat tests.
  *
  *   stat_helper [--tx N] [--threads T] [--name NAME] [--pace-us U] [--no-fault]
- *               [--itm N] [--counter N] [--wait-seconds S]
+ *               [--itm N] [--counter N] [--wait-seconds S] [--cx N] [--cx-static N]
  *
  * Runs N transactions at one TX_ATOMIC site. With fault injection (the
  * default: txkit_set_fault(TXKIT_STM, 1.0)) every software attempt aborts at
@@ -15,6 +15,8 @@
  * --cx N: N critical sections of a cx lock (cx_optimistic), first taken in
  * stat_cx_work (exported: the runtime names the lock by its first caller).
  * They are not transactions: tx_stats_get() leaves them out.
+ * --cx-static N: the same with another lock, first taken in a static
+ * function (no dynamic symbol: txkit stat names it from the ELF .symtab).
  *
  * It checks the arithmetic against tx_stats_get() (exit 1 if wrong; not with
  * --no-self-check, which leaves the process's clock uncalibrated: it is
@@ -70,6 +72,17 @@ __attribute__((noinline)) void stat_cx_work(unsigned n) {
     }
 }
 
+/* A lock first taken in a static function: dladdr cannot name it (no
+ * dynamic symbol), txkit stat names it from the ELF symbol table. */
+static cx_lock_t cx_static = CX_LOCK_INITIALIZER;
+__attribute__((noinline)) static void stat_cx_static_work(unsigned n) {
+    for (unsigned i = 0; i < n; i++) {
+        cx_optimistic(&cx_static);
+        cx_counter++;
+        cx_unlock(&cx_static);
+    }
+}
+
 /* Worker threads take turns, then stay alive until told to quit. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -112,7 +125,7 @@ static int check(const char *what, unsigned long long got, unsigned long long wa
 }
 
 int main(int argc, char **argv) {
-    unsigned long tx = 100, threads = 0, itm = 0, cxn = 0, wait_s = 60, counter = 0;
+    unsigned long tx = 100, threads = 0, itm = 0, cxn = 0, wait_s = 60, counter = 0, cx_static_n = 0;
     int fault = 1, self_check = 1;
     const char *name = NULL;
     for (int i = 1; i < argc; i++) {
@@ -126,6 +139,8 @@ int main(int argc, char **argv) {
             name = v, i++;
         else if (strcmp(a, "--pace-us") == 0)
             pace_us = (unsigned)arg_num(a, v), i++;
+        else if (strcmp(a, "--cx-static") == 0)
+            cx_static_n = arg_num(a, v), i++;
         else if (strcmp(a, "--cx") == 0)
             cxn = arg_num(a, v), i++;
         else if (strcmp(a, "--itm") == 0)
@@ -191,6 +206,8 @@ int main(int argc, char **argv) {
 #endif
     if (cxn)
         stat_cx_work((unsigned)cxn);
+    if (cx_static_n)
+        stat_cx_static_work((unsigned)cx_static_n);
     if (counter) {
         /* Application counters: N events one by one, and a level of N. */
         txkit_counter_t *ev = txkit_counter("test.events", TXKIT_COUNTER_EVENTS);

@@ -136,7 +136,8 @@ assert d['gone'] == [] and d['exited'] == [] and d['errors'] == [], d
 "
   "$bin" stat >"$tmp/out.txt" || fail "txkit stat"
   cat "$tmp/out.txt"
-  grep -q '^txkit stat: 4 processes, 7 threads, totals since start' "$tmp/out.txt" || fail "title line"
+  grep -Eq "^txkit stat: 4 processes, 7 threads of user $(id -un) \(uid $(id -u)\), totals since start" "$tmp/out.txt" ||
+    fail "title line"
   read -r _ thr com htm stm ser ab _ <<<"$(row "$tmp/out.txt" total)"
   [ "$thr $com $htm $stm $ser $ab" = "7 82 0 0 82 246" ] || fail "total row: $(row "$tmp/out.txt" total)"
   read -r _ name thr com _ _ ser ab _ <<<"$(row "$tmp/out.txt" "$b")"
@@ -148,10 +149,18 @@ select)
   start_helper a --tx 5 --name alpha; a=$hpid
   start_helper b --tx 7 --name beta; b=$hpid
   start_helper c --tx 11 --name alpha; c=$hpid
-  sel() { # sel EXPECTED_PIDS EXPECTED_COMMITS ARGS...
-    local want=$1 commits=$2
+  sel() { # sel EXPECTED_PIDS EXPECTED_COMMITS ARGS...: exit 1 when nothing matched
+    local want=$1 commits=$2 rc
     shift 2
-    "$bin" stat --json "$@" >"$tmp/sel.json" || fail "txkit stat $*"
+    "$bin" stat --json "$@" >"$tmp/sel.json" 2>"$tmp/sel.err"
+    rc=$?
+    if [ -z "$want" ]; then
+      [ $rc = 1 ] || fail "txkit stat $* matched nothing: exit $rc, expected 1"
+      grep -q "^txkit stat: no running txkit process of user $(id -un) (uid $(id -u)) in .* matches -p/-n$" \
+        "$tmp/sel.err" || fail "txkit stat $*: '$(cat "$tmp/sel.err")'"
+    else
+      [ $rc = 0 ] || fail "txkit stat $*: exit $rc"
+    fi
     check "$tmp/sel.json" "
 assert sorted(p['pid'] for p in d['processes']) == sorted([$want]), ('$*', d['processes'])
 assert d['total']['commits'] == $commits and d['total']['processes'] == len([$want]), d['total']
@@ -305,7 +314,7 @@ p = proc($a)
 assert p['dump'] and p['name'] == 'dumper' and p['threads'] == 2, p
 exact(p, H[$a])
 exact(d['total'], H[$a])
-assert p['ns_per_tick'] is not None and p['time_lost_ms'] is not None and p['time_lost_ms'] >= 0, p
+assert p['ns_per_tick'] is not None and p['aborted_thread_ms'] is not None and p['aborted_thread_ms'] >= 0, p
 s = site('c')
 assert len(s) == 1 and s[0]['label'].endswith('/stat_helper.c:$line') and s[0]['func'] == 'one_tx', s
 assert s[0]['commits'] == 12 and s[0]['aborts'] == 36 and s[0]['pids'] == [$a], s
@@ -327,7 +336,8 @@ assert s[0]['commits'] == 12 and s[0]['aborts'] == 36 and s[0]['pids'] == [$a], 
   grep -q "cut.bin: truncated: the header says" "$tmp/e3" || fail "$(cat "$tmp/e3")"
   # A dump is not a live segment.
   cp "$tmp/dump.bin" "$dir/dump.seg"
-  "$bin" stat >/dev/null 2>"$tmp/e4" || fail "txkit stat with a dump in the directory"
+  "$bin" stat >/dev/null 2>"$tmp/e4"
+  [ $? = 1 ] || fail "txkit stat with only a dump in the directory: not exit 1 (nothing matched)"
   grep -q "dump.seg: a TXKIT_STATS=FILE dump, not a live segment" "$tmp/e4" || fail "$(cat "$tmp/e4")"
   ;;
 
@@ -366,11 +376,32 @@ assert [p['pid'] for p in docs[0]['processes']] == [$a]
 ex = [e for x in docs for e in x['exited']]
 assert ex == [{'pid': $a, 'name': 'paced', 'file': '$a.seg'}], ex
 "
-  "$bin" stat 0.1 3 >"$tmp/t.txt" || fail "txkit stat 0.1 3"
-  [ "$(grep -c '^txkit stat: ' "$tmp/t.txt")" = 3 ] || fail "3 reports expected: $(cat "$tmp/t.txt")"
-  [ "$(grep -c 'totals since start' "$tmp/t.txt")" = 1 ] || fail "first report: totals since start"
-  [ "$(grep -Ec 'last 0\.[0-9]+ s' "$tmp/t.txt")" = 2 ] || fail "interval reports"
   [ -s "$tmp/i.err" ] && fail "unexpected messages: $(cat "$tmp/i.err")"
+  # Like vmstat: a title naming the user, one header, one line per interval
+  # (rates per second), <= 100 columns, HH:MM:SS first.
+  "$helper" --tx 3000 --pace-us 1000 --name paced2 >"$tmp/h.b.out" 2>&1 &
+  b=$!
+  pids+=("$b")
+  for _ in $(seq 400); do [ -e "$dir/$b.seg" ] && break; sleep 0.05; done
+  "$bin" stat 0.2 3 >"$tmp/t.txt" 2>"$tmp/t.err" || fail "txkit stat 0.2 3: $(cat "$tmp/t.err")"
+  cat "$tmp/t.txt"
+  [ "$(wc -l <"$tmp/t.txt")" = 5 ] || fail "title + header + 3 lines expected"
+  head -1 "$tmp/t.txt" | grep -q "^txkit stat: user $(id -un) (uid $(id -u)), $dir, every 0.2 s" || fail "title"
+  sed -n 2p "$tmp/t.txt" | grep -Eq '^ +TIME +PROC +THR +COMMIT/s .* ABORT/s ' || fail "header"
+  [ "$(grep -c 'COMMIT/s' "$tmp/t.txt")" = 1 ] || fail "the header repeated"
+  tail -n +2 "$tmp/t.txt" | awk 'length($0) > 100 { exit 1 }' || fail "a line over 100 columns"
+  tail -3 "$tmp/t.txt" | awk '$1 !~ /^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]$/ || $2 != 1 || NF != 13 { exit 1 }' ||
+    fail "the interval lines"
+  # rates per second: the helper aborts 3 times per transaction, every 1 ms or so
+  tail -2 "$tmp/t.txt" | awk '{ c += $4; a += $8 } END { exit !(c > 0 && a >= 2.5 * c && a <= 3.5 * c) }' ||
+    fail "aborts/s are not 3 x commits/s"
+  tail -2 "$tmp/t.txt" | awk '$4 > 5000 { exit 1 }' || fail "commits/s are not per second"
+  "$bin" stat -v 0.2 2 >"$tmp/v.txt" || fail "txkit stat -v 0.2 2"
+  [ "$(grep -c '^txkit stat: 1 process' "$tmp/v.txt")" = 2 ] || fail "-v: 2 full reports expected: $(cat "$tmp/v.txt")"
+  grep -q "^ *$b paced2 " "$tmp/v.txt" || fail "-v: no row per process"
+  stop_helper "$b" TERM
+  "$bin" stat 0.1 2 >/dev/null 2>"$tmp/n.err" && fail "nothing matched in any interval: exit 0"
+  grep -q "no running txkit process of user" "$tmp/n.err" || fail "nothing matched: $(cat "$tmp/n.err")"
   ;;
 
 perms)
@@ -391,8 +422,15 @@ perms)
   refused "$tmp/link" "$tmp/link is a symbolic link"
   : >"$tmp/file"
   refused "$tmp/file" "$tmp/file is not a directory"
-  TXKIT_STATS_DIR=$tmp/missing "$bin" stat --json >"$tmp/m.json" || fail "a missing directory is not an error"
-  check "$tmp/m.json" "assert d['processes'] == [] and d['total']['commits'] == 0"
+  # A missing directory: no process published anything, nothing matched (1),
+  # the user named; the JSON document still says so.
+  TXKIT_STATS_DIR=$tmp/missing "$bin" stat --json >"$tmp/m.json" 2>"$tmp/m.err"
+  [ $? = 1 ] || fail "nothing to read: exit status not 1"
+  grep -qx "txkit stat: no running txkit process of user $(id -un) (uid $(id -u)) publishes statistics in $tmp/missing" \
+    "$tmp/m.err" || fail "nothing matched: '$(cat "$tmp/m.err")'"
+  check "$tmp/m.json" "assert d['processes'] == [] and d['total']['commits'] == 0 and d['uid'] == $(id -u)"
+  TXKIT_STATS_DIR=$tmp/missing "$bin" stat >"$tmp/m.txt" 2>/dev/null && fail "nothing matched: exit 0"
+  [ -s "$tmp/m.txt" ] && fail "nothing matched: a table anyway: $(cat "$tmp/m.txt")"
   ;;
 
 other_user)
@@ -452,15 +490,15 @@ u, c = proc($a), proc($b)
 # a publishes its calibration by itself 10 ms after start (at a transaction),
 # which may or may not have happened yet: either way the report must agree
 uncal = u['ns_per_tick'] is None
-assert (u['time_lost_ms'] is None) == uncal, u
-assert uncal or (u['ns_per_tick'] > 0 and u['time_lost_ms'] >= 0), u
+assert (u['aborted_thread_ms'] is None) == uncal, u
+assert uncal or (u['ns_per_tick'] > 0 and u['aborted_thread_ms'] >= 0), u
 assert u['commits'] == 6 and u['aborts'] == 18 and u['aborts_by_cause']['injected'] == 18, u
-assert c['ns_per_tick'] > 0 and c['time_lost_ms'] >= 0, c
-assert (d['total']['time_lost_ms'] is None) == uncal, 'a total with an uncalibrated process that aborted'
-assert (d['sites'][0]['time_lost_ms'] is None) == uncal and d['sites'][0]['commits'] == 10
+assert c['ns_per_tick'] > 0 and c['aborted_thread_ms'] >= 0, c
+assert (d['total']['aborted_thread_ms'] is None) == uncal, 'a total with an uncalibrated process that aborted'
+assert (d['sites'][0]['aborted_thread_ms'] is None) == uncal and d['sites'][0]['commits'] == 10
 "
   "$bin" stat -p "$b" --json >"$tmp/k2.json" || fail "txkit stat -p"
-  check "$tmp/k2.json" "assert d['total']['time_lost_ms'] is not None"
+  check "$tmp/k2.json" "assert d['total']['aborted_thread_ms'] is not None"
   "$bin" stat >"$tmp/k.txt" || fail "txkit stat"
   cat "$tmp/k.txt"
   read -r _ _ _ com _ _ _ ab _ lost _ <<<"$(row "$tmp/k.txt" "$a")"
@@ -502,7 +540,7 @@ assert len(s['inside_hist']) == 8 and 'inside_max' in s
   grep -qF "retries per commit    3-4:20" "$tmp/s.txt" || fail "retries histogram"
   grep -q "read set (words)" "$tmp/s.txt" && grep -q "write set (words)" "$tmp/s.txt" || fail "set histograms"
   grep -q "max threads inside at once" "$tmp/s.txt" && grep -q "irrevocable 0.0%" "$tmp/s.txt" || fail "inside, irrevocable"
-  grep -Eq "^  2\. lock  lock 0x[0-9a-f]+, first taken in stat_cx_work\+0x[0-9a-f]+ \(stat_helper\)   \[pid $a\]" \
+  grep -Eq "^  2\. lock  lock 0x[0-9a-f]+, first taken in stat_cx_work\+0x[0-9a-f]+ \(stat_helper\)( at stat_helper\.c:[0-9]+)?   \[pid $a\]" \
     "$tmp/s.txt" || fail "the lock line"
   grep -Eq "^       sections 8 \(optimistic [0-9]+, exclusive [0-9]+\) of 8 entries" "$tmp/s.txt" || fail "lock sections"
   "$bin" stat >"$tmp/ns.txt" && grep -q "sites" "$tmp/ns.txt" && fail "sites without --sites"
@@ -510,6 +548,32 @@ assert len(s['inside_hist']) == 8 and 'inside_max' in s
   check "$tmp/s2.json" "assert d['sites'][0]['commits'] == 5 and d['sites'][0]['pids'] == [$b]"
   "$bin" stat --sites --top 1 --json >"$tmp/s3.json" || fail "--top 1"
   check "$tmp/s3.json" "assert len(d['sites']) == 1 and d['sites_active'] == 2 and d['sites'][0]['kind'] == 'c'"
+  ;;
+
+sites_static)
+  # A lock first taken in a static function (no dynamic symbol: dladdr gives
+  # an offset only) is named from the ELF .symtab, with file:line when the
+  # helper has debug information and addr2line is there. Before: "0x2ef3".
+  start_helper a --tx 2 --no-fault --cx-static 6 --name static; a=$hpid
+  line=$(grep -n 'cx_optimistic(&cx_static);' "$(dirname "$0")/stat_helper.c" | cut -d: -f1)
+  "$bin" stat --sites --json >"$tmp/s.json" || fail "txkit stat --sites --json"
+  "$bin" stat --sites >"$tmp/s.txt" || fail "txkit stat --sites"
+  cat "$tmp/s.txt"
+  want_line=0
+  if command -v addr2line >/dev/null && command -v readelf >/dev/null &&
+     readelf -S "$helper" | grep -q '\.debug_line'; then want_line=1; fi
+  check "$tmp/s.json" "
+k = site('lock')
+assert len(k) == 1, d['sites']
+k = k[0]
+assert k['symbol'] == 'stat_cx_static_work' and k['code'].startswith('stat_cx_static_work+0x'), k
+assert k['func'].startswith('0x'), ('the runtime named it itself: nothing left to test', k)
+if $want_line:
+    assert k['source'] == 'stat_helper.c:$line', k
+"
+  grep -Eq "first taken in stat_cx_static_work\+0x[0-9a-f]+ \(stat_helper\)" "$tmp/s.txt" ||
+    fail "the lock is not named by its static function"
+  [ $want_line = 0 ] || grep -q "(stat_helper) at stat_helper.c:$line " "$tmp/s.txt" || fail "no file:line"
   ;;
 
 sites_itm)
@@ -529,7 +593,7 @@ assert [x['kind'] for x in d['sites']] == ['itm', 'c'], 'busiest first'
 "
   "$bin" stat --sites >"$tmp/s.txt" || fail "txkit stat --sites"
   cat "$tmp/s.txt"
-  grep -Eq '^  1\. itm   stat_itm_work\+0x[0-9a-f]+ \(stat_helper_itm\)   \[pid '"$a"'\]' "$tmp/s.txt" ||
+  grep -Eq '^  1\. itm   stat_itm_work\+0x[0-9a-f]+ \(stat_helper_itm\)( at stat_helper_itm\.c:[0-9]+)?   \[pid '"$a"'\]' "$tmp/s.txt" ||
     fail "the -fgnu-tm site is not named by its symbol"
   ;;
 
@@ -539,8 +603,9 @@ args)
     local rc=$?
     [ $rc = 2 ] || fail "txkit $*: exit $rc, expected 2"
     [ -s "$tmp/out" ] && fail "txkit $*: wrote to stdout"
+    [ "$(wc -l <"$tmp/err")" = 2 ] || fail "txkit $*: not two lines: $(cat "$tmp/err")"
     head -1 "$tmp/err" | grep -q "^txkit \(stat\|report\): " || fail "txkit $*: first line '$(head -1 "$tmp/err")'"
-    grep -q "^usage: txkit \(stat\|report\)" "$tmp/err" || fail "txkit $*: no usage"
+    tail -1 "$tmp/err" | grep -qx "try 'txkit $1 --help'" || fail "txkit $*: no 'try' line"
   }
   bad stat -p
   bad stat -p abc
@@ -576,6 +641,16 @@ args)
   "$bin" help | grep -q '^  report ' || fail "help lists report"
   TXKIT_STATS_DIR=$(printf 'x%.0s' $(seq 5000)) "$bin" stat 2>"$tmp/err"
   [ $? = 1 ] && grep -q "TXKIT_STATS_DIR is too long" "$tmp/err" || fail "a too long TXKIT_STATS_DIR"
+  ;;
+
+summary_locks)
+  # TXKIT_STATS=1 in a program that only takes cx locks: the exit summary has
+  # a line per lock (before the fix it listed 0 transactions and nothing else).
+  TXKIT_STATS=1 "$helper" --tx 0 --cx 8 --no-fault --wait-seconds 0 >/dev/null 2>"$tmp/sum.err" ||
+    fail "stat_helper --cx 8: $(cat "$tmp/sum.err")"
+  cat "$tmp/sum.err"
+  grep -Eq '^    lock 0x[0-9a-f]+ first taken in stat_cx_work\+0x[0-9a-f]+ \(stat_helper\): 8 sections \(optimistic [0-9]+, exclusive [0-9]+\)' \
+    "$tmp/sum.err" || fail "no per-lock line in the TXKIT_STATS=1 summary"
   ;;
 
 crafted)
