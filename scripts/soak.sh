@@ -21,7 +21,8 @@ fi
 secs=$1
 shift
 jobs=${JOBS:-$(nproc)}
-flags=(-DTXKIT_SOAK_SECONDS="$secs" -DTXKIT_BUILD_BENCH=OFF)
+# shellcheck disable=SC2206 # CMAKE_FLAGS: extra configure options, split on blanks
+flags=(-DTXKIT_SOAK_SECONDS="$secs" -DTXKIT_BUILD_BENCH=OFF ${CMAKE_FLAGS:-})
 build=${SOAK_BUILD:-build-soak}
 if [ "${SOAK_SANITIZE:-0}" = 1 ]; then
     build=${SOAK_BUILD:-build-soak-san}

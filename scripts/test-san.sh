@@ -12,7 +12,8 @@
 #   apache     the module is loaded into the system's uninstrumented httpd
 #   model      the spin model checker: no txkit code in it
 #   timing     tests that measure speed (instrumented code is 2-5x slower)
-# Environment: JOBS (default nproc), CTEST_FLAGS (extra ctest arguments).
+# Environment: JOBS (default nproc), CTEST_FLAGS (extra ctest arguments),
+# CMAKE_FLAGS (extra configure options, at the first configure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-san}
@@ -20,7 +21,8 @@ jobs=${JOBS:-$(nproc)}
 exclude='valgrind|apache|model|timing'
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
-    cmake -S . -B "$build" -DTXKIT_SANITIZE=ON -DTXKIT_BUILD_BENCH=OFF >/dev/null
+    # shellcheck disable=SC2086 # CMAKE_FLAGS: extra options (CI: -DTXKIT_WERROR=ON)
+    cmake -S . -B "$build" -DTXKIT_SANITIZE=ON -DTXKIT_BUILD_BENCH=OFF ${CMAKE_FLAGS:-} >/dev/null
 fi
 cmake --build "$build" -j "$jobs"
 

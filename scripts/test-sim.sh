@@ -17,7 +17,8 @@
 # it counts as one of its own tx_restart()s), timing bounds (cx.starvation), the model
 # checker, Apache, the cache and the gcc -fgnu-tm suites (their hardware code
 # paths are the same entry points, covered by the cx/preload/api runs).
-# Environment: JOBS (default nproc), SIM_STATUSES (space-separated).
+# Environment: JOBS (default nproc), SIM_STATUSES (space-separated), CMAKE_FLAGS
+# (extra configure options, at the first configure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-sim}
@@ -27,7 +28,8 @@ include='^(api|irrevocable|cx|preload|fork|stress|long_reader|restart_stack)\.'
 exclude='^(cx\.starvation|cx\.model)$'
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
-    cmake -S . -B "$build" -DTXKIT_SIM_RTM=ON -DTXKIT_BUILD_BENCH=OFF >/dev/null
+    # shellcheck disable=SC2086 # CMAKE_FLAGS: extra options (CI: -DTXKIT_WERROR=ON)
+    cmake -S . -B "$build" -DTXKIT_SIM_RTM=ON -DTXKIT_BUILD_BENCH=OFF ${CMAKE_FLAGS:-} >/dev/null
 fi
 cmake --build "$build" -j "$jobs"
 cd "$build"
