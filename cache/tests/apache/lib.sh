@@ -25,7 +25,7 @@ fail() {
 }
 
 need_basics() {
-  command -v apache2 >/dev/null || skip "apache2 is not installed (scripts/deps.sh build)"
+  command -v apache2 >/dev/null || skip "apache2 is not installed (scripts/deps.sh test, or make test as root)"
   command -v apxs >/dev/null || skip "apxs is not installed (apache2-dev)"
   command -v curl >/dev/null || skip "curl is not installed"
   case "$MODE" in
