@@ -4,7 +4,8 @@
 # sources of the txkit command (tools/txkit/*.c: help text, comments) each
 # repository path. A path with a '/' must exist from the top of the tree, from
 # the citing file's directory or under include/; a bare source file name
-# (`bank.c`) must be the name of a tracked file or of a documented example. Placeholders (<file>, *, {a,b},
+# (`bank.c`) must be the name of a tracked file or of a documented example.
+# Also: every TXKIT_* CMake option and (non-internal) cache variable is in README.md. Placeholders (<file>, *, {a,b},
 # $VAR, P/, BUILD/...) and generated outputs (no source extension) are not checked.
 # usage: check_paths.sh SOURCE_DIR
 set -euo pipefail
@@ -39,5 +40,12 @@ for f in tools/txkit/*.c; do
   while IFS= read -r p; do check "$f" "$p"; done < <(
     grep -oE "(^|[^A-Za-z0-9_./<-])$top[A-Za-z0-9_./-]*[A-Za-z0-9_]" "$f" | sed -E 's/^[^A-Za-z.]//' || true)
 done
+# Every CMake option and cache variable of ours is documented in README.md.
+no=0
+for o in $(git ls-files '*CMakeLists.txt' '*.cmake' | xargs grep -ohE '(option|set)\((TXKIT_[A-Z0-9_]+)[^)]*(\)|$)' |
+           grep -E '^option|CACHE' | grep -v 'CACHE INTERNAL' | sed -E 's/^(option|set)\(//; s/[ )].*//' | sort -u); do
+  no=$((no + 1))
+  grep -qF "\`$o\`" README.md || { echo "FAIL: the CMake option $o is not in README.md's table" >&2; bad=1; }
+done
 [ $bad -eq 0 ] || exit 1
-echo "ok: $n cited paths exist"
+echo "ok: $n cited paths exist, $no CMake options documented"
