@@ -94,9 +94,9 @@ static uint64_t next_txid_block;
 uint32_t tk_itm_action(tk_thread *t, int restarted) {
     uint32_t p = t->ctl.props, a;
     const struct tk_method *m = t->ctl.m;
-    if (m == &tk_method_stm) {
+    if (m->caps & TK_CAP_SOFTWARE) {
         a = TK_A_RUN_INSTRUMENTED;
-    } else if (m == &tk_method_htm) {
+    } else if (m->caps & TK_CAP_UNINSTRUMENTED) {
         a = (p & TK_PR_UNINSTRUMENTED) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED;
     } else if ((p & TK_PR_UNINSTRUMENTED) &&
                (!(p & TK_PR_INSTRUMENTED) || (p & TK_PR_HAS_NO_ABORT))) {
@@ -280,7 +280,7 @@ ITM_API void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
         TK_FATAL("__transaction_cancel in an irrevocable transaction");
     tk_itm_cp *cp = top_checkpoint(t);
     int outer = (reason & TK_OUTER_ABORT) || depth == 1 || !cp || cp->depth != depth;
-    if (t->ctl.m == &tk_method_htm)
+    if (t->ctl.m->caps & TK_CAP_HARDWARE)
         t->ctl.m->explicit_abort(t, outer ? -TK_XCODE_CANCEL_OUTER : -TK_XCODE_CANCEL_NESTED);
     if (outer) {
         t->ctl.cancelling = 1; /* not a conflict: no backoff */
@@ -379,9 +379,9 @@ ITM_API void _ITM_dropReferences(void *ptr, size_t len) {
     tk_thread *t = tk_cur;
     if (!t || _txkit_tls.depth == 0 || len == 0 || t->ctl.irrevocable || t->doomed)
         return;
-    if (t->ctl.m->id != TXKIT_SERIAL) {
+    if (!(t->ctl.m->caps & TK_CAP_UNDO_LOG)) {
         t->ctl.force_serial = 1;
-        if (t->ctl.m->id == TXKIT_HTM)
+        if (t->ctl.m->caps & TK_CAP_HARDWARE)
             t->ctl.m->explicit_abort(t, -TK_XCODE_SERIAL);
         tk_abort(t, TXKIT_CAUSE_EXPLICIT);
     }

@@ -300,7 +300,7 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
     const struct tk_method *m = t->ctl.m;
     if (list_has(t->cx.held, t->cx.nheld, l))
         return 0; /* an exclusive section around the transaction holds it */
-    if (m == &tk_method_htm || t->doomed) {
+    if ((m->caps & TK_CAP_HARDWARE) || t->doomed) {
         if (!is_free(l)) {
             if (trying)
                 return -EBUSY;
@@ -320,7 +320,7 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
         push_txheld(t, l);
         return 0;
     }
-    if (m == &tk_method_stm) {
+    if (m->caps & TK_CAP_SOFTWARE) {
         if (!(__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED))
             __atomic_fetch_or(&l->flags, CX_F_SUBSCRIBED, __ATOMIC_SEQ_CST);
         if (TX_LOAD(&l->state.word) != 0) {

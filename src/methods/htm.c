@@ -118,6 +118,8 @@ TK_RTM_FN static void htm_explicit_abort(tk_thread *t, int cause) {
 const struct tk_method tk_method_htm = {
     .name = "htm",
     .id = TXKIT_HTM,
+    .stats_id = TXKIT_HTM,
+    .caps = TK_CAP_HARDWARE | TK_CAP_UNINSTRUMENTED,
     .access = 0,
     .begin = htm_begin,
     .commit = htm_commit,

@@ -15,9 +15,30 @@
  * txkit_cause_t, and TXKIT_CAUSE_CONFLICT is 0: never test results for zero. */
 #define TK_OK (-1)
 
+/* What a method is, for the code outside src/methods that must treat
+ * methods differently: it asks for a capability, never for a method. */
+enum {
+    TK_CAP_HARDWARE = 1u << 0,      /* the CPU runs and undoes attempts (aborts come back
+                                     * through begin(), never to rollback()) */
+    TK_CAP_SOFTWARE = 1u << 1,      /* speculative in software: read log, write set,
+                                     * validation (may not see others' writes in place) */
+    TK_CAP_UNDO_LOG = 1u << 2,      /* writes in place and keeps an undo log (t->ulog) */
+    TK_CAP_UNINSTRUMENTED = 1u << 3, /* can run code without barriers (gcc's
+                                      * uninstrumented clone) while speculative */
+    TK_CAP_CLOSED_NESTING = 1u << 4, /* can undo part of an attempt (nested cancel) */
+    TK_CAP_EXCLUSIVE = 1u << 5,     /* holds the global clock (odd) for the whole attempt:
+                                     * no other transaction runs meanwhile */
+};
+
 struct tk_method {
     const char *name;
-    txkit_method_t id;
+    /* Index in tk_method_table (methods/table.c); the public txkit_method_t
+     * for the public methods. */
+    int id;
+    /* Where its commits and aborts are counted and its fault injection is
+     * set: a public txkit_method_t (TXKIT_HTM..TXKIT_SERIAL). */
+    int stats_id;
+    unsigned caps; /* TK_CAP_* */
     /* TXKIT_ACC_* bits for the inline barriers while an attempt runs. */
     unsigned access;
     /* Start an attempt. TK_OK, or a txkit_cause_t when the attempt ended
@@ -37,10 +58,18 @@ struct tk_method {
     void (*explicit_abort)(tk_thread *t, int cause);
 };
 
-extern const struct tk_method tk_method_htm TK_HIDDEN;
-extern const struct tk_method tk_method_stm TK_HIDDEN;
-extern const struct tk_method tk_method_serial TK_HIDDEN;
-
-TK_HIDDEN const struct tk_method *tk_method_by_id(int id);
+/* The methods, by id: the one list of them (methods/table.c). Slot 0
+ * (TXKIT_AUTO) is NULL: auto is a policy (runtime/policy), not a method.
+ * The public ones come first, then methods that only a name selects
+ * (TXKIT_METHOD=<name>, for tests). Read-only: any thread. */
+#define TK_NMETHODS_ALL (TXKIT_NMETHODS + 1)
+extern const struct tk_method *const tk_method_table[TK_NMETHODS_ALL] TK_HIDDEN;
+static inline bool tk_method_has(const struct tk_method *m, unsigned cap) {
+    return m && (m->caps & cap);
+}
+/* Name of method id (any of the table, "auto" for 0), NULL if none. Any thread. */
+TK_HIDDEN const char *tk_method_name(int id);
+/* The id of a method name (all of the table, and "auto"), or -1. Any thread. */
+TK_HIDDEN int tk_method_lookup(const char *name);
 
 #endif /* TK_METHOD_H */

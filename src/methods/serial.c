@@ -126,6 +126,8 @@ static void serial_explicit_abort(tk_thread *t, int cause) { tk_abort(t, cause);
 const struct tk_method tk_method_serial = {
     .name = "serial",
     .id = TXKIT_SERIAL,
+    .stats_id = TXKIT_SERIAL,
+    .caps = TK_CAP_EXCLUSIVE | TK_CAP_UNDO_LOG | TK_CAP_CLOSED_NESTING,
     .access = TXKIT_ACC_STORE,
     .begin = serial_begin,
     .commit = serial_commit,

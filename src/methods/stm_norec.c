@@ -24,6 +24,8 @@
 
 #include "methods/method.h"
 
+extern const struct tk_method tk_method_stm TK_HIDDEN; /* below */
+
 /* ------------------------------------------------------------ memory access */
 
 /* Possibly unaligned (tx_memcpy of an unaligned source): say so to the compiler. */
@@ -545,6 +547,8 @@ static void stm_explicit_abort(tk_thread *t, int cause) { tk_abort(t, cause); }
 const struct tk_method tk_method_stm = {
     .name = "stm",
     .id = TXKIT_STM,
+    .stats_id = TXKIT_STM,
+    .caps = TK_CAP_SOFTWARE | TK_CAP_CLOSED_NESTING,
     .access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE | TXKIT_ACC_FASTREAD,
     .begin = stm_begin,
     .commit = stm_commit,

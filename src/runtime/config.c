@@ -47,35 +47,18 @@ void tk_fatal(const char *file, int line, const char *fmt, ...) {
     abort();
 }
 
-static const char *const method_names[TXKIT_NMETHODS] = {"auto", "htm", "stm", "serial"};
-
 const char *txkit_method_name(int m) {
-    return m >= 0 && m < TXKIT_NMETHODS ? method_names[m] : "?";
+    return m >= 0 && m < TXKIT_NMETHODS ? tk_method_name(m) : "?";
 }
 
 int txkit_method_parse(const char *name, txkit_method_t *out) {
     if (!name || !out)
         return -EINVAL;
-    for (int i = 0; i < TXKIT_NMETHODS; i++) {
-        if (strcmp(name, method_names[i]) == 0) {
-            *out = (txkit_method_t)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
-}
-
-const struct tk_method *tk_method_by_id(int id) {
-    switch (id) {
-    case TXKIT_HTM:
-        return &tk_method_htm;
-    case TXKIT_STM:
-        return &tk_method_stm;
-    case TXKIT_SERIAL:
-        return &tk_method_serial;
-    default:
-        return NULL;
-    }
+    int i = tk_method_lookup(name);
+    if (i < 0 || i >= TXKIT_NMETHODS) /* the public ones only */
+        return -EINVAL;
+    *out = (txkit_method_t)i;
+    return 0;
 }
 
 static int check_method(int m) {
@@ -212,6 +195,11 @@ static void parse_method(void) {
     if (!v || !*v)
         return;
     if (txkit_method_parse(v, &m) != 0) {
+        int hidden = tk_method_lookup(v); /* a method selected by name only (tests) */
+        if (hidden >= TXKIT_NMETHODS) {
+            tk_cfg.method = hidden;
+            return;
+        }
         env_warn("TXKIT_METHOD", v, "unknown method (auto, htm, stm, serial); using auto");
         return;
     }

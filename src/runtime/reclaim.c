@@ -135,7 +135,7 @@ void tk_free_later(tk_thread *t, const tk_free *f) {
     /* A hardware commit does not move the clock: a software reader whose
      * snapshot is this very value may have read the pointer before it. Only
      * snapshots past the next software commit (or no reader) are safe. */
-    if (t->ctl.m && t->ctl.m->id == TXKIT_HTM)
+    if (tk_method_has(t->ctl.m, TK_CAP_HARDWARE))
         b->tag |= 1;
     if (b->n == BUCKET_CAP)
         reclaim_pass(t, PASS_BUCKETS);

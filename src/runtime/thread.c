@@ -78,7 +78,7 @@ static tk_thread *fork_orphans; /* the parent's other threads, in a child */
 
 /* Does t hold the clock itself (a serial attempt is running)? */
 static bool holds_clock(const tk_thread *t) {
-    return t && _txkit_tls.depth && t->ctl.m == &tk_method_serial &&
+    return t && _txkit_tls.depth && tk_method_has(t->ctl.m, TK_CAP_EXCLUSIVE) &&
            __atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == t->serial_clock;
 }
 

@@ -25,6 +25,11 @@ TK_HIDDEN tk_jmpbuf *tk_jb_slot(void);
 
 struct tk_global tk_g;
 
+/* The public methods the policy chooses among (methods/table.c). */
+#define M_HTM (tk_method_table[TXKIT_HTM])
+#define M_STM (tk_method_table[TXKIT_STM])
+#define M_SERIAL (tk_method_table[TXKIT_SERIAL])
+
 #define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
 #define SOLO_QUIET_NS 5000000 /* others idle this long: run alone (serially) */
 #define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
@@ -126,37 +131,39 @@ static bool stm_budget_left(const tk_thread *t) {
 
 static const struct tk_method *choose_method(tk_thread *t) {
     if (t->ctl.force_serial)
-        return &tk_method_serial;
+        return M_SERIAL;
     if (t->ctl.irr_token) /* irrevocable from the start, in software */
-        return &tk_method_stm;
+        return M_STM;
     int cfg = tk_configured_method(t);
     if (t->ctl.kind == TK_KIND_ITM) {
         uint32_t p = t->ctl.props;
         if (p & TK_PR_DOES_GO_IRREVOCABLE) /* would abort in hardware, upgrade in software */
-            return &tk_method_serial;
+            return M_SERIAL;
         if (!(p & TK_PR_INSTRUMENTED)) /* no barriers to run software TM with */
             return tk_g.hybrid && cfg != TXKIT_SERIAL && cfg != TXKIT_STM &&
                            t->ctl.htm_tries < tk_cfg.htm_retries
-                       ? &tk_method_htm
-                       : &tk_method_serial;
+                       ? M_HTM
+                       : M_SERIAL;
     }
     switch (cfg) {
     case TXKIT_SERIAL:
-        return &tk_method_serial;
+        return M_SERIAL;
     case TXKIT_HTM:
-        return tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries ? &tk_method_htm
-                                                                : &tk_method_serial;
+        return tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries ? M_HTM
+                                                                : M_SERIAL;
     case TXKIT_STM:
-        return stm_budget_left(t) ? &tk_method_stm : &tk_method_serial;
+        return stm_budget_left(t) ? M_STM : M_SERIAL;
     default:
+        if (TXKIT_UNLIKELY(cfg >= TXKIT_NMETHODS)) /* one selected by name */
+            return tk_method_table[cfg];
         if (t->ctl.attempts == 0 && auto_solo(t))
-            return &tk_method_serial;
-        if (t->ctl.m == &tk_method_serial && t->ctl.attempts > 0)
-            return &tk_method_serial; /* solo attempt restarted: stay serial */
+            return M_SERIAL;
+        if (t->ctl.m == M_SERIAL && t->ctl.attempts > 0)
+            return M_SERIAL; /* solo attempt restarted: stay serial */
         if (tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries &&
             !(t->ctl.attempts == 0 && site_skips_htm(t, t->ctl.site)))
-            return &tk_method_htm;
-        return stm_budget_left(t) ? &tk_method_stm : &tk_method_serial;
+            return M_HTM;
+        return stm_budget_left(t) ? M_STM : M_SERIAL;
     }
 }
 
@@ -250,7 +257,7 @@ static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
     tk_stats_open(t);
-    TK_COUNT(c->aborts[m->id], 1);
+    TK_COUNT(c->aborts[m->stats_id], 1);
     TK_COUNT(c->aborts_by_cause[cause], 1);
     if (t->ctl.attempt_tsc) /* ticks, weighted by the sampling rate; converted when read */
         TK_COUNT(c->ticks_aborted, (tk_rdtsc() - t->ctl.attempt_tsc) * t->ctl.attempt_weight);
@@ -285,17 +292,19 @@ void tk_run_attempts(tk_thread *t) {
             tk_sched_before_retry(t); /* a hot site admits retries one at a time */
         const struct tk_method *m = choose_method(t);
         if (t->ctl.attempts > 0 && !tk_cfg.stats_off) {
-            if (m == &tk_method_stm && t->ctl.m == &tk_method_htm && !t->ctl.fell_htm) {
+            if (tk_method_has(m, TK_CAP_SOFTWARE) && tk_method_has(t->ctl.m, TK_CAP_HARDWARE) &&
+                !t->ctl.fell_htm) {
                 t->ctl.fell_htm = 1;
                 TK_COUNT(t->cnt->htm_to_stm, 1);
-            } else if (m == &tk_method_serial && t->ctl.m != &tk_method_serial && !t->ctl.fell_serial) {
+            } else if (tk_method_has(m, TK_CAP_EXCLUSIVE) && !tk_method_has(t->ctl.m, TK_CAP_EXCLUSIVE) &&
+                       !t->ctl.fell_serial) {
                 t->ctl.fell_serial = 1;
                 TK_COUNT(t->cnt->to_serial, 1);
             }
         }
         tk_attempt_reset(t);
         t->ctl.m = m;
-        t->ctl.inject = tk_cfg.any_fault && tk_fault_hit(t, m->id);
+        t->ctl.inject = tk_cfg.any_fault && tk_fault_hit(t, m->stats_id);
         t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
         if (TXKIT_UNLIKELY(tk_sched_on))
             tk_sched_attempt_start(t);
@@ -359,7 +368,7 @@ static unsigned set_bucket(size_t n) {
 void tk_finish_commit(tk_thread *t) {
     struct tks_counters *c = t->cnt;
     const struct tk_method *m = t->ctl.m;
-    if (TXKIT_UNLIKELY(t->htm_pen_site == t->ctl.site) && m->id == TXKIT_HTM)
+    if (TXKIT_UNLIKELY(t->htm_pen_site == t->ctl.site) && (m->caps & TK_CAP_HARDWARE))
         t->htm_pen_len = 0; /* hardware works here again: the penalty starts over */
     if (TXKIT_UNLIKELY(tk_cx_owned(t)))
         tk_cx_release_at_commit(t); /* committed: its writes are all in memory */
@@ -367,13 +376,13 @@ void tk_finish_commit(tk_thread *t) {
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         goto counted;
     tk_stats_open(t);
-    TK_COUNT(c->commits[m->id], 1);
+    TK_COUNT(c->commits[m->stats_id], 1);
     TK_COUNT(c->retries_hist[retry_bucket(t->ctl.attempts)], 1);
     if (t->ctl.attempt_tsc) {
         /* sampled with the timing, weighted the same way: unbiased estimates */
         unsigned w = t->ctl.attempt_weight;
         TK_COUNT(c->ticks_committed, (tk_rdtsc() - t->ctl.attempt_tsc) * w);
-        if (m == &tk_method_stm) {
+        if (m->caps & TK_CAP_SOFTWARE) {
             TK_COUNT(c->rset_hist[set_bucket((size_t)(_txkit_tls.rcur - t->rlog))], w);
             TK_COUNT(c->wset_hist[set_bucket(t->wset.len)], w);
         }
@@ -408,7 +417,7 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     }
     if (cause == TXKIT_CAUSE_IRREVOCABLE && !t->ctl.irr_token)
         t->ctl.force_serial = 1;
-    if (m == &tk_method_stm) {
+    if (m->caps & TK_CAP_SOFTWARE) {
         /* Aborts a manager decided do not lead to the serial fallback: its
          * order guarantees the winner's progress, and serial would ignore it. */
         if (!t->vis_decided) {
@@ -665,7 +674,7 @@ void tx_irrevocable(void) {
     tk_thread *t = tk_cur;
     if (!t || _txkit_tls.depth == 0 || t->doomed || t->ctl.irrevocable)
         return;
-    if (t->ctl.kind == TK_KIND_ITM && t->ctl.m->id == TXKIT_STM) {
+    if (t->ctl.kind == TK_KIND_ITM && (t->ctl.m->caps & TK_CAP_SOFTWARE)) {
         /* gcc goes irrevocable to run code it could not instrument: that code
          * must find our writes in memory, and nobody may see its own writes
          * half done. A software transaction holding the token keeps a write
