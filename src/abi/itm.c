@@ -17,7 +17,6 @@
 #include "abi/itm.h"
 #include "methods/method.h"
 
-#define ITM_API __attribute__((visibility("default")))
 
 TK_HIDDEN tk_jmpbuf *tk_itm_jb_slot(uint32_t props);
 TK_HIDDEN uint32_t tk_itm_begin(uint32_t props);
@@ -208,7 +207,7 @@ static void commit_outermost(tk_thread *t) {
     tk_finish_commit(t);
 }
 
-ITM_API void _ITM_commitTransaction(void) {
+TK_EXPORT void _ITM_commitTransaction(void) {
     tk_thread *t = tk_cur;
     unsigned depth = _txkit_tls.depth;
     if (TXKIT_UNLIKELY(depth == 0 || !t))
@@ -237,7 +236,7 @@ static void delete_in_flight(void *exc) {
 /* An exception leaves the transaction: it commits with it. If the commit
  * fails, the transaction runs again (and throws again): the exception now in
  * flight is abandoned, so it is deleted with the rollback. */
-ITM_API void _ITM_commitTransactionEH(void *exc_ptr) {
+TK_EXPORT void _ITM_commitTransactionEH(void *exc_ptr) {
     if (exc_ptr && _txkit_tls.depth == 1 && tx_on_abort(delete_in_flight, exc_ptr) != 0)
         TK_FATAL("out of memory registering the exception in flight");
     _ITM_commitTransaction();
@@ -269,7 +268,7 @@ static void rollback_to(tk_thread *t, tk_itm_cp *cp) {
     t->arena.len = cp->arena_len;
 }
 
-ITM_API void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
+TK_EXPORT void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
     tk_thread *t = tk_cur;
     unsigned depth = _txkit_tls.depth;
     if (!t || depth == 0)
@@ -297,19 +296,19 @@ ITM_API void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
     tk_longjmp(&jb, TK_A_ABORT | TK_A_RESTORE_LIVE);
 }
 
-ITM_API void _ITM_changeTransactionMode(uint32_t mode) {
+TK_EXPORT void _ITM_changeTransactionMode(uint32_t mode) {
     (void)mode; /* modeSerialIrrevocable is the only mode */
     tx_irrevocable();
 }
 
-ITM_API uint32_t _ITM_inTransaction(void) {
+TK_EXPORT uint32_t _ITM_inTransaction(void) {
     if (_txkit_tls.depth == 0)
         return TK_OUTSIDE;
     tk_thread *t = tk_cur;
     return t && t->ctl.irrevocable ? TK_IRREVOCABLE : TK_RETRYABLE;
 }
 
-ITM_API uint64_t _ITM_getTransactionId(void) {
+TK_EXPORT uint64_t _ITM_getTransactionId(void) {
     if (_txkit_tls.depth == 0)
         return 1; /* _ITM_noTransactionId */
     tk_thread *t = tk_cur;
@@ -324,13 +323,13 @@ ITM_API uint64_t _ITM_getTransactionId(void) {
     return t->itm_txid;
 }
 
-ITM_API void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t resuming_id, void *arg) {
+TK_EXPORT void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t resuming_id, void *arg) {
     (void)resuming_id; /* only the current transaction can be resumed here */
     if (tx_on_commit(fn, arg) != 0)
         TK_FATAL("out of memory registering a commit action");
 }
 
-ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
+TK_EXPORT void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
     if (tx_on_abort(fn, arg) != 0)
         TK_FATAL("out of memory registering an undo action");
 }
@@ -375,7 +374,7 @@ static void undo_forget(tk_thread *t, uintptr_t lo, uintptr_t hi) {
  * there stays even if it is cancelled or rolled back (GCC's dropref tests).
  * Only a serial attempt writes in place with an undo log, so any other
  * attempt restarts serially; an irrevocable one undoes nothing anyway. */
-ITM_API void _ITM_dropReferences(void *ptr, size_t len) {
+TK_EXPORT void _ITM_dropReferences(void *ptr, size_t len) {
     tk_thread *t = tk_cur;
     if (!t || _txkit_tls.depth == 0 || len == 0 || t->ctl.irrevocable || t->doomed)
         return;
@@ -389,9 +388,9 @@ ITM_API void _ITM_dropReferences(void *ptr, size_t len) {
     undo_forget(t, lo, len > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + len);
 }
 
-ITM_API void *_ITM_malloc(size_t size) { return tx_malloc(size); }
+TK_EXPORT void *_ITM_malloc(size_t size) { return tx_malloc(size); }
 
-ITM_API void *_ITM_calloc(size_t n, size_t size) {
+TK_EXPORT void *_ITM_calloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size)
         return NULL;
     void *p = tx_malloc(n * size);
@@ -400,15 +399,15 @@ ITM_API void *_ITM_calloc(size_t n, size_t size) {
     return p;
 }
 
-ITM_API void _ITM_free(void *ptr) { tx_free(ptr); }
+TK_EXPORT void _ITM_free(void *ptr) { tx_free(ptr); }
 
-ITM_API const char *_ITM_libraryVersion(void) {
+TK_EXPORT const char *_ITM_libraryVersion(void) {
     return "txkit " TXKIT_VERSION_STRING " (libitm ABI 0.90)";
 }
 
-ITM_API int _ITM_versionCompatible(int version) { return version == 90; }
+TK_EXPORT int _ITM_versionCompatible(int version) { return version == 90; }
 
-ITM_API void __attribute__((noreturn)) _ITM_error(const void *loc, int code) {
+TK_EXPORT void __attribute__((noreturn)) _ITM_error(const void *loc, int code) {
     struct src_location {
         uint32_t reserved_1, flags, reserved_2, reserved_3;
         const char *psource;
@@ -439,7 +438,7 @@ static int cmp_entry(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-ITM_API void _ITM_registerTMCloneTable(void *table, size_t n) {
+TK_EXPORT void _ITM_registerTMCloneTable(void *table, size_t n) {
     struct clone_table *ct = malloc(sizeof *ct);
     struct clone_entry *copy = malloc((n ? n : 1) * sizeof *copy);
     if (!ct || !copy)
@@ -456,7 +455,7 @@ ITM_API void _ITM_registerTMCloneTable(void *table, size_t n) {
     pthread_rwlock_unlock(&clone_lock);
 }
 
-ITM_API void _ITM_deregisterTMCloneTable(void *table) {
+TK_EXPORT void _ITM_deregisterTMCloneTable(void *table) {
     pthread_rwlock_wrlock(&clone_lock);
     for (struct clone_table **pp = &clone_tables; *pp; pp = &(*pp)->next) {
         if ((*pp)->orig_table == table) {
@@ -496,7 +495,7 @@ static void *find_clone(void *fn) {
     return clone;
 }
 
-ITM_API void *_ITM_getTMCloneSafe(void *fn) {
+TK_EXPORT void *_ITM_getTMCloneSafe(void *fn) {
     void *clone = find_clone(fn);
     if (!clone)
         TK_FATAL("no transactional clone for the function at %p (declare it transaction_safe "
@@ -504,7 +503,7 @@ ITM_API void *_ITM_getTMCloneSafe(void *fn) {
     return clone;
 }
 
-ITM_API void *_ITM_getTMCloneOrIrrevocable(void *fn) {
+TK_EXPORT void *_ITM_getTMCloneOrIrrevocable(void *fn) {
     void *clone = find_clone(fn);
     if (clone)
         return clone;

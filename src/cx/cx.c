@@ -29,7 +29,6 @@
 #include "cx/section.h"
 #include "methods/method.h"
 
-#define CX_API __attribute__((visibility("default")))
 
 const cx_policy_t cx_policy_default = CX_POLICY_DEFAULT_INIT;
 
@@ -436,11 +435,11 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
     push_held(t, l);
 }
 
-CX_API void cx_optimistic(cx_lock_t *l) { enter(l, 0, __builtin_return_address(0)); }
+TK_EXPORT void cx_optimistic(cx_lock_t *l) { enter(l, 0, __builtin_return_address(0)); }
 
-CX_API void cx_exclusive(cx_lock_t *l) { enter(l, 1, __builtin_return_address(0)); }
+TK_EXPORT void cx_exclusive(cx_lock_t *l) { enter(l, 1, __builtin_return_address(0)); }
 
-CX_API int cx_trylock(cx_lock_t *l) {
+TK_EXPORT int cx_trylock(cx_lock_t *l) {
     tk_thread *t = tk_self();
     struct tk_cx *c = &t->cx;
     if (c->mode == CX_SPEC) /* a speculative section cannot hold a lock for real */
@@ -468,7 +467,7 @@ CX_API int cx_trylock(cx_lock_t *l) {
     return 0;
 }
 
-CX_API void cx_unlock(cx_lock_t *l) {
+TK_EXPORT void cx_unlock(cx_lock_t *l) {
     tk_thread *t = tk_cur;
     struct tk_cx *c = t ? &t->cx : NULL;
     if (t && t->doomed && (!c || c->depth == 0 || c->mode == CX_EXCL))
@@ -511,7 +510,7 @@ CX_API void cx_unlock(cx_lock_t *l) {
     }
 }
 
-CX_API void cx_need_exclusive(void) {
+TK_EXPORT void cx_need_exclusive(void) {
     tk_thread *t = tk_cur;
     if (!t || t->cx.depth == 0)
         return;
@@ -523,7 +522,7 @@ CX_API void cx_need_exclusive(void) {
         tx_irrevocable();
 }
 
-CX_API int cx_mode(void) {
+TK_EXPORT int cx_mode(void) {
     tk_thread *t = tk_cur;
     if (t && t->cx.txdepth && _txkit_tls.depth > 0)
         return CX_TXSUB;

@@ -41,7 +41,6 @@
 #include "cx/section.h"
 #include "runtime/internal.h"
 
-#define EL_API __attribute__((visibility("default")))
 
 struct tks_counters *tk_seg_row(unsigned slot) TK_HIDDEN; /* stats/segment.c */
 
@@ -320,7 +319,7 @@ static void nested_lock(pthread_mutex_t *m) {
     el.held[el.depth++] = m;
 }
 
-EL_API int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
     if (!elidable(m) || from_self(caller))
         return real(m);
     if (el.depth) {
@@ -341,7 +340,7 @@ EL_API int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *),
     return rc;
 }
 
-EL_API int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime,
+TK_EXPORT int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime,
                                   int (*real)(pthread_mutex_t *, const struct timespec *),
                                   void *caller) {
     if (!elidable(m) || from_self(caller))
@@ -355,7 +354,7 @@ EL_API int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abs
     return rc;
 }
 
-EL_API int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+TK_EXPORT int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
     if (!elidable(m) || from_self(caller))
         return real(m);
     if (el.depth)
@@ -367,7 +366,7 @@ EL_API int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex_t 
     return rc;
 }
 
-EL_API int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
     if (TXKIT_LIKELY(el.depth == 0) || from_self(caller) || !elidable(m))
         return real(m); /* also an unlocked mutex: glibc's answer */
     unsigned i = el.depth;
@@ -387,14 +386,14 @@ EL_API int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *
     return 0;
 }
 
-EL_API int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m,
+TK_EXPORT int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m,
                             int (*real)(pthread_cond_t *, pthread_mutex_t *)) {
     if (el.depth)
         tk_section_abort_exclusive(); /* restarts holding the real mutex */
     return real(cv, m);
 }
 
-EL_API int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
+TK_EXPORT int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
                                  const struct timespec *abstime,
                                  int (*real)(pthread_cond_t *, pthread_mutex_t *,
                                              const struct timespec *)) {
@@ -421,7 +420,7 @@ static double pct(uint64_t n, uint64_t d) { return d ? 100.0 * (double)n / (doub
 /* The per-mutex lines of the exit summary (TXKIT_STATS=1, stderr); called by
  * the preload library's destructor. With TXKIT_STATS=FILE the dump already
  * holds these sites (see txkit report). */
-EL_API void _txkit_elide_report(void) {
+TK_EXPORT void _txkit_elide_report(void) {
     if (!tk_cfg.stats_at_exit || tk_cfg.stats_path[0] || tk_cfg.stats_off)
         return;
     unsigned n = 0;

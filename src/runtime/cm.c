@@ -25,77 +25,9 @@
 #define BACKOFF_BASE_NS 800u
 #define BACKOFF_CAP_NS 400000u
 #define BACKOFF_YIELD_NS 50000u
-#define SPINS_BEFORE_YIELD 2000u
 
-uint64_t tk_rand(tk_thread *t) {
-    uint64_t x = t->rng; /* xorshift64* */
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    t->rng = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
 
-void tk_spin_ns(uint64_t ns) {
-    double npt = tk_ns_per_tick_known();
-    /* Before the calibration (the first 10 ms): a 3 GHz TSC, a fair guess. */
-    uint64_t ticks = (uint64_t)((double)ns / (npt > 0 ? npt : 1.0 / 3.0));
-    uint64_t start = tk_rdtsc();
-    while (tk_rdtsc() - start < ticks)
-        tk_cpu_relax();
-}
 
-/* A thread that waits for the clock while another runs solo (auto method,
- * serially, back to back) would wait for ever-shorter gaps: revoke solo mode. */
-static void revoke_solo(void) {
-    uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
-    if (s > TK_SOLO_SHARED && s != (uintptr_t)tk_cur)
-        __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED);
-}
-
-uint64_t tk_wait_clock_even(void) {
-    unsigned spins = 0;
-    for (;;) {
-        uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
-        if (!(c & 1))
-            return c;
-        if (spins == 0)
-            revoke_solo();
-        if (++spins < SPINS_BEFORE_YIELD)
-            tk_cpu_relax();
-        else
-            sched_yield();
-    }
-}
-
-void tk_wait_no_irrevocable(const tk_thread *t) {
-    for (unsigned spins = 0; tk_irr_other(t);)
-        if (++spins < SPINS_BEFORE_YIELD)
-            tk_cpu_relax();
-        else
-            sched_yield();
-}
-
-void tk_irr_take(tk_thread *t) {
-    if (t->ctl.irr_token)
-        return;
-    for (;;) {
-        uintptr_t none = 0;
-        if (__atomic_compare_exchange_n(&tk_g.irr_owner, &none, (uintptr_t)t, false,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-            break;
-        tk_wait_no_irrevocable(t);
-    }
-    t->ctl.irr_token = 1;
-}
-
-void tk_irr_release(tk_thread *t) {
-    if (!t->ctl.irr_token)
-        return;
-    __atomic_store_n(&tk_g.irr_owner, 0, __ATOMIC_RELEASE);
-    t->ctl.irr_token = 0;
-}
 
 void tk_backoff(tk_thread *t, int cause) {
     if (cause == TXKIT_CAUSE_LOCKED) /* waiting for the clock is the right delay */

@@ -23,29 +23,9 @@
 
 #include "methods/method.h"
 
-/* Retry defaults. Hardware: glibc elision uses 3 tries and ck 5; conflicts on
- * 2 cores usually clear after a short backoff, capacity/unsupported aborts go
- * to software at once (htm_policy), so 4 only bounds real conflict streaks.
- * Software: NOrec aborts only on a value change it read, 16 keeps a streak of
- * bad luck in software while bounding the wait before the serial fallback. */
-struct tk_config tk_cfg = {
-    .method = TXKIT_AUTO,
-    .htm_retries = 4,
-    .stm_retries = 16,
-    .ncpus = 1,
-};
 
 static struct txkit_rtm_info rtm;
 
-void tk_fatal(const char *file, int line, const char *fmt, ...) {
-    va_list ap;
-    fprintf(stderr, "txkit: %s:%d: ", file, line);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    abort();
-}
 
 const char *txkit_method_name(int m) {
     return m >= 0 && m < TXKIT_NMETHODS ? tk_method_name(m) : "?";

@@ -8,17 +8,6 @@
 
 #define ARENA_UNIT 16 /* copies are aligned for any type */
 
-void *tk_vec_push(tk_vec *v, size_t elem_size) {
-    if (v->len == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 64;
-        char *d = realloc(v->data, cap * elem_size);
-        if (!d)
-            return NULL;
-        v->data = d;
-        v->cap = cap;
-    }
-    return v->data + elem_size * v->len++;
-}
 
 /* n contiguous new elements. */
 static void *vec_push_n(tk_vec *v, size_t elem_size, size_t n) {
@@ -37,10 +26,6 @@ static void *vec_push_n(tk_vec *v, size_t elem_size, size_t n) {
     return p;
 }
 
-void tk_vec_free(tk_vec *v) {
-    free(v->data);
-    memset(v, 0, sizeof *v);
-}
 
 void tk_attempt_reset(tk_thread *t) {
     _txkit_tls.rcur = t->rlog;

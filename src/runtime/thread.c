@@ -9,7 +9,6 @@
 #include "methods/method.h"
 #include "runtime/internal.h"
 
-__thread tk_thread *tk_cur;
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static tk_thread *reg_head;

@@ -17,13 +17,11 @@
 #include "abi/itm.h"
 #include "methods/method.h"
 
-TXKIT_API __thread struct txkit_tls _txkit_tls;
 
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
 TK_HIDDEN int tk_begin_c(txkit_site_t *site, unsigned flags);
 TK_HIDDEN tk_jmpbuf *tk_jb_slot(void);
 
-struct tk_global tk_g;
 
 /* The public methods the policy chooses among (methods/table.c). */
 #define M_HTM (tk_method_table[TXKIT_HTM])
