@@ -361,6 +361,10 @@ TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
 TK_HIDDEN TK_NORETURN void tk_abort(tk_thread *t, int cause);  /* software abort + restart */
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
 TK_HIDDEN void tk_run_attempts(tk_thread *t);
+/* The method of t's next attempt (runtime/policy.c). Owner thread. */
+TK_HIDDEN const struct tk_method *tk_choose_method(tk_thread *t);
+/* After a hardware abort with cause: how the next attempt differs (policy.c). Owner thread. */
+TK_HIDDEN void tk_htm_policy(tk_thread *t, int cause);
 /* stack_top: the stack pointer of the caller of the outermost begin; below
  * it, the transaction's own frames (tk_stack_private). */
 TK_HIDDEN void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top);
