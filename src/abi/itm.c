@@ -123,7 +123,7 @@ uint32_t tk_itm_action(tk_thread *t, int restarted) {
 static void drop_checkpoints(tk_thread *t, size_t keep) {
     while (t->itm_cps.len > keep) {
         tk_itm_cp *cp = &TK_VEC_AT(&t->itm_cps, tk_itm_cp, t->itm_cps.len - 1);
-        tk_vec_free(&cp->wset);
+        tk_vec_free(&cp->saved);
         t->itm_cps.len--;
     }
 }
@@ -157,12 +157,8 @@ static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
         cp->frees_len = t->frees.len;
         cp->handlers_len = t->handlers.len;
         cp->arena_len = t->arena.len;
-        for (size_t i = 0; i < t->wset.len; i++) {
-            tk_wentry *e = tk_vec_push(&cp->wset, sizeof *e);
-            if (!e)
-                TK_FATAL("out of memory copying the write set");
-            *e = TK_VEC_AT(&t->wset, tk_wentry, i);
-        }
+        if (t->ctl.m->checkpoint)
+            t->ctl.m->checkpoint(t, &cp->saved);
     }
     _txkit_tls.depth = depth + 1;
     uint32_t a;
@@ -215,7 +211,7 @@ TK_EXPORT void _ITM_commitTransaction(void) {
     if (depth > 1) {
         tk_itm_cp *cp = top_checkpoint(t);
         if (cp && cp->depth == depth) {
-            tk_vec_free(&cp->wset);
+            tk_vec_free(&cp->saved);
             t->itm_cps.len--;
         }
         _txkit_tls.depth = depth - 1;
@@ -244,14 +240,8 @@ TK_EXPORT void _ITM_commitTransactionEH(void *exc_ptr) {
 
 /* Undo the part of the current attempt done since checkpoint cp. */
 static void rollback_to(tk_thread *t, tk_itm_cp *cp) {
-    /* write set: back to its copy, index rebuilt */
-    t->wset.len = 0;
-    _txkit_tls.wbloom = 0;
-    if (++t->wgen == 0) {
-        memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
-        t->wgen = 1;
-    }
-    tk_stm_ws_restore(t, (const tk_wentry *)cp->wset.data, cp->wset.len);
+    if (t->ctl.m->rollback_to) /* the method's own state (software: the write set) */
+        t->ctl.m->rollback_to(t, &cp->saved);
     tk_undo_apply(t, cp->ulog_len, cp->jb.rsp); /* its frames below cp are gone */
     for (size_t i = cp->allocs_len; i < t->allocs.len; i++)
         free(TK_VEC_AT(&t->allocs, void *, i));

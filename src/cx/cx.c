@@ -126,7 +126,7 @@ static inline bool take(cx_lock_t *l) {
  * only when the clock moves (the locked CAS orders this load after it). */
 static void taken(cx_lock_t *l) {
     if (__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED)
-        tk_stm_external_write();
+        tk_clock_external_write();
 }
 
 static void excl_acquire(cx_lock_t *l) {
@@ -291,7 +291,7 @@ int cx_destroy(cx_lock_t *l) {
  * A transaction never waits for a lock it can still give up: it restarts
  * (and waits, outside, in its backoff). Waiting inside could deadlock with a
  * serial transaction that holds the global clock. Only an irrevocable one
- * waits: its lock holders never need the clock (tk_stm_external_write).
+ * waits: its lock holders never need the clock (tk_clock_external_write).
  *
  * Owner thread, inside a transaction. trying (cx_trylock): -EBUSY instead
  * of restarting or waiting when the lock is held by another thread. */
@@ -353,7 +353,8 @@ int tk_cx_hold_subscribed(tk_thread *t) {
     }
     for (unsigned i = 0; i < t->cx.nsubs; i++) {
         push_txheld(t, t->cx.subs[i]);
-        tk_stm_rlog_refresh(t, (const void *)&t->cx.subs[i]->state.word);
+        if (t->ctl.m->refresh_read)
+            t->ctl.m->refresh_read(t, (const void *)&t->cx.subs[i]->state.word);
     }
     t->cx.nsubs = 0;
     return 0;

@@ -56,6 +56,21 @@ struct tk_method {
     int (*make_irrevocable)(tk_thread *t);
     /* Abort the attempt explicitly (tx_restart, injection): may not return. */
     void (*explicit_abort)(tk_thread *t, int cause);
+
+    /* Optional hooks (NULL: nothing to do). All on the owner thread. */
+    /* A thread's descriptor is created / freed (thread.c): per-thread state. */
+    void (*thread_init)(tk_thread *t);
+    void (*thread_fini)(tk_thread *t);
+    /* Before each of its attempts, and only its own: forget the last one. */
+    void (*attempt_reset)(tk_thread *t);
+    /* Closed nesting (TK_CAP_CLOSED_NESTING, abi/itm.c): save into *save
+     * what rollback_to() needs to undo the attempt back to this point (the
+     * caller frees save with tk_vec_free); state in place is the caller's. */
+    void (*checkpoint)(tk_thread *t, tk_vec *save);
+    void (*rollback_to)(tk_thread *t, const tk_vec *save);
+    /* cx (cx/cx.c): the attempt now holds, for real, the lock whose word is
+     * at addr, which it read: what it read there is current again. */
+    void (*refresh_read)(tk_thread *t, const void *addr);
 };
 
 /* The methods, by id: the one list of them (methods/table.c). Slot 0

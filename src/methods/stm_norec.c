@@ -275,6 +275,12 @@ static void ws_clear(tk_thread *t) {
     }
 }
 
+/* Before each software attempt: empty read log and write set. */
+static void stm_attempt_reset(tk_thread *t) {
+    _txkit_tls.rcur = t->rlog;
+    ws_clear(t);
+}
+
 /* ---------------------------------------------------------------- method */
 
 static void unregister(tk_thread *t) {
@@ -296,25 +302,8 @@ static void unregister(tk_thread *t) {
  * A serial transaction holding the clock is not waited for: it may itself be
  * waiting for the caller's lock, and it only touches that lock's data while
  * holding the lock. */
-void tk_stm_external_write(void) {
-    for (unsigned spins = 0;; spins++) {
-        uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
-        if (!(c & 1)) {
-            if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 2, false, __ATOMIC_SEQ_CST,
-                                            __ATOMIC_RELAXED))
-                return;
-            continue;
-        }
-        if (__atomic_load_n(&tk_g.serial_holder, __ATOMIC_RELAXED))
-            return;
-        if (spins < 1000)
-            tk_cpu_relax();
-        else
-            sched_yield();
-    }
-}
 
-void tk_stm_rlog_refresh(tk_thread *t, const void *addr) {
+static void stm_refresh_read(tk_thread *t, const void *addr) {
     for (tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
         if (r->addr == addr)
             r->val = read_mem(addr, r->size);
@@ -323,6 +312,7 @@ void tk_stm_rlog_refresh(tk_thread *t, const void *addr) {
 /* A serial transaction that wrote nothing becomes an irrevocable software one
  * (see serial_make_irrevocable): clock is the even value it will release. */
 void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
+    stm_attempt_reset(t); /* the serial attempt did not reset software state */
     if (tk_g.hybrid) {
         __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
         t->sw_registered = 1;
@@ -446,12 +436,44 @@ static int stm_commit(tk_thread *t) {
     return TK_OK;
 }
 
-void tk_stm_ws_restore(tk_thread *t, const tk_wentry *saved, size_t n) {
-    for (size_t i = 0; i < n; i++) {
+/* Closed nesting: the write set as it is now, to go back to. */
+static void stm_checkpoint(tk_thread *t, tk_vec *save) {
+    for (size_t i = 0; i < t->wset.len; i++) {
+        tk_wentry *e = tk_vec_push(save, sizeof *e);
+        if (!e)
+            TK_FATAL("out of memory copying the write set");
+        *e = TK_VEC_AT(&t->wset, tk_wentry, i);
+    }
+}
+
+/* Closed nesting: the write set back to a checkpoint, its index rebuilt. */
+static void stm_rollback_to(tk_thread *t, const tk_vec *save) {
+    ws_clear(t);
+    const tk_wentry *saved = (const tk_wentry *)save->data;
+    for (size_t i = 0; i < save->len; i++) {
         tk_wentry *e = ws_get(t, saved[i].word);
         e->data = saved[i].data;
         e->mask = saved[i].mask;
     }
+}
+
+#define WINDEX_INITIAL 256
+
+static void stm_thread_init(tk_thread *t) {
+    t->windex = calloc(WINDEX_INITIAL, sizeof *t->windex);
+    if (!t->windex)
+        TK_FATAL("out of memory creating a thread descriptor");
+    t->windex_mask = WINDEX_INITIAL - 1;
+    t->wgen = 1;
+}
+
+static void stm_thread_fini(tk_thread *t) {
+    free(t->rlog);
+    t->rlog = NULL;
+    _txkit_tls.rcur = _txkit_tls.rend = NULL;
+    tk_vec_free(&t->wset);
+    free(t->windex);
+    t->windex = NULL;
 }
 
 static void stm_rollback(tk_thread *t) {
@@ -557,4 +579,10 @@ const struct tk_method tk_method_stm = {
     .store = stm_store,
     .make_irrevocable = stm_make_irrevocable,
     .explicit_abort = stm_explicit_abort,
+    .thread_init = stm_thread_init,
+    .thread_fini = stm_thread_fini,
+    .attempt_reset = stm_attempt_reset,
+    .checkpoint = stm_checkpoint,
+    .rollback_to = stm_rollback_to,
+    .refresh_read = stm_refresh_read,
 };

@@ -115,6 +115,24 @@ void tk_irr_release(tk_thread *t) {
     t->ctl.irr_token = 0;
 }
 
+void tk_clock_external_write(void) {
+    for (unsigned spins = 0;; spins++) {
+        uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
+        if (!(c & 1)) {
+            if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 2, false, __ATOMIC_SEQ_CST,
+                                            __ATOMIC_RELAXED))
+                return;
+            continue;
+        }
+        if (__atomic_load_n(&tk_g.serial_holder, __ATOMIC_RELAXED))
+            return;
+        if (spins < 1000)
+            tk_cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
 /* ------------------------------------------------------ randomness, time */
 
 uint64_t tk_rand(tk_thread *t) {

@@ -102,6 +102,9 @@ TK_HIDDEN void tk_wait_no_irrevocable(const tk_thread *t);
 /* Take / give back the irrevocability token (tk_g.irr_owner). */
 TK_HIDDEN void tk_irr_take(tk_thread *t);
 TK_HIDDEN void tk_irr_release(tk_thread *t);
+/* A write outside transactions that software transactions must notice (an
+ * exclusive cx acquisition): move the clock like a commit that wrote. Any thread. */
+TK_HIDDEN void tk_clock_external_write(void);
 static inline bool tk_irr_other(const tk_thread *t) {
     uintptr_t o = __atomic_load_n(&tk_g.irr_owner, __ATOMIC_ACQUIRE);
     return o && o != (uintptr_t)t;

@@ -28,8 +28,6 @@ static void *vec_push_n(tk_vec *v, size_t elem_size, size_t n) {
 
 
 void tk_attempt_reset(tk_thread *t) {
-    _txkit_tls.rcur = t->rlog;
-    t->wset.len = 0;
     t->ulog.len = 0;
     t->allocs.len = 0;
     t->captured.len = 0;
@@ -39,11 +37,6 @@ void tk_attempt_reset(tk_thread *t) {
     t->frees.len = 0;
     t->handlers.len = 0;
     t->arena.len = 0;
-    _txkit_tls.wbloom = 0;
-    if (++t->wgen == 0) { /* generation wrapped: really clear the index */
-        memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
-        t->wgen = 1;
-    }
 }
 
 /* Move a log out of the descriptor: handlers may start transactions, which

@@ -376,12 +376,7 @@ TK_HIDDEN uint32_t tk_itm_action(tk_thread *t, int restarted);
 /* A transaction whose software attempts ran out of their revalidation budget
  * this many times runs serially (stm_norec.c, choose_method). */
 #define TK_REVAL_ABORTS 2
-/* Software TM: rebuild the write set from saved entries (nested cancel). */
-TK_HIDDEN void tk_stm_ws_restore(tk_thread *t, const tk_wentry *e, size_t n);
 TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
-/* A write outside transactions that software transactions must notice (an
- * exclusive cx acquisition): move the clock like a commit that wrote. */
-TK_HIDDEN void tk_stm_external_write(void);
 /* An attempt aborted and rolled back: release the cx locks it held, forget
  * its subscriptions and the sections it had entered. Owner thread only. */
 TK_HIDDEN void tk_cx_reset_after_abort(tk_thread *t);
@@ -395,8 +390,6 @@ TK_HIDDEN void tk_cx_thread_exit(tk_thread *t);
 /* Becoming irrevocable: take every cx lock the transaction depends on, or
  * none (then -EBUSY: restart, irrevocable from the start). */
 TK_HIDDEN int tk_cx_hold_subscribed(tk_thread *t);
-/* Our own write went to addr: make read-log entries for it current. */
-TK_HIDDEN void tk_stm_rlog_refresh(tk_thread *t, const void *addr);
 /* The method the user asked for (thread override, else process). */
 TK_HIDDEN int tk_configured_method(const tk_thread *t);
 /* Record the current bytes at addr, put back if the attempt aborts. */

@@ -16,7 +16,6 @@ static unsigned live_threads;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-#define WINDEX_INITIAL 256
 
 static void thread_exit(void *p) {
     tk_thread *t = p;
@@ -35,9 +34,9 @@ static void thread_exit(void *p) {
     pthread_mutex_unlock(&reg_lock);
     uintptr_t me = (uintptr_t)t;
     __atomic_compare_exchange_n(&tk_g.solo, &me, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    free(t->rlog);
-    _txkit_tls.rcur = _txkit_tls.rend = NULL;
-    tk_vec_free(&t->wset);
+    for (int i = 0; i < TK_NMETHODS_ALL; i++)
+        if (tk_method_table[i] && tk_method_table[i]->thread_fini)
+            tk_method_table[i]->thread_fini(t);
     tk_vec_free(&t->ulog);
     tk_vec_free(&t->allocs);
     tk_vec_free(&t->captured);
@@ -46,7 +45,6 @@ static void thread_exit(void *p) {
     tk_vec_free(&t->handlers);
     tk_vec_free(&t->arena);
     tk_vec_free(&t->itm_cps); /* empty outside transactions: no write-set copies left */
-    free(t->windex);
     tk_cx_thread_exit(t);
     free(t);
     tk_cur = NULL;
@@ -191,12 +189,11 @@ tk_thread *tk_thread_get(void) {
         return tk_cur;
     pthread_once(&key_once, make_key);
     tk_thread *t = calloc(1, sizeof *t);
-    tk_wslot *idx = calloc(WINDEX_INITIAL, sizeof *idx);
-    if (!t || !idx)
+    if (!t)
         TK_FATAL("out of memory creating a thread descriptor");
-    t->windex = idx;
-    t->windex_mask = WINDEX_INITIAL - 1;
-    t->wgen = 1;
+    for (int i = 0; i < TK_NMETHODS_ALL; i++)
+        if (tk_method_table[i] && tk_method_table[i]->thread_init)
+            tk_method_table[i]->thread_init(t);
     t->thread_method = -1;
     t->prio_set = TX_PRIO_AUTO;
     tk_prio_refresh(t);
