@@ -90,7 +90,7 @@ static txkit_site_t *itm_site_for(uintptr_t rip) {
 
 static uint64_t next_txid_block;
 
-uint32_t tk_itm_action(tk_thread *t, int restarted) {
+static uint32_t itm_action(tk_thread *t, int restarted) {
     uint32_t p = t->ctl.props, a;
     const struct tk_method *m = t->ctl.m;
     if (m->caps & TK_CAP_SOFTWARE) {
@@ -173,6 +173,14 @@ static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
     return a | TK_A_SAVE_LIVE;
 }
 
+/* gcc code: the next attempt, then back to _ITM_beginTransaction's return
+ * with the _ITM_actions for it. */
+static TK_NORETURN void itm_resume(tk_thread *t, unsigned depth) {
+    (void)depth;
+    tk_run_attempts(t);
+    tk_longjmp(&t->ctl.jb, (int)itm_action(t, 1));
+}
+
 uint32_t tk_itm_begin(uint32_t props) {
     tk_thread *t = tk_cur;
     unsigned depth = _txkit_tls.depth;
@@ -187,12 +195,15 @@ uint32_t tk_itm_begin(uint32_t props) {
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_ITM;
     t->ctl.props = props;
+    t->ctl.code = ((props & TK_PR_INSTRUMENTED) ? TK_CODE_INSTRUMENTED : 0) |
+                  ((props & TK_PR_DOES_GO_IRREVOCABLE) ? TK_CODE_GOES_IRREVOCABLE : 0);
+    t->ctl.resume = itm_resume;
     tk_start_transaction(t, site, t->ctl.jb.rsp);
     t->itm_txid = 0;
     tk_run_attempts(t);
     if (t->ctl.cancelled) /* cancelled inside hardware: all undone already */
         return TK_A_ABORT | TK_A_RESTORE_LIVE;
-    return tk_itm_action(t, 0);
+    return itm_action(t, 0);
 }
 
 static void commit_outermost(tk_thread *t) {

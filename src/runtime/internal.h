@@ -128,6 +128,11 @@ struct tk_thread {
         const struct tk_method *m;    /* method of the running attempt */
         int kind;                     /* TK_KIND_*: who began the outermost block */
         uint32_t props;               /* TK_KIND_ITM: _ITM_codeProperties of the outermost */
+        unsigned code;                /* TK_CODE_*: what the front end's code allows (set at begin) */
+        /* How an aborted attempt resumes, set by the front end at the outermost
+         * begin: start the next attempt and get back into the transaction's
+         * code (jump or throw). depth: _txkit_tls.depth when it aborted. */
+        TK_NORETURN void (*resume)(tk_thread *t, unsigned depth);
         void (*thrower)(void);        /* throws the C++ restart signal */
         int irrevocable;              /* this attempt runs non-speculatively */
         int force_serial;             /* next attempts must be serial (irrevocable asked) */
@@ -244,6 +249,10 @@ enum tk_kind {
     TK_KIND_CXX = 1, /* txkit::atomic: throw to its retry loop */
     TK_KIND_ITM = 2, /* gcc -fgnu-tm: jump to the checkpoint, return _ITM_actions */
 };
+
+/* tk_txctl.code bits: what the code of the outermost block allows. */
+#define TK_CODE_INSTRUMENTED 1u      /* it has barriers: software TM can run it */
+#define TK_CODE_GOES_IRREVOCABLE 2u  /* it will ask to become irrevocable */
 
 /* txkit_site_t.flags bits (runtime-private). */
 #define TK_SITE_FLAG_ITM 1u /* a gcc -fgnu-tm call site, key = return address */
@@ -371,8 +380,6 @@ TK_HIDDEN void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t 
 TK_HIDDEN void tk_finish_commit(tk_thread *t);
 TK_HIDDEN void tk_abort_attempt(tk_thread *t, int cause);
 TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line);
-/* gcc -fgnu-tm (abi/itm.c): the _ITM_actions for the attempt now running. */
-TK_HIDDEN uint32_t tk_itm_action(tk_thread *t, int restarted);
 /* A transaction whose software attempts ran out of their revalidation budget
  * this many times runs serially (stm_norec.c, choose_method). */
 #define TK_REVAL_ABORTS 2

@@ -3,7 +3,6 @@
  * mode, the HTM retry policy, sites that skip hardware. */
 #include <time.h>
 
-#include "abi/itm.h"
 #include "methods/method.h"
 
 /* The public methods the policy chooses among (methods/table.c). */
@@ -90,11 +89,11 @@ const struct tk_method *tk_choose_method(tk_thread *t) {
     if (t->ctl.irr_token) /* irrevocable from the start, in software */
         return M_STM;
     int cfg = tk_configured_method(t);
-    if (t->ctl.kind == TK_KIND_ITM) {
-        uint32_t p = t->ctl.props;
-        if (p & TK_PR_DOES_GO_IRREVOCABLE) /* would abort in hardware, upgrade in software */
+    if (TXKIT_UNLIKELY(t->ctl.code != TK_CODE_INSTRUMENTED)) { /* gcc code */
+        unsigned p = t->ctl.code;
+        if (p & TK_CODE_GOES_IRREVOCABLE) /* would abort in hardware, upgrade in software */
             return M_SERIAL;
-        if (!(p & TK_PR_INSTRUMENTED)) /* no barriers to run software TM with */
+        if (!(p & TK_CODE_INSTRUMENTED)) /* no barriers to run software TM with */
             return tk_g.hybrid && cfg != TXKIT_SERIAL && cfg != TXKIT_STM &&
                            t->ctl.htm_tries < tk_cfg.htm_retries
                        ? M_HTM
@@ -124,7 +123,7 @@ const struct tk_method *tk_choose_method(tk_thread *t) {
 
 /* Can this transaction run as software TM (it has barriers)? */
 static bool software_possible(const tk_thread *t) {
-    return t->ctl.kind != TK_KIND_ITM || (t->ctl.props & TK_PR_INSTRUMENTED);
+    return t->ctl.code & TK_CODE_INSTRUMENTED;
 }
 
 /* After a hardware abort: decide how the next attempt differs. */

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "abi/itm.h"
 #include "methods/method.h"
 
 
@@ -255,18 +254,26 @@ void tk_abort_attempt(tk_thread *t, int cause) {
 void tk_abort(tk_thread *t, int cause) {
     unsigned depth = _txkit_tls.depth;
     tk_abort_attempt(t, cause);
-    if (t->ctl.kind == TK_KIND_CXX) {
-        /* Unwind to txkit::atomic; barriers of destructors on the way see a
-         * doomed attempt (loads read memory, stores are dropped). */
-        t->retry_pending = 1;
-        t->doomed = 1;
-        _txkit_tls.depth = depth;
-        _txkit_tls.access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE;
-        t->ctl.thrower();
-        TK_FATAL("the C++ restart thrower returned");
-    }
+    t->ctl.resume(t, depth);
+}
+
+/* TX_ATOMIC: the next attempt, then back to the checkpoint, "returning" 1. */
+static TK_NORETURN void resume_c(tk_thread *t, unsigned depth) {
+    (void)depth;
     tk_run_attempts(t);
-    tk_longjmp(&t->ctl.jb, t->ctl.kind == TK_KIND_ITM ? (int)tk_itm_action(t, 1) : 1);
+    tk_longjmp(&t->ctl.jb, 1);
+}
+
+/* txkit::atomic: unwind to its retry loop, which begins the next attempt;
+ * barriers of destructors on the way see a doomed attempt (loads read
+ * memory, stores are dropped). */
+static TK_NORETURN void resume_cxx(tk_thread *t, unsigned depth) {
+    t->retry_pending = 1;
+    t->doomed = 1;
+    _txkit_tls.depth = depth;
+    _txkit_tls.access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE;
+    t->ctl.thrower();
+    TK_FATAL("the C++ restart thrower returned");
 }
 
 /* ---------------------------------------------------------- entry points */
@@ -313,6 +320,8 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_C;
+    t->ctl.code = TK_CODE_INSTRUMENTED;
+    t->ctl.resume = resume_c;
     tk_start_transaction(t, site, t->ctl.jb.rsp);
     tk_run_attempts(t);
     return 1;
@@ -352,6 +361,8 @@ int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thro
     }
     tk_site_init(site, file, "txkit::atomic", line);
     t->ctl.kind = TK_KIND_CXX;
+    t->ctl.code = TK_CODE_INSTRUMENTED;
+    t->ctl.resume = resume_cxx;
     t->ctl.thrower = thrower;
     /* txkit::atomic calls the lambda from the frame that called us: its
      * frames are below ours (a conservative bound for the private part). */
