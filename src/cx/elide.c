@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "cx/section.h"
+#include "preload/elide_abi.h"
 #include "runtime/internal.h"
 
 
@@ -319,7 +320,7 @@ static void nested_lock(pthread_mutex_t *m) {
     el.held[el.depth++] = m;
 }
 
-TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (!elidable(m) || from_self(caller))
         return real(m);
     if (el.depth) {
@@ -341,8 +342,7 @@ TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t 
 }
 
 TK_EXPORT int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime,
-                                  int (*real)(pthread_mutex_t *, const struct timespec *),
-                                  void *caller) {
+                                     tk_timedlock_fn real, void *caller) {
     if (!elidable(m) || from_self(caller))
         return real(m, abstime);
     if (el.depth)
@@ -354,7 +354,7 @@ TK_EXPORT int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *
     return rc;
 }
 
-TK_EXPORT int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+TK_EXPORT int _txkit_mutex_trylock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (!elidable(m) || from_self(caller))
         return real(m);
     if (el.depth)
@@ -366,7 +366,7 @@ TK_EXPORT int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex
     return rc;
 }
 
-TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (TXKIT_LIKELY(el.depth == 0) || from_self(caller) || !elidable(m))
         return real(m); /* also an unlocked mutex: glibc's answer */
     unsigned i = el.depth;
@@ -386,17 +386,14 @@ TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_
     return 0;
 }
 
-TK_EXPORT int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m,
-                            int (*real)(pthread_cond_t *, pthread_mutex_t *)) {
+TK_EXPORT int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, tk_condwait_fn real) {
     if (el.depth)
         tk_section_abort_exclusive(); /* restarts holding the real mutex */
     return real(cv, m);
 }
 
 TK_EXPORT int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
-                                 const struct timespec *abstime,
-                                 int (*real)(pthread_cond_t *, pthread_mutex_t *,
-                                             const struct timespec *)) {
+                                    const struct timespec *abstime, tk_condtimedwait_fn real) {
     if (el.depth)
         tk_section_abort_exclusive();
     return real(cv, m, abstime);
