@@ -38,7 +38,12 @@ const cx_policy_t cx_policy_default = CX_POLICY_DEFAULT_INIT;
 #define SPINS_BEFORE_YIELD 1000u
 #define CX_BUSY_TRIES 16 /* optimistic tries that found the lock held inside */
 
-enum { CX_NONE = 0, CX_SPEC = 1, CX_EXCL = 2, CX_TXSUB = 3 };
+enum {
+    CX_NONE = CX_MODE_NONE,
+    CX_SPEC = CX_MODE_OPTIMISTIC,
+    CX_EXCL = CX_MODE_EXCLUSIVE,
+    CX_TXSUB = CX_MODE_SUBSCRIBED,
+};
 
 static inline bool is_free(const cx_lock_t *l) { return l->state.word == 0; }
 

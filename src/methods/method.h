@@ -11,9 +11,6 @@
 
 #include "runtime/internal.h"
 
-/* Success for begin(), commit() and make_irrevocable(). Failures are a
- * txkit_cause_t, and TXKIT_CAUSE_CONFLICT is 0: never test results for zero. */
-#define TK_OK (-1)
 
 /* What a method is, for the code outside src/methods that must treat
  * methods differently: it asks for a capability, never for a method. */

@@ -208,7 +208,7 @@ static bool sig_hits(const struct vis_slot *o, const tk_thread *t) {
 /* A writer's commit point, clock held: TK_OK, or TK_VIS_KILLED (abort), or
  * the slot of a reader that beat us (give the clock back, wait, retry). From
  * TK_OK on, nobody can kill us, and we wait for nobody.
- * TK_OK is -1: "killed" must be another value, or a killed writer would
+ * TK_OK is INT_MIN: "killed" must be another value, or a killed writer would
  * commit without deciding against the readers it overwrites (they then
  * abort by validation, undecided), and its killer's decision would be lost. */
 _Static_assert(TK_VIS_KILLED < 0 && TK_VIS_KILLED != TK_OK, "commit point results are distinct from slots");

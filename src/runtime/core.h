@@ -11,6 +11,7 @@
 #ifndef TK_CORE_H
 #define TK_CORE_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +38,13 @@ TK_HIDDEN TK_NORETURN void tk_fatal(const char *file, int line, const char *fmt,
 #define TK_FATAL(...) tk_fatal(__FILE__, __LINE__, __VA_ARGS__)
 
 typedef struct tk_thread tk_thread; /* runtime/internal.h */
+
+/* Success of a method's begin(), commit() and make_irrevocable(), and of the
+ * visible-reads commit point. Failures are a txkit_cause_t (>= 0, and
+ * TXKIT_CAUSE_CONFLICT is 0: never test results for zero or for sign);
+ * TK_OK is neither a cause nor a -errno nor a slot: compare with it. */
+#define TK_OK INT_MIN
+_Static_assert(TK_OK < -4096 && TXKIT_NCAUSES > 0, "TK_OK is no cause and no -errno");
 
 /* ------------------------------------------------------------------ vectors */
 

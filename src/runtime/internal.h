@@ -103,7 +103,7 @@ typedef struct tk_jmpbuf {
 /* Per-thread state of cx lock sections (cx/cx.c). */
 struct cx_lock;
 struct tk_cx {
-    int mode;                     /* 0 none, 1 optimistic, 2 exclusive, 3 subscribed */
+    int mode;                     /* enum cx_mode (include/txkit/cx.h) */
     unsigned depth;               /* nesting depth of sections */
     unsigned txdepth;             /* sections of a transaction run inside an exclusive one */
     struct cx_lock *lock;         /* the outermost section's lock */
@@ -454,7 +454,7 @@ TK_HIDDEN void tk_vis_read(tk_thread *t, const void *addr, size_t size);
 TK_HIDDEN void tk_vis_write(tk_thread *t);          /* after adding to the write set */
 TK_HIDDEN bool tk_vis_read_commit(tk_thread *t);    /* read-only: false when killed */
 TK_HIDDEN void tk_vis_note_abort(tk_thread *t);     /* before rollback: killed = decided */
-/* Writer, clock held: TK_OK (-1, methods/method.h); TK_VIS_KILLED: a winner
+/* Writer, clock held: TK_OK (runtime/core.h); TK_VIS_KILLED: a winner
  * killed us (give the clock back, abort); else the slot (>= 0) of a reader
  * that won: give the clock back, tk_vis_wait_for() it, then try again. */
 #define TK_VIS_KILLED (-2)

@@ -216,7 +216,7 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     t->ctl.irrevocable = 0;
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
-    if (TXKIT_UNLIKELY(t->cx.mode || tk_cx_owned(t)))
+    if (TXKIT_UNLIKELY(t->cx.mode != CX_MODE_NONE || tk_cx_owned(t)))
         tk_cx_reset_after_abort(t); /* after the rollback: locks it held */
     if (t->handlers.len | t->allocs.len | t->frees.len) {
         struct tk_txctl saved = t->ctl;
