@@ -24,7 +24,7 @@ ALLOWED = {
 DEBT = [
     frozenset('abi/itm arch/x86_64/checkpoint cx/cx methods/glock methods/serial '
               'methods/table '
-              'methods/stm_norec methods/stm_vis runtime/cm runtime/config runtime/policy '
+              'methods/stm_norec runtime/vis runtime/cm runtime/config runtime/policy '
               'runtime/handlers runtime/reclaim runtime/sched runtime/stats '
               'runtime/thread runtime/txn stats/segment'.split()),
 ]

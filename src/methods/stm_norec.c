@@ -367,7 +367,7 @@ static int stm_begin(tk_thread *t) {
      * nothing we read can change any more: irrevocable from the start. */
     t->ctl.irrevocable = t->ctl.irr_token;
     if (tk_vis_on) {
-        tk_vis_begin(t); /* a contention manager decides conflicts (stm_vis.c) */
+        tk_vis_begin(t); /* a contention manager decides conflicts (vis.c) */
         if (t->ctl.irrevocable) /* nobody can have seen us yet to kill us */
             TK_ASSERT(tk_vis_pin(t));
     } else {

@@ -8,7 +8,7 @@
  *              step. With more runnable threads than CPUs, long waits yield.
  *   timestamp  older first attempt wins;   size  larger read+write set wins;
  *   prio       higher conflict priority, then larger, then older.
- * The ordered managers run software TM with visible accesses (stm_vis.c) and
+ * The ordered managers run software TM with visible accesses (vis.c) and
  * decide every conflict there; the loser backs off as above.
  */
 #include <errno.h>

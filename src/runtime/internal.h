@@ -190,13 +190,13 @@ struct tk_thread {
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
 
-    /* -- contention management (cm.c, methods/stm_vis.c) */
+    /* -- contention management (cm.c, runtime/vis.c) */
     uint64_t rng;
     unsigned consecutive_aborts;
     int prio;                     /* conflict priority of the running transaction */
     int prio_set;                 /* tx_set_priority(), or TX_PRIO_AUTO */
     uint64_t prio_read_ns;        /* when prio was last derived from the scheduler */
-    int vis_slot;                 /* visible-TM slot + 1 (stm_vis.c), 0 none yet, -1 none free */
+    int vis_slot;                 /* visible-TM slot + 1 (vis.c), 0 none yet, -1 none free */
     unsigned vis_nread;           /* reads of the running attempt */
     uint64_t vis_sig_touched;     /* words of the read signature set */
     int vis_active;               /* the running attempt's accesses are visible */
@@ -422,7 +422,7 @@ TK_HIDDEN void tk_attempt_reset(tk_thread *t);
 /* ------------------------------------------------------- contention management */
 
 /* The interface a contention manager implements (cm.c). With `visible` set,
- * software transactions make their reads and writes visible (stm_vis.c), and
+ * software transactions make their reads and writes visible (vis.c), and
  * wins() decides each conflict between two of them; without, NOrec runs and
  * the manager only hears of aborts. */
 struct tk_cm {
@@ -446,7 +446,7 @@ TK_HIDDEN void tk_cm_count(tk_thread *t, int winner_prio, int loser_prio);
 /* Randomized exponential backoff before a retry (every manager uses it). */
 TK_HIDDEN void tk_backoff(tk_thread *t, int cause);
 
-/* Visible reads for software TM (methods/stm_vis.c): NOrec keeps
+/* Visible reads for software TM (runtime/vis.c): NOrec keeps
  * correctness; this layer lets a committing writer see whose reads it would
  * invalidate, so the manager decides who gives way. Called by stm_norec.c. */
 TK_HIDDEN void tk_vis_begin(tk_thread *t);

@@ -1,4 +1,4 @@
-/* stm_vis.c - visible reads for software TM, so that a contention manager
+/* vis.c - visible reads for software TM, so that a contention manager
  * can decide conflicts (timestamp, size, prio).
  *
  * NOrec alone never knows who it conflicts with: a reader finds out at
