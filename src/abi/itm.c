@@ -470,7 +470,8 @@ TK_EXPORT void _ITM_deregisterTMCloneTable(void *table) {
     pthread_rwlock_unlock(&clone_lock);
 }
 
-void tk_itm_atfork(int phase) {
+static void itm_atfork(tk_thread *me, int phase) {
+    (void)me;
     if (phase == TK_FORK_PREPARE) {
         pthread_mutex_lock(&itm_sites_lock);
         pthread_rwlock_rdlock(&clone_lock); /* no table half-registered */
@@ -510,4 +511,8 @@ TK_EXPORT void *_ITM_getTMCloneOrIrrevocable(void *fn) {
         return clone;
     tx_irrevocable(); /* an unknown function: run it for real */
     return fn;
+}
+
+__attribute__((constructor)) static void itm_hooks(void) {
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_ITM, itm_atfork);
 }

@@ -51,7 +51,10 @@ static inline bool is_free(const cx_lock_t *l) { return l->state.word == 0; }
 
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void tk_cx_atfork(int phase) { tk_atfork_mutex(&site_lock, phase); }
+static void cx_atfork(tk_thread *me, int phase) {
+    (void)me;
+    tk_atfork_mutex(&site_lock, phase);
+}
 
 /* The lock's statistics entry: registered at its first entry, named by the
  * caller of that entry. */
@@ -192,6 +195,7 @@ static void push_held(tk_thread *t, cx_lock_t *l) {
 
 static void push_txheld(tk_thread *t, cx_lock_t *l) {
     list_push(&t->cx.txheld, &t->cx.ntxheld, &t->cx.txheld_cap, l);
+    t->hooks_armed |= TK_HOOK_ARMED(TK_HOOK_COMMITTED); /* release at commit */
 }
 
 /* Release every lock the attempt holds, newest first, and its subscriptions. */
@@ -334,6 +338,7 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
         }
         if (!list_has(t->cx.subs, t->cx.nsubs, l))
             list_push(&t->cx.subs, &t->cx.nsubs, &t->cx.subs_cap, l);
+        t->hooks_armed |= TK_HOOK_ARMED(TK_HOOK_COMMITTED); /* forget at commit */
         return 0;
     }
     /* serial with an undo log: take the lock for real, or restart */
@@ -535,8 +540,12 @@ TK_EXPORT int cx_mode(void) {
     return t ? t->cx.mode : CX_NONE;
 }
 
-/* Called by the engine once the aborted attempt has rolled back. */
-void tk_cx_reset_after_abort(tk_thread *t) {
+/* TK_HOOK_ABORTED: the aborted attempt has rolled back: release the cx
+ * locks it held, forget its subscriptions and the sections it had entered. */
+static void cx_after_abort(tk_thread *t, int cause) {
+    (void)cause;
+    if (TXKIT_LIKELY(t->cx.mode == CX_NONE && !tk_cx_owned(t)))
+        return;
     release_txheld(t);
     t->cx.txdepth = 0;
     if (t->cx.mode != CX_TXSUB)
@@ -545,13 +554,27 @@ void tk_cx_reset_after_abort(tk_thread *t) {
     t->cx.mode = CX_NONE;
 }
 
-void tk_cx_release_at_commit(tk_thread *t) { release_txheld(t); }
+/* TK_HOOK_COMMITTED (armed): the attempt committed, its writes are all in
+ * memory: release the cx locks it held, forget its subscriptions. */
+static void cx_after_commit(tk_thread *t, int arg) {
+    (void)arg;
+    if (tk_cx_owned(t))
+        release_txheld(t);
+}
 
-void tk_cx_thread_exit(tk_thread *t) {
+static void cx_thread_exit(tk_thread *t, int arg) {
+    (void)arg;
     free(t->cx.txheld);
     free(t->cx.subs);
     free(t->cx.held);
     t->cx.txheld = t->cx.subs = t->cx.held = NULL;
     t->cx.ntxheld = t->cx.nsubs = t->cx.txheld_cap = t->cx.subs_cap = 0;
     t->cx.nheld = t->cx.held_cap = 0;
+}
+
+__attribute__((constructor)) static void cx_hooks(void) {
+    tk_hook_add(TK_HOOK_ABORTED, 10, cx_after_abort);
+    tk_hook_add(TK_HOOK_COMMITTED, 10, cx_after_commit);
+    tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_CX, cx_thread_exit);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_CX, cx_atfork);
 }

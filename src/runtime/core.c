@@ -133,6 +133,34 @@ void tk_clock_external_write(void) {
     }
 }
 
+/* -------------------------------------------------------- extension hooks */
+
+#define HOOKS_MAX 8
+
+static struct hook {
+    int order;
+    tk_hook_fn fn;
+} hooks[TK_NHOOKS][HOOKS_MAX];
+static unsigned nhooks[TK_NHOOKS];
+
+void tk_hook_add(enum tk_hook_point p, int order, tk_hook_fn fn) {
+    TK_ASSERT(p < TK_NHOOKS && nhooks[p] < HOOKS_MAX);
+    unsigned i = nhooks[p]++;
+    for (; i > 0 && hooks[p][i - 1].order > order; i--)
+        hooks[p][i] = hooks[p][i - 1];
+    hooks[p][i] = (struct hook){order, fn};
+}
+
+void tk_hooks_run(enum tk_hook_point p, tk_thread *t, int arg) {
+    for (unsigned i = 0; i < nhooks[p]; i++)
+        hooks[p][i].fn(t, arg);
+}
+
+void tk_hooks_run_reverse(enum tk_hook_point p, tk_thread *t, int arg) {
+    for (unsigned i = nhooks[p]; i-- > 0;)
+        hooks[p][i].fn(t, arg);
+}
+
 /* ------------------------------------------------------ randomness, time */
 
 uint64_t tk_rand(tk_thread *t) {

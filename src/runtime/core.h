@@ -133,6 +133,31 @@ struct tk_config {
 };
 extern struct tk_config tk_cfg TK_HIDDEN;
 
+/* ------------------------------------------------------ extension hooks */
+
+/* Where the engine (txn.c) and the thread registry (thread.c) call the
+ * extensions - cx, visible reads, scheduling, reclamation, statistics, the
+ * gcc ABI layer - without naming them: each registers its hooks at load
+ * time (a constructor), with an order number. Cold paths only. */
+enum tk_hook_point {
+    TK_HOOK_ABORTING,    /* a software attempt aborts, before its rollback (arg: cause) */
+    TK_HOOK_ABORTED,     /* after its rollback, the thread out of the transaction */
+    TK_HOOK_COMMITTED,   /* after a commit, when armed (t->hooks_armed) */
+    TK_HOOK_THREAD_EXIT, /* the thread's descriptor goes away */
+    TK_HOOK_FORK,        /* fork (arg: enum tk_fork_phase, t: the forking thread or
+                          * NULL): PREPARE in increasing order, PARENT and CHILD in
+                          * decreasing order */
+    TK_NHOOKS
+};
+typedef void (*tk_hook_fn)(tk_thread *t, int arg);
+/* Add fn at point p; hooks of a point run by increasing order. At load time
+ * (constructors), before any transaction, thread exit or fork. */
+TK_HIDDEN void tk_hook_add(enum tk_hook_point p, int order, tk_hook_fn fn);
+/* Run the hooks of p (any thread; the hooks' own contracts apply). */
+TK_HIDDEN void tk_hooks_run(enum tk_hook_point p, tk_thread *t, int arg);
+TK_HIDDEN void tk_hooks_run_reverse(enum tk_hook_point p, tk_thread *t, int arg);
+#define TK_HOOK_ARMED(p) (1u << (p))
+
 /* ------------------------------------------------------------- randomness */
 
 /* Next number of t's generator (owner thread). */

@@ -237,6 +237,8 @@ struct tk_thread {
                                    * the shared row: nobody else reads them */
     struct tks_counters *row, *cnt;
     uint64_t ntx;                 /* transactions begun (solo detection) */
+    unsigned hooks_armed;         /* TK_HOOK_ARMED(point): an extension has work there
+                                   * (set by the extension, cleared by txn.c before it runs them) */
     unsigned inside_sample_ctr;
 
     tk_thread *next, *prev;       /* registry */
@@ -303,11 +305,25 @@ static inline void tk_atfork_mutex(pthread_mutex_t *m, int phase) {
     else
         pthread_mutex_init(m, NULL);
 }
-TK_HIDDEN void tk_txn_atfork(int phase);
-TK_HIDDEN void tk_cx_atfork(int phase);
-TK_HIDDEN void tk_itm_atfork(int phase);
-TK_HIDDEN void tk_vis_atfork(int phase, tk_thread *me);
-TK_HIDDEN void tk_sched_fork_child(tk_thread *me);
+/* Order numbers of the fork hooks (TK_HOOK_FORK; PREPARE runs them up, PARENT
+ * and CHILD down): the locks of a lower number are taken first. */
+enum {
+    TK_FORK_ORDER_SEGMENT = 5,  /* stats/segment.c: child only, last */
+    TK_FORK_ORDER_ITM = 10,     /* abi/itm.c */
+    TK_FORK_ORDER_TXN = 20,     /* txn.c: site registration */
+    TK_FORK_ORDER_CX = 30,      /* cx/cx.c */
+    TK_FORK_ORDER_SCHED = 35,   /* sched.c: child only */
+    TK_FORK_ORDER_REGISTRY = 40, /* thread.c: the thread registry */
+    TK_FORK_ORDER_VIS = 50,     /* vis.c: takes its lock under the registry's */
+};
+/* Order numbers of the thread-exit hooks (TK_HOOK_THREAD_EXIT). */
+enum {
+    TK_EXIT_ORDER_RECLAIM = 10, /* wait for the readers, free the limbo */
+    TK_EXIT_ORDER_VIS = 20,
+    TK_EXIT_ORDER_SCHED = 30,
+    TK_EXIT_ORDER_SEGMENT = 40, /* the statistics row last: the others may count */
+    TK_EXIT_ORDER_CX = 50,
+};
 /* The statistics segment (stats/segment.c). */
 TK_HIDDEN void tk_seg_thread_attach(tk_thread *t);
 TK_HIDDEN void tk_seg_thread_detach(tk_thread *t);
@@ -316,7 +332,6 @@ TK_HIDDEN unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char 
 TK_HIDDEN void tk_seg_sum(struct tks_counters *out, unsigned *threads);
 /* Threads that counted in the shared slot so far (any thread). */
 TK_HIDDEN unsigned tk_seg_shared_threads(void);
-TK_HIDDEN void tk_seg_fork_child(tk_thread *me);
 TK_HIDDEN void tk_seg_unpublish(void);
 TK_HIDDEN int tk_seg_dump(const char *path, char *why, size_t wlen);
 TK_HIDDEN void tk_seg_set_ns_per_tick(double v);
@@ -339,8 +354,6 @@ TK_HIDDEN uint64_t tk_threads_min_epoch(const tk_thread *self);
  * the one path of every free a transaction committed (tx_free, _ITM_free, C++
  * delete). Owner thread only; O(1) amortized, whatever the backlog. */
 TK_HIDDEN void tk_free_later(tk_thread *t, const tk_free *f);
-/* Thread exit: wait for the readers and free everything left. Owner only. */
-TK_HIDDEN void tk_reclaim_all(tk_thread *t);
 /* Blocks waiting in t's limbo (owner thread, or a test looking at itself). */
 TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);
 /* Inside a transaction: defer fn(p, size, align) to its commit, then to the
@@ -384,16 +397,8 @@ TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *fu
  * this many times runs serially (stm_norec.c, choose_method). */
 #define TK_REVAL_ABORTS 2
 TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
-/* An attempt aborted and rolled back: release the cx locks it held, forget
- * its subscriptions and the sections it had entered. Owner thread only. */
-TK_HIDDEN void tk_cx_reset_after_abort(tk_thread *t);
-/* An attempt committed: release the cx locks it held, forget its
- * subscriptions. Owner thread only, after the method's commit. */
-TK_HIDDEN void tk_cx_release_at_commit(tk_thread *t);
 /* The transaction holds or depends on cx locks (cheap test, owner thread). */
 static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
-/* Free the thread's cx lock lists (thread exit). */
-TK_HIDDEN void tk_cx_thread_exit(tk_thread *t);
 /* Becoming irrevocable: take every cx lock the transaction depends on, or
  * none (then -EBUSY: restart, irrevocable from the start). */
 TK_HIDDEN int tk_cx_hold_subscribed(tk_thread *t);
@@ -453,7 +458,6 @@ TK_HIDDEN void tk_vis_begin(tk_thread *t);
 TK_HIDDEN void tk_vis_read(tk_thread *t, const void *addr, size_t size);
 TK_HIDDEN void tk_vis_write(tk_thread *t);          /* after adding to the write set */
 TK_HIDDEN bool tk_vis_read_commit(tk_thread *t);    /* read-only: false when killed */
-TK_HIDDEN void tk_vis_note_abort(tk_thread *t);     /* before rollback: killed = decided */
 /* Writer, clock held: TK_OK (runtime/core.h); TK_VIS_KILLED: a winner
  * killed us (give the clock back, abort); else the slot (>= 0) of a reader
  * that won: give the clock back, tk_vis_wait_for() it, then try again. */
@@ -462,7 +466,6 @@ TK_HIDDEN int tk_vis_commit_point(tk_thread *t);
 TK_HIDDEN bool tk_vis_wait_for(tk_thread *t, int slot); /* false: killed */
 TK_HIDDEN bool tk_vis_pin(tk_thread *t);            /* irrevocable: never killed; false if killed */
 TK_HIDDEN void tk_vis_end(tk_thread *t);            /* release everything */
-TK_HIDDEN void tk_vis_thread_exit(tk_thread *t);
 
 /* Transaction-aware scheduling (sched.c). */
 extern int tk_sched_on TK_HIDDEN;

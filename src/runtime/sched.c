@@ -156,7 +156,9 @@ void tk_sched_commit(tk_thread *t) {
 }
 
 /* fork(): queues held and sleepers counted by threads that are gone. */
-void tk_sched_fork_child(tk_thread *me) {
+static void sched_atfork(tk_thread *me, int phase) {
+    if (phase != TK_FORK_CHILD)
+        return;
     struct site_sched *held = me && me->sched_queue_held ? site_of(me) : NULL;
     for (unsigned i = 0; i < TKS_MAX_SITES; i++) {
         sites[i].queue = &sites[i] == held;
@@ -167,4 +169,14 @@ void tk_sched_fork_child(tk_thread *me) {
 void tk_sched_release(tk_thread *t) {
     if (t->sched_queue_held)
         queue_release(t, site_of(t));
+}
+
+static void sched_thread_exit(tk_thread *t, int arg) {
+    (void)arg;
+    tk_sched_release(t);
+}
+
+__attribute__((constructor)) static void sched_hooks(void) {
+    tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_SCHED, sched_thread_exit);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_SCHED, sched_atfork);
 }

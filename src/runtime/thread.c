@@ -19,10 +19,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static void thread_exit(void *p) {
     tk_thread *t = p;
-    tk_reclaim_all(t);
-    tk_vis_thread_exit(t);
-    tk_sched_release(t);
-    tk_seg_thread_detach(t);
+    tk_hooks_run(TK_HOOK_THREAD_EXIT, t, 0);
     pthread_mutex_lock(&reg_lock);
     if (t->prev)
         t->prev->next = t->next;
@@ -44,8 +41,7 @@ static void thread_exit(void *p) {
     tk_vec_free(&t->frees);
     tk_vec_free(&t->handlers);
     tk_vec_free(&t->arena);
-    tk_vec_free(&t->itm_cps); /* empty outside transactions: no write-set copies left */
-    tk_cx_thread_exit(t);
+    tk_vec_free(&t->itm_cps); /* empty outside transactions: no checkpoints left */
     free(t);
     tk_cur = NULL;
 }
@@ -93,19 +89,11 @@ static void fork_prepare(void) {
             }
         }
     }
-    tk_itm_atfork(TK_FORK_PREPARE);
-    tk_txn_atfork(TK_FORK_PREPARE);
-    tk_cx_atfork(TK_FORK_PREPARE);
-    pthread_mutex_lock(&reg_lock);
-    tk_vis_atfork(TK_FORK_PREPARE, me);
+    tk_hooks_run(TK_HOOK_FORK, me, TK_FORK_PREPARE);
 }
 
 static void fork_parent(void) {
-    tk_vis_atfork(TK_FORK_PARENT, tk_cur);
-    pthread_mutex_unlock(&reg_lock);
-    tk_cx_atfork(TK_FORK_PARENT);
-    tk_txn_atfork(TK_FORK_PARENT);
-    tk_itm_atfork(TK_FORK_PARENT);
+    tk_hooks_run_reverse(TK_HOOK_FORK, tk_cur, TK_FORK_PARENT);
     if (fork_took_clock)
         __atomic_store_n(&tk_g.clock, fork_clock, __ATOMIC_RELEASE);
 }
@@ -163,15 +151,14 @@ static void fork_child(void) {
         me->ntx = 0;
     }
     live_threads = me ? 1 : 0;
-    tk_vis_atfork(TK_FORK_CHILD, me);
-    pthread_mutex_init(&reg_lock, NULL);
-    tk_sched_fork_child(me);
-    tk_cx_atfork(TK_FORK_CHILD);
-    tk_txn_atfork(TK_FORK_CHILD);
-    tk_itm_atfork(TK_FORK_CHILD);
-    tk_seg_fork_child(me); /* statistics of its own */
+    tk_hooks_run_reverse(TK_HOOK_FORK, me, TK_FORK_CHILD); /* the segment last: statistics of its own */
     if (me)
         fork_reattach_stats(me);
+}
+
+static void registry_atfork(tk_thread *me, int phase) {
+    (void)me;
+    tk_atfork_mutex(&reg_lock, phase);
 }
 
 static void make_key(void) {
@@ -181,6 +168,7 @@ static void make_key(void) {
 
 __attribute__((constructor)) static void thread_init(void) {
     pthread_once(&key_once, make_key);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_REGISTRY, registry_atfork);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 

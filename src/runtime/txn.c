@@ -178,8 +178,10 @@ void tk_finish_commit(tk_thread *t) {
     const struct tk_method *m = t->ctl.m;
     if (TXKIT_UNLIKELY(t->htm_pen_site == t->ctl.site) && (m->caps & TK_CAP_HARDWARE))
         t->htm_pen_len = 0; /* hardware works here again: the penalty starts over */
-    if (TXKIT_UNLIKELY(tk_cx_owned(t)))
-        tk_cx_release_at_commit(t); /* committed: its writes are all in memory */
+    if (TXKIT_UNLIKELY(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED))) {
+        t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED);
+        tk_hooks_run(TK_HOOK_COMMITTED, t, 0); /* committed: its writes are all in memory */
+    }
     tk_irr_release(t);
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         goto counted;
@@ -209,15 +211,14 @@ counted:
 /* Roll back a software attempt and leave the thread outside any transaction. */
 void tk_abort_attempt(tk_thread *t, int cause) {
     const struct tk_method *m = t->ctl.m;
-    if (t->vis_active)
-        tk_vis_note_abort(t);
+    tk_hooks_run(TK_HOOK_ABORTING, t, cause);
     m->rollback(t);
     count_abort(t, m, cause);
     t->ctl.irrevocable = 0;
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
-    if (TXKIT_UNLIKELY(t->cx.mode != CX_MODE_NONE || tk_cx_owned(t)))
-        tk_cx_reset_after_abort(t); /* after the rollback: locks it held */
+    tk_hooks_run(TK_HOOK_ABORTED, t, cause); /* after the rollback: cx locks it held */
+    t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED); /* nothing left to release */
     if (t->handlers.len | t->allocs.len | t->frees.len) {
         struct tk_txctl saved = t->ctl;
         tk_discard_effects(t, 0);
@@ -282,7 +283,14 @@ static TK_NORETURN void resume_cxx(tk_thread *t, unsigned depth) {
  * first thread to get here registers it; racing ones wait for the id. */
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void tk_txn_atfork(int phase) { tk_atfork_mutex(&site_lock, phase); }
+static void txn_atfork(tk_thread *me, int phase) {
+    (void)me;
+    tk_atfork_mutex(&site_lock, phase);
+}
+
+__attribute__((constructor)) static void txn_hooks(void) {
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_TXN, txn_atfork);
+}
 
 void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line) {
     if (__atomic_load_n(&site->id, __ATOMIC_ACQUIRE))

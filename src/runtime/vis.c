@@ -88,7 +88,8 @@ static int slot_get(tk_thread *t) {
     return t->vis_slot - 1;
 }
 
-void tk_vis_thread_exit(tk_thread *t) {
+static void vis_thread_exit(tk_thread *t, int arg) {
+    (void)arg;
     if (t->vis_slot > 0) {
         pthread_mutex_lock(&slot_lock);
         slots[t->vis_slot - 1].used = 0;
@@ -100,7 +101,7 @@ void tk_vis_thread_exit(tk_thread *t) {
 /* fork(): in the child, the slots of the threads that are gone are free and
  * idle (a writer must not wait for, or be killed by, a reader that no longer
  * exists); the forking thread keeps its own. */
-void tk_vis_atfork(int phase, tk_thread *me) {
+static void vis_atfork(tk_thread *me, int phase) {
     tk_atfork_mutex(&slot_lock, phase);
     if (phase != TK_FORK_CHILD)
         return;
@@ -183,7 +184,10 @@ void tk_vis_write(tk_thread *t) {
 
 /* An abort on the way: if a winner had killed us, it was its decision (and
  * counted there), whatever made us notice first. */
-void tk_vis_note_abort(tk_thread *t) {
+static void vis_note_abort(tk_thread *t, int cause) {
+    (void)cause;
+    if (!t->vis_active)
+        return;
     if (t->vis_active && !t->vis_decided && is_killed(t))
         t->vis_decided = 1;
 }
@@ -313,4 +317,10 @@ void tk_vis_end(tk_thread *t) {
     uint64_t st = __atomic_load_n(&s->status, __ATOMIC_RELAXED);
     __atomic_store_n(&s->status, (st & ~3ull) | ST_IDLE, __ATOMIC_RELEASE);
     t->vis_active = 0;
+}
+
+__attribute__((constructor)) static void vis_hooks(void) {
+    tk_hook_add(TK_HOOK_ABORTING, 10, vis_note_abort);
+    tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_VIS, vis_thread_exit);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_VIS, vis_atfork);
 }

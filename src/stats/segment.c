@@ -492,7 +492,9 @@ void tk_seg_set_ns_per_tick(double v) {
 /* fork(): the child must not write into the parent's segment. Its threads are
  * gone but the forking one, whose descriptor gets a fresh slot in a fresh
  * segment (created now: the child may run a transaction at once). */
-void tk_seg_fork_child(tk_thread *me) {
+static void seg_atfork(tk_thread *me, int phase) {
+    if (phase != TK_FORK_CHILD)
+        return;
     pthread_mutex_init(&seg_lock, NULL);
     tk_seg_shared_lo = UINTPTR_MAX;
     if (seg_fd >= 0)
@@ -589,4 +591,14 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
     free(sum);
     pthread_mutex_unlock(&seg_lock);
     return rc;
+}
+
+static void seg_thread_exit(tk_thread *t, int arg) {
+    (void)arg;
+    tk_seg_thread_detach(t);
+}
+
+__attribute__((constructor)) static void seg_hooks(void) {
+    tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_SEGMENT, seg_thread_exit);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_SEGMENT, seg_atfork);
 }
