@@ -351,7 +351,8 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
     return 0;
 }
 
-int tk_cx_hold_subscribed(tk_thread *t) {
+/* tk_hold_subscribed (core.h). */
+static int cx_hold_subscribed(tk_thread *t) {
     unsigned got = 0;
     for (; got < t->cx.nsubs; got++)
         if (excl_try(t->cx.subs[got]) != 0)
@@ -573,6 +574,7 @@ static void cx_thread_exit(tk_thread *t, int arg) {
 }
 
 __attribute__((constructor)) static void cx_hooks(void) {
+    tk_hold_subscribed = cx_hold_subscribed;
     tk_hook_add(TK_HOOK_ABORTED, 10, cx_after_abort);
     tk_hook_add(TK_HOOK_COMMITTED, 10, cx_after_commit);
     tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_CX, cx_thread_exit);

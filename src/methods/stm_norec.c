@@ -555,7 +555,7 @@ static int stm_make_irrevocable(tk_thread *t) {
         return TXKIT_CAUSE_IRREVOCABLE;
     /* cx locks it depends on must now be held for real: nobody may take them
      * exclusively under an irrevocable transaction. */
-    if (t->cx.nsubs && (tk_cx_hold_subscribed(t) != 0 || !try_extend(t)))
+    if (t->cx.nsubs && (tk_hold_subscribed(t) != 0 || !try_extend(t)))
         return TXKIT_CAUSE_IRREVOCABLE; /* an exclusive holder may have written
                                          * before we held its lock: check again */
     if (!tk_vis_pin(t)) /* killed by a winner before we could pin */

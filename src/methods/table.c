@@ -29,3 +29,28 @@ int tk_method_lookup(const char *name) {
             return i;
     return -1;
 }
+
+/* The public name of a public method (include/txkit/tx.h). */
+const char *txkit_method_name(int m) {
+    return m >= 0 && m < TXKIT_NMETHODS ? tk_method_name(m) : "?";
+}
+
+/* Each method's per-thread state (thread_init / thread_fini). */
+static void methods_thread_init(tk_thread *t, int arg) {
+    (void)arg;
+    for (int i = 0; i < TK_NMETHODS_ALL; i++)
+        if (tk_method_table[i] && tk_method_table[i]->thread_init)
+            tk_method_table[i]->thread_init(t);
+}
+
+static void methods_thread_fini(tk_thread *t, int arg) {
+    (void)arg;
+    for (int i = 0; i < TK_NMETHODS_ALL; i++)
+        if (tk_method_table[i] && tk_method_table[i]->thread_fini)
+            tk_method_table[i]->thread_fini(t);
+}
+
+__attribute__((constructor)) static void methods_hooks(void) {
+    tk_hook_add(TK_HOOK_THREAD_INIT, 10, methods_thread_init);
+    tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_METHODS, methods_thread_fini);
+}

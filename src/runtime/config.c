@@ -27,9 +27,6 @@
 static struct txkit_rtm_info rtm;
 
 
-const char *txkit_method_name(int m) {
-    return m >= 0 && m < TXKIT_NMETHODS ? tk_method_name(m) : "?";
-}
 
 int txkit_method_parse(const char *name, txkit_method_t *out) {
     if (!name || !out)
@@ -95,20 +92,6 @@ int txkit_set_fault(txkit_method_t m, double prob) {
     return 0;
 }
 
-/* Serial is the last resort: a transaction gets at most TK_FAULT_SERIAL_MAX
- * injected serial aborts, so that every one finishes, even at serial=1. */
-bool tk_fault_hit(tk_thread *t, int method) {
-    double p = tk_cfg.fault[method];
-    if (p <= 0.0)
-        return false;
-    if (method == TXKIT_SERIAL && t->ctl.serial_injected >= TK_FAULT_SERIAL_MAX)
-        return false;
-    if ((double)(tk_rand(t) >> 11) * 0x1.0p-53 >= p)
-        return false;
-    if (method == TXKIT_SERIAL)
-        t->ctl.serial_injected++;
-    return true;
-}
 
 /* ---------------------------------------------------------- environment */
 

@@ -133,6 +133,24 @@ void tk_clock_external_write(void) {
     }
 }
 
+
+int tk_configured_method(const tk_thread *t) {
+    return t->thread_method >= 0 ? t->thread_method
+                                 : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
+}
+
+/* ----------------------------------------------------------------- aborts */
+
+static tk_abort_fn abort_fn;
+int (*tk_hold_subscribed)(tk_thread *t);
+
+void tk_set_abort(tk_abort_fn fn) { abort_fn = fn; }
+
+void tk_abort(tk_thread *t, int cause) {
+    abort_fn(t, cause);
+    TK_FATAL("the engine's abort returned");
+}
+
 /* -------------------------------------------------------- extension hooks */
 
 #define HOOKS_MAX 8

@@ -132,6 +132,21 @@ struct tk_config {
     unsigned ncpus;
 };
 extern struct tk_config tk_cfg TK_HIDDEN;
+/* The method the user asked for (thread override, else process): t's thread. */
+TK_HIDDEN int tk_configured_method(const tk_thread *t);
+
+/* -------------------------------------------------------------- aborts */
+
+/* Software abort of t's running attempt and restart: the engine's
+ * (runtime/txn.c, which sets it at load time), reached through here so that
+ * the methods and extensions below the engine need not name it. Owner thread. */
+TK_HIDDEN TK_NORETURN void tk_abort(tk_thread *t, int cause);
+typedef void (*tk_abort_fn)(tk_thread *t, int cause); /* must not return */
+TK_HIDDEN void tk_set_abort(tk_abort_fn fn);
+/* Becoming irrevocable in software: take every cx lock the transaction
+ * depends on, or none (then -EBUSY: restart, irrevocable from the start).
+ * Set by cx/cx.c at load time. Owner thread. */
+extern int (*tk_hold_subscribed)(tk_thread *t) TK_HIDDEN;
 
 /* ------------------------------------------------------ extension hooks */
 
@@ -143,6 +158,7 @@ enum tk_hook_point {
     TK_HOOK_ABORTING,    /* a software attempt aborts, before its rollback (arg: cause) */
     TK_HOOK_ABORTED,     /* after its rollback, the thread out of the transaction */
     TK_HOOK_COMMITTED,   /* after a commit, when armed (t->hooks_armed) */
+    TK_HOOK_THREAD_INIT, /* a thread's descriptor is new (thread.c, before its first use) */
     TK_HOOK_THREAD_EXIT, /* the thread's descriptor goes away */
     TK_HOOK_FORK,        /* fork (arg: enum tk_fork_phase, t: the forking thread or
                           * NULL): PREPARE in increasing order, PARENT and CHILD in

@@ -323,6 +323,7 @@ enum {
     TK_EXIT_ORDER_SCHED = 30,
     TK_EXIT_ORDER_SEGMENT = 40, /* the statistics row last: the others may count */
     TK_EXIT_ORDER_CX = 50,
+    TK_EXIT_ORDER_METHODS = 60, /* the methods' per-thread state */
 };
 /* The statistics segment (stats/segment.c). */
 TK_HIDDEN void tk_seg_thread_attach(tk_thread *t);
@@ -380,7 +381,6 @@ TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
 
 /* ---------------------------------------------------------------- the engine */
 
-TK_HIDDEN TK_NORETURN void tk_abort(tk_thread *t, int cause);  /* software abort + restart */
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
 TK_HIDDEN void tk_run_attempts(tk_thread *t);
 /* The method of t's next attempt (runtime/policy.c). Owner thread. */
@@ -399,11 +399,6 @@ TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *fu
 TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
 /* The transaction holds or depends on cx locks (cheap test, owner thread). */
 static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
-/* Becoming irrevocable: take every cx lock the transaction depends on, or
- * none (then -EBUSY: restart, irrevocable from the start). */
-TK_HIDDEN int tk_cx_hold_subscribed(tk_thread *t);
-/* The method the user asked for (thread override, else process). */
-TK_HIDDEN int tk_configured_method(const tk_thread *t);
 /* Record the current bytes at addr, put back if the attempt aborts. */
 TK_HIDDEN void tk_undo_log(tk_thread *t, const void *addr, size_t size);
 /* Put back, newest first, what the undo log recorded after its first keep

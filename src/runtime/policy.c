@@ -71,10 +71,6 @@ static bool site_skips_htm(tk_thread *t, txkit_site_t *site) {
     return true;
 }
 
-int tk_configured_method(const tk_thread *t) {
-    return t->thread_method >= 0 ? t->thread_method
-                                 : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
-}
 
 /* Software attempts left before the serial fallback: aborts of any kind, and
  * attempts that ran out of their revalidation budget (every transaction must
@@ -194,4 +190,19 @@ void tk_htm_policy(tk_thread *t, int cause) {
         tk_cm->on_abort(t, cause);
         return;
     }
+}
+
+/* Serial is the last resort: a transaction gets at most TK_FAULT_SERIAL_MAX
+ * injected serial aborts, so that every one finishes, even at serial=1. */
+bool tk_fault_hit(tk_thread *t, int method) {
+    double p = tk_cfg.fault[method];
+    if (p <= 0.0)
+        return false;
+    if (method == TXKIT_SERIAL && t->ctl.serial_injected >= TK_FAULT_SERIAL_MAX)
+        return false;
+    if ((double)(tk_rand(t) >> 11) * 0x1.0p-53 >= p)
+        return false;
+    if (method == TXKIT_SERIAL)
+        t->ctl.serial_injected++;
+    return true;
 }

@@ -31,9 +31,6 @@ static void thread_exit(void *p) {
     pthread_mutex_unlock(&reg_lock);
     uintptr_t me = (uintptr_t)t;
     __atomic_compare_exchange_n(&tk_g.solo, &me, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    for (int i = 0; i < TK_NMETHODS_ALL; i++)
-        if (tk_method_table[i] && tk_method_table[i]->thread_fini)
-            tk_method_table[i]->thread_fini(t);
     tk_vec_free(&t->ulog);
     tk_vec_free(&t->allocs);
     tk_vec_free(&t->captured);
@@ -179,12 +176,9 @@ tk_thread *tk_thread_get(void) {
     tk_thread *t = calloc(1, sizeof *t);
     if (!t)
         TK_FATAL("out of memory creating a thread descriptor");
-    for (int i = 0; i < TK_NMETHODS_ALL; i++)
-        if (tk_method_table[i] && tk_method_table[i]->thread_init)
-            tk_method_table[i]->thread_init(t);
     t->thread_method = -1;
     t->prio_set = TX_PRIO_AUTO;
-    tk_prio_refresh(t);
+    tk_hooks_run(TK_HOOK_THREAD_INIT, t, 0); /* the methods' state, the priority */
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
         void *lo;

@@ -252,7 +252,8 @@ void tk_abort_attempt(tk_thread *t, int cause) {
         tk_cm->on_abort(t, cause);
 }
 
-void tk_abort(tk_thread *t, int cause) {
+/* tk_abort (core.h): roll back, then resume as the front end says. */
+static TK_NORETURN void engine_abort(tk_thread *t, int cause) {
     unsigned depth = _txkit_tls.depth;
     tk_abort_attempt(t, cause);
     t->ctl.resume(t, depth);
@@ -289,6 +290,7 @@ static void txn_atfork(tk_thread *me, int phase) {
 }
 
 __attribute__((constructor)) static void txn_hooks(void) {
+    tk_set_abort(engine_abort);
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_TXN, txn_atfork);
 }
 
