@@ -121,15 +121,15 @@ static uint32_t itm_action(tk_thread *t, int restarted) {
 }
 
 static void drop_checkpoints(tk_thread *t, size_t keep) {
-    while (t->itm_cps.len > keep) {
-        tk_itm_cp *cp = &TK_VEC_AT(&t->itm_cps, tk_itm_cp, t->itm_cps.len - 1);
+    while (t->itm.cps.len > keep) {
+        tk_itm_cp *cp = &TK_VEC_AT(&t->itm.cps, tk_itm_cp, t->itm.cps.len - 1);
         tk_vec_free(&cp->saved);
-        t->itm_cps.len--;
+        t->itm.cps.len--;
     }
 }
 
 static tk_itm_cp *top_checkpoint(tk_thread *t) {
-    return t->itm_cps.len ? &TK_VEC_AT(&t->itm_cps, tk_itm_cp, t->itm_cps.len - 1) : NULL;
+    return t->itm.cps.len ? &TK_VEC_AT(&t->itm.cps, tk_itm_cp, t->itm.cps.len - 1) : NULL;
 }
 
 tk_jmpbuf *tk_itm_jb_slot(uint32_t props) {
@@ -138,7 +138,7 @@ tk_jmpbuf *tk_itm_jb_slot(uint32_t props) {
         return &t->ctl.jb;
     if (props & TK_PR_HAS_NO_ABORT)
         return &t->jb_nested;
-    tk_itm_cp *cp = tk_vec_push(&t->itm_cps, sizeof *cp);
+    tk_itm_cp *cp = tk_vec_push(&t->itm.cps, sizeof *cp);
     if (!cp)
         TK_FATAL("out of memory for a nested transaction checkpoint");
     memset(cp, 0, sizeof *cp);
@@ -188,9 +188,9 @@ uint32_t tk_itm_begin(uint32_t props) {
         return nested_begin(t, props, depth);
     /* Most threads run the same transaction again and again: remember the last. */
     uintptr_t rip = (uintptr_t)t->ctl.jb.rip;
-    txkit_site_t *site = t->itm_last_rip == rip ? t->itm_last_site : itm_site_for(rip);
-    t->itm_last_rip = rip;
-    t->itm_last_site = site;
+    txkit_site_t *site = t->itm.last_rip == rip ? t->itm.last_site : itm_site_for(rip);
+    t->itm.last_rip = rip;
+    t->itm.last_site = site;
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_ITM;
@@ -199,7 +199,7 @@ uint32_t tk_itm_begin(uint32_t props) {
                   ((props & TK_PR_DOES_GO_IRREVOCABLE) ? TK_CODE_GOES_IRREVOCABLE : 0);
     t->ctl.resume = itm_resume;
     tk_start_transaction(t, site, t->ctl.jb.rsp);
-    t->itm_txid = 0;
+    t->itm.txid = 0;
     tk_run_attempts(t);
     if (t->ctl.cancelled) /* cancelled inside hardware: all undone already */
         return TK_A_ABORT | TK_A_RESTORE_LIVE;
@@ -223,7 +223,7 @@ TK_EXPORT void _ITM_commitTransaction(void) {
         tk_itm_cp *cp = top_checkpoint(t);
         if (cp && cp->depth == depth) {
             tk_vec_free(&cp->saved);
-            t->itm_cps.len--;
+            t->itm.cps.len--;
         }
         _txkit_tls.depth = depth - 1;
         return;
@@ -293,7 +293,7 @@ TK_EXPORT void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) 
     rollback_to(t, cp);
     tk_jmpbuf jb = cp->jb;
     _txkit_tls.depth = cp->depth - 1;
-    drop_checkpoints(t, t->itm_cps.len - 1);
+    drop_checkpoints(t, t->itm.cps.len - 1);
     tk_longjmp(&jb, TK_A_ABORT | TK_A_RESTORE_LIVE);
 }
 
@@ -313,15 +313,15 @@ TK_EXPORT uint64_t _ITM_getTransactionId(void) {
     if (_txkit_tls.depth == 0)
         return 1; /* _ITM_noTransactionId */
     tk_thread *t = tk_cur;
-    if (!t->itm_txid) {
+    if (!t->itm.txid) {
         /* Ids are handed to threads in blocks, so taking one is thread-local. */
-        if (t->txid_next == t->txid_end) {
-            t->txid_next = __atomic_fetch_add(&next_txid_block, 1024, __ATOMIC_RELAXED) + 2;
-            t->txid_end = t->txid_next + 1024;
+        if (t->itm.txid_next == t->itm.txid_end) {
+            t->itm.txid_next = __atomic_fetch_add(&next_txid_block, 1024, __ATOMIC_RELAXED) + 2;
+            t->itm.txid_end = t->itm.txid_next + 1024;
         }
-        t->itm_txid = t->txid_next++;
+        t->itm.txid = t->itm.txid_next++;
     }
-    return t->itm_txid;
+    return t->itm.txid;
 }
 
 TK_EXPORT void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t resuming_id, void *arg) {
@@ -353,8 +353,8 @@ static void undo_forget(tk_thread *t, uintptr_t lo, uintptr_t hi) {
             u[1].size = (uint32_t)(e - hi);
             u[1].old = u->old >> (8 * (hi - a));
             u->size = (uint32_t)(lo - a);
-            for (size_t k = 0; k < t->itm_cps.len; k++) { /* their marks moved by one */
-                tk_itm_cp *cp = &TK_VEC_AT(&t->itm_cps, tk_itm_cp, k);
+            for (size_t k = 0; k < t->itm.cps.len; k++) { /* their marks moved by one */
+                tk_itm_cp *cp = &TK_VEC_AT(&t->itm.cps, tk_itm_cp, k);
                 if (cp->ulog_len > i)
                     cp->ulog_len++;
             }

@@ -89,7 +89,7 @@ static int serial_make_irrevocable(tk_thread *t) {
 static void serial_store(tk_thread *t, void *addr, const void *src, size_t size) {
     /* The transaction's own frames need no undo, unless a nested block that
      * may be cancelled needs the part of them that outlives it. */
-    if (!t->ctl.irrevocable && (t->itm_cps.len || !tk_stack_private(t, addr, size)))
+    if (!t->ctl.irrevocable && (t->itm.cps.len || !tk_stack_private(t, addr, size)))
         tk_undo_log(t, addr, size);
     memcpy(addr, src, size);
 }

@@ -80,13 +80,13 @@ static inline bool snapshot_current(const tk_thread *t) {
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* data loads before the clock load */
     if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) != _txkit_tls.snap)
         return false;
-    return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == t->hsnap;
+    return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == t->stm.hsnap;
 }
 
 /* Entries of memory this attempt owns and writes in place (its own stack
  * frames, blocks it allocated) may differ by its own writes: not conflicts. */
 static bool rlog_valid(const tk_thread *t) {
-    for (const tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
+    for (const tk_rentry *r = t->stm.rlog; r != _txkit_tls.rcur; r++)
         if (!tk_stack_private(t, r->addr, r->size) && /* not even read: maybe a dead frame */
             read_mem(r->addr, r->size) != r->val &&
             !(t->captured.len && tk_captured(t, r->addr, r->size)))
@@ -96,13 +96,13 @@ static bool rlog_valid(const tk_thread *t) {
 
 /* Grow the read log (the inline barrier appends until rcur reaches rend). */
 static void rlog_grow(tk_thread *t) {
-    size_t used = (size_t)(_txkit_tls.rcur - t->rlog);
-    size_t cap = (size_t)(_txkit_tls.rend - t->rlog);
+    size_t used = (size_t)(_txkit_tls.rcur - t->stm.rlog);
+    size_t cap = (size_t)(_txkit_tls.rend - t->stm.rlog);
     cap = cap ? cap * 2 : 1024;
-    tk_rentry *n = realloc(t->rlog, cap * sizeof *n);
+    tk_rentry *n = realloc(t->stm.rlog, cap * sizeof *n);
     if (!n)
         TK_FATAL("out of memory growing the read log (%zu entries)", cap);
-    t->rlog = n;
+    t->stm.rlog = n;
     _txkit_tls.rcur = n + used;
     _txkit_tls.rend = n + cap;
 }
@@ -123,7 +123,7 @@ static void rlog_grow(tk_thread *t) {
 /* Count one revalidation; true (and counted as such an abort) when it is one
  * too many. Owner thread, inside its attempt. */
 static bool reval_budget_spent(tk_thread *t) {
-    uint64_t n = (uint64_t)(_txkit_tls.rcur - t->rlog);
+    uint64_t n = (uint64_t)(_txkit_tls.rcur - t->stm.rlog);
     t->ctl.revals++;
     t->ctl.reval_work += n;
     if (TXKIT_LIKELY(t->ctl.revals <= REVAL_MAX &&
@@ -148,7 +148,7 @@ static bool try_extend(tk_thread *t) {
         if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == c &&
             (!tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == h)) {
             _txkit_tls.snap = c;
-            t->hsnap = h;
+            t->stm.hsnap = h;
             tk_epoch_publish(t, c); /* what we can still reach is valid at c */
             return true;
         }
@@ -166,48 +166,48 @@ static inline uint32_t word_hash(uintptr_t word) {
 static tk_wentry *ws_find(const tk_thread *t, uintptr_t word) {
     if (!(_txkit_tls.wbloom & bloom_bit(word)))
         return NULL;
-    for (uint32_t h = word_hash(word) & t->windex_mask;; h = (h + 1) & t->windex_mask) {
-        const tk_wslot *s = &t->windex[h];
-        if (s->gen != t->wgen)
+    for (uint32_t h = word_hash(word) & t->stm.windex_mask;; h = (h + 1) & t->stm.windex_mask) {
+        const tk_wslot *s = &t->stm.windex[h];
+        if (s->gen != t->stm.wgen)
             return NULL;
         if (s->word == word)
-            return &TK_VEC_AT(&t->wset, tk_wentry, s->idx);
+            return &TK_VEC_AT(&t->stm.wset, tk_wentry, s->idx);
     }
 }
 
 static void windex_put(tk_thread *t, uintptr_t word, uint32_t idx) {
-    uint32_t h = word_hash(word) & t->windex_mask;
-    while (t->windex[h].gen == t->wgen)
-        h = (h + 1) & t->windex_mask;
-    t->windex[h] = (tk_wslot){word, idx, t->wgen};
+    uint32_t h = word_hash(word) & t->stm.windex_mask;
+    while (t->stm.windex[h].gen == t->stm.wgen)
+        h = (h + 1) & t->stm.windex_mask;
+    t->stm.windex[h] = (tk_wslot){word, idx, t->stm.wgen};
 }
 
 static void windex_grow(tk_thread *t) {
-    uint32_t size = (t->windex_mask + 1) * 2;
+    uint32_t size = (t->stm.windex_mask + 1) * 2;
     tk_wslot *n = calloc(size, sizeof *n);
     if (!n)
         TK_FATAL("out of memory growing the write set index (%u slots)", size);
-    free(t->windex);
-    t->windex = n;
-    t->windex_mask = size - 1;
-    t->wgen = 1;
-    for (size_t i = 0; i < t->wset.len; i++)
-        windex_put(t, TK_VEC_AT(&t->wset, tk_wentry, i).word, (uint32_t)i);
+    free(t->stm.windex);
+    t->stm.windex = n;
+    t->stm.windex_mask = size - 1;
+    t->stm.wgen = 1;
+    for (size_t i = 0; i < t->stm.wset.len; i++)
+        windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
 }
 
 static tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
     tk_wentry *e = ws_find(t, word);
     if (e)
         return e;
-    if ((t->wset.len + 1) * 2 > (size_t)t->windex_mask + 1)
+    if ((t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1)
         windex_grow(t);
-    e = tk_vec_push(&t->wset, sizeof *e);
+    e = tk_vec_push(&t->stm.wset, sizeof *e);
     if (!e)
         TK_FATAL("out of memory growing the write set");
     e->word = word;
     e->data = 0;
     e->mask = 0;
-    windex_put(t, word, (uint32_t)(t->wset.len - 1));
+    windex_put(t, word, (uint32_t)(t->stm.wset.len - 1));
     _txkit_tls.wbloom |= bloom_bit(word);
     return e;
 }
@@ -237,8 +237,8 @@ static size_t ws_overlay(const tk_thread *t, unsigned char *dst, uintptr_t a, si
 
 /* Write back exactly the bytes written, with the widest aligned stores. */
 static void write_back(const tk_thread *t) {
-    const tk_wentry *e = (const tk_wentry *)t->wset.data;
-    for (size_t k = 0; k < t->wset.len; k++, e++) {
+    const tk_wentry *e = (const tk_wentry *)t->stm.wset.data;
+    for (size_t k = 0; k < t->stm.wset.len; k++, e++) {
         if (e->mask == 0xff) {
             *(volatile uint64_t *)e->word = e->data;
             continue;
@@ -267,17 +267,17 @@ static void write_back(const tk_thread *t) {
 }
 
 static void ws_clear(tk_thread *t) {
-    t->wset.len = 0;
+    t->stm.wset.len = 0;
     _txkit_tls.wbloom = 0;
-    if (++t->wgen == 0) {
-        memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
-        t->wgen = 1;
+    if (++t->stm.wgen == 0) {
+        memset(t->stm.windex, 0, (t->stm.windex_mask + 1) * sizeof *t->stm.windex);
+        t->stm.wgen = 1;
     }
 }
 
 /* Before each software attempt: empty read log and write set. */
 static void stm_attempt_reset(tk_thread *t) {
-    _txkit_tls.rcur = t->rlog;
+    _txkit_tls.rcur = t->stm.rlog;
     ws_clear(t);
 }
 
@@ -285,9 +285,9 @@ static void stm_attempt_reset(tk_thread *t) {
 
 static void unregister(tk_thread *t) {
     __atomic_store_n(&t->epoch, 0, __ATOMIC_RELEASE);
-    if (t->sw_registered) {
+    if (t->stm.sw_registered) {
         __atomic_sub_fetch(&tk_g.sw_active, 1, __ATOMIC_RELEASE);
-        t->sw_registered = 0;
+        t->stm.sw_registered = 0;
     }
 }
 
@@ -304,7 +304,7 @@ static void unregister(tk_thread *t) {
  * holding the lock. */
 
 static void stm_refresh_read(tk_thread *t, const void *addr) {
-    for (tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
+    for (tk_rentry *r = t->stm.rlog; r != _txkit_tls.rcur; r++)
         if (r->addr == addr)
             r->val = read_mem(addr, r->size);
 }
@@ -315,17 +315,17 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
     stm_attempt_reset(t); /* the serial attempt did not reset software state */
     if (tk_g.hybrid) {
         __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
-        t->sw_registered = 1;
+        t->stm.sw_registered = 1;
     }
     _txkit_tls.snap = clock;
     __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_RELAXED);
     tk_epoch_publish(t, clock); /* we hold the clock: no free is pending at it */
-    t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    t->stm.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     t->ctl.m = &tk_method_stm;
     /* Visible and pinned, as when irrevocable from the start (stm_begin): its
      * commit decides against the readers it overwrites. Its own reads need
      * not be seen (no writer commits under the token): fast reads stay. */
-    t->vis_active = 0;
+    t->vis.active = 0;
     if (tk_vis_on) {
         tk_vis_begin(t);
         TK_ASSERT(tk_vis_pin(t)); /* we hold the clock: nobody can have killed us */
@@ -338,7 +338,7 @@ static int stm_begin(tk_thread *t) {
         /* Full barrier: hardware transactions that commit after this see us and
          * bump hw_commits; those that committed before are in our snapshot. */
         __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
-        t->sw_registered = 1;
+        t->stm.sw_registered = 1;
     }
     /* Let a waiting serial transaction in first, so it cannot starve. Not
      * while holding the irrevocability token: the serial one waits for it. */
@@ -362,7 +362,7 @@ static int stm_begin(tk_thread *t) {
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
     _txkit_tls.snap = tk_wait_clock_even();
     tk_epoch_publish(t, _txkit_tls.snap);
-    t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    t->stm.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
      * nothing we read can change any more: irrevocable from the start. */
     t->ctl.irrevocable = t->ctl.irr_token;
@@ -371,7 +371,7 @@ static int stm_begin(tk_thread *t) {
         if (t->ctl.irrevocable) /* nobody can have seen us yet to kill us */
             TK_ASSERT(tk_vis_pin(t));
     } else {
-        t->vis_active = 0;
+        t->vis.active = 0;
     }
     return TK_OK;
 }
@@ -398,7 +398,7 @@ static bool acquire_clock(tk_thread *t) {
         c = _txkit_tls.snap;
     }
     /* Hardware commits stop once the clock is odd; check those that came before. */
-    if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != t->hsnap &&
+    if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != t->stm.hsnap &&
         !rlog_valid(t)) {
         __atomic_store_n(&tk_g.clock, c + 2, __ATOMIC_RELEASE);
         return false;
@@ -409,7 +409,7 @@ static bool acquire_clock(tk_thread *t) {
 static int stm_commit(tk_thread *t) {
     if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
-    if (t->wset.len == 0) { /* read-only: consistent at its last validation */
+    if (t->stm.wset.len == 0) { /* read-only: consistent at its last validation */
         if (!tk_vis_read_commit(t))
             return TXKIT_CAUSE_CONFLICT; /* a manager decided against it */
         tk_vis_end(t);
@@ -419,7 +419,7 @@ static int stm_commit(tk_thread *t) {
     for (;;) {
         if (!acquire_clock(t))
             return TXKIT_CAUSE_CONFLICT;
-        int r = t->vis_active ? tk_vis_commit_point(t) : TK_OK;
+        int r = t->vis.active ? tk_vis_commit_point(t) : TK_OK;
         if (r == TK_OK)
             break;
         /* Killed, or a reader that beats us must finish first: give the
@@ -428,7 +428,7 @@ static int stm_commit(tk_thread *t) {
         if (r == TK_VIS_KILLED || !tk_vis_wait_for(t, r))
             return TXKIT_CAUSE_CONFLICT;
     }
-    tk_g.last_writer_prio = t->prio;
+    tk_g.last_writer_prio = t->cm.prio;
     write_back(t);
     __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
     tk_vis_end(t);
@@ -438,11 +438,11 @@ static int stm_commit(tk_thread *t) {
 
 /* Closed nesting: the write set as it is now, to go back to. */
 static void stm_checkpoint(tk_thread *t, tk_vec *save) {
-    for (size_t i = 0; i < t->wset.len; i++) {
+    for (size_t i = 0; i < t->stm.wset.len; i++) {
         tk_wentry *e = tk_vec_push(save, sizeof *e);
         if (!e)
             TK_FATAL("out of memory copying the write set");
-        *e = TK_VEC_AT(&t->wset, tk_wentry, i);
+        *e = TK_VEC_AT(&t->stm.wset, tk_wentry, i);
     }
 }
 
@@ -460,20 +460,20 @@ static void stm_rollback_to(tk_thread *t, const tk_vec *save) {
 #define WINDEX_INITIAL 256
 
 static void stm_thread_init(tk_thread *t) {
-    t->windex = calloc(WINDEX_INITIAL, sizeof *t->windex);
-    if (!t->windex)
+    t->stm.windex = calloc(WINDEX_INITIAL, sizeof *t->stm.windex);
+    if (!t->stm.windex)
         TK_FATAL("out of memory creating a thread descriptor");
-    t->windex_mask = WINDEX_INITIAL - 1;
-    t->wgen = 1;
+    t->stm.windex_mask = WINDEX_INITIAL - 1;
+    t->stm.wgen = 1;
 }
 
 static void stm_thread_fini(tk_thread *t) {
-    free(t->rlog);
-    t->rlog = NULL;
+    free(t->stm.rlog);
+    t->stm.rlog = NULL;
     _txkit_tls.rcur = _txkit_tls.rend = NULL;
-    tk_vec_free(&t->wset);
-    free(t->windex);
-    t->windex = NULL;
+    tk_vec_free(&t->stm.wset);
+    free(t->stm.windex);
+    t->stm.windex = NULL;
 }
 
 static void stm_rollback(tk_thread *t) {
@@ -489,9 +489,9 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
         return;
     }
     uintptr_t a = (uintptr_t)addr;
-    if (t->wset.len && ws_overlay(t, dst, a, size) == size)
+    if (t->stm.wset.len && ws_overlay(t, dst, a, size) == size)
         return; /* read-after-write of bytes all written by us */
-    if (t->vis_active)
+    if (t->vis.active)
         tk_vis_read(t, addr, size);
     uint64_t v = read_mem(addr, (uint32_t)size);
     while (TXKIT_UNLIKELY(!snapshot_current(t))) {
@@ -508,7 +508,7 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
     r->val = v;
     r->size = (uint32_t)size;
     put_bytes(dst, v, size);
-    if (t->wset.len)
+    if (t->stm.wset.len)
         ws_overlay(t, dst, a, size);
 }
 
@@ -517,7 +517,7 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
         /* The attempt's own frames: in place, like gcc's direct accesses to
          * them; undone only for a nested block that may be cancelled (the
          * frames above it outlive the cancel). */
-        if (t->itm_cps.len)
+        if (t->itm.cps.len)
             tk_undo_log(t, addr, size);
         memcpy(addr, src, size);
         return;
@@ -539,7 +539,7 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
         s += n;
         size -= n;
     }
-    if (t->vis_active)
+    if (t->vis.active)
         tk_vis_write(t);
 }
 

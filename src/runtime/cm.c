@@ -32,7 +32,7 @@
 void tk_backoff(tk_thread *t, int cause) {
     if (cause == TXKIT_CAUSE_LOCKED) /* waiting for the clock is the right delay */
         return;
-    unsigned k = ++t->consecutive_aborts;
+    unsigned k = ++t->cm.consecutive_aborts;
     unsigned limit = k >= 10 ? BACKOFF_CAP_NS : BACKOFF_BASE_NS << k;
     if (limit > BACKOFF_CAP_NS)
         limit = BACKOFF_CAP_NS;
@@ -64,24 +64,24 @@ static int derive_prio(void) {
 #define PRIO_REFRESH_NS 1000000ull
 
 int tk_prio_refresh(tk_thread *t) {
-    if (t->prio_set != TX_PRIO_AUTO)
-        return t->prio = t->prio_set;
+    if (t->cm.prio_set != TX_PRIO_AUTO)
+        return t->cm.prio = t->cm.prio_set;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    if (t->prio_read_ns == 0 || now - t->prio_read_ns >= PRIO_REFRESH_NS) {
-        t->prio = derive_prio();
-        t->prio_read_ns = now ? now : 1;
+    if (t->cm.prio_read_ns == 0 || now - t->cm.prio_read_ns >= PRIO_REFRESH_NS) {
+        t->cm.prio = derive_prio();
+        t->cm.prio_read_ns = now ? now : 1;
     }
-    return t->prio;
+    return t->cm.prio;
 }
 
 int tx_set_priority(int prio) {
     if (prio != TX_PRIO_AUTO && (prio < -1000 || prio > 1000))
         return -EINVAL;
     tk_thread *t = tk_self();
-    t->prio_set = prio;
-    t->prio_read_ns = 0;
+    t->cm.prio_set = prio;
+    t->cm.prio_read_ns = 0;
     if (_txkit_tls.depth == 0) /* never during a transaction */
         tk_prio_refresh(t);
     return 0;
@@ -91,7 +91,7 @@ int tx_get_priority(void) {
     tk_thread *t = tk_self();
     if (_txkit_tls.depth == 0)
         tk_prio_refresh(t);
-    return t->prio;
+    return t->cm.prio;
 }
 
 void tk_cm_count(tk_thread *t, int winner_prio, int loser_prio) {
@@ -120,8 +120,8 @@ static void cm_abort(tk_thread *t, int cause) {
 }
 
 static void cm_commit(tk_thread *t) {
-    t->consecutive_aborts = 0;
-    if (tk_sched_on || t->sched_queue_held)
+    t->cm.consecutive_aborts = 0;
+    if (tk_sched_on || t->sched.queue_held)
         tk_sched_commit(t);
 }
 

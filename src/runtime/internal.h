@@ -13,6 +13,13 @@
 
 #include "arch/x86_64/cpu.h"
 #include "runtime/core.h"
+#include "abi/itm_thread.h"
+#include "cx/cx_thread.h"
+#include "methods/stm_thread.h"
+#include "runtime/cm.h"
+#include "runtime/policy.h"
+#include "runtime/sched.h"
+#include "runtime/vis.h"
 #include "stats/format.h"
 
 
@@ -56,16 +63,7 @@ typedef struct tk_free {
     size_t size, align;
 } tk_free;
 
-/* Software read log entry: the exact bytes read, revalidated by value. Its
- * layout is public (the inline read barrier in txkit/tx.h appends to it). */
-typedef struct _txkit_rentry tk_rentry;
 
-/* Software write set: one entry per 8-byte word, with a byte mask. */
-typedef struct tk_wentry {
-    uintptr_t word;
-    uint64_t data;
-    uint8_t mask;
-} tk_wentry;
 
 /* Undo log entry (serial method): old bytes to put back on abort. */
 typedef struct tk_uentry {
@@ -82,13 +80,6 @@ typedef struct tk_handler {
     int on_commit;     /* 1: commit handler, 0: abort handler */
 } tk_handler;
 
-/* Per-thread hash index over the write set (open addressing, no clearing:
- * a slot is live when its generation matches). */
-typedef struct tk_wslot {
-    uintptr_t word;
-    uint32_t idx;
-    uint32_t gen;
-} tk_wslot;
 
 /* Saved by arch/x86_64/checkpoint.S: enough to return from _txkit_begin (or
  * _ITM_beginTransaction) again. ssp: the CET shadow-stack pointer to return
@@ -100,32 +91,18 @@ typedef struct tk_jmpbuf {
 /* ------------------------------------------------------- thread descriptor */
 
 
-/* Per-thread state of cx lock sections (cx/cx.c). */
-struct cx_lock;
-struct tk_cx {
-    int mode;                     /* enum cx_mode (include/txkit/cx.h) */
-    unsigned depth;               /* nesting depth of sections */
-    unsigned txdepth;             /* sections of a transaction run inside an exclusive one */
-    struct cx_lock *lock;         /* the outermost section's lock */
-    struct tks_counters *cnt;     /* its statistics entry */
-    unsigned tries;               /* hardware attempts of the current entry */
-    unsigned nheld, held_cap;
-    struct cx_lock **held;        /* held exclusively by sections outside transactions */
-    /* Owned by the running transaction attempt, not by its sections: kept
-     * after cx_unlock until the attempt commits or has rolled back. */
-    unsigned ntxheld, txheld_cap;
-    struct cx_lock **txheld;      /* held for real (serial, irrevocable) */
-    unsigned nsubs, subs_cap;
-    struct cx_lock **subs;        /* a software transaction depends on */
-};
-
 struct tk_thread {
-    /* -- current transaction: saved around abort handlers, which may run
-     *    transactions of their own on this descriptor */
+    /* Every field is written by the owner thread only (other threads read a
+     * few: epoch, ntx, slot, next/prev under the registry lock). */
+
+    /* -- current transaction (txn.c, the engine; the front ends set kind,
+     *    props, code, resume, thrower at the outermost begin): saved around
+     *    abort handlers, which may run transactions of their own on it */
     struct tk_txctl {
-        tk_jmpbuf jb;                 /* outermost checkpoint (C blocks) */
-        txkit_site_t *site;
-        const struct tk_method *m;    /* method of the running attempt */
+        tk_jmpbuf jb;                 /* outermost checkpoint: checkpoint.S at each outermost begin */
+        txkit_site_t *site;           /* the outermost block's site: tk_start_transaction */
+        const struct tk_method *m;    /* method of the running attempt: tk_run_attempts (and
+                                       * stm_norec.c when a serial attempt becomes software) */
         int kind;                     /* TK_KIND_*: who began the outermost block */
         uint32_t props;               /* TK_KIND_ITM: _ITM_codeProperties of the outermost */
         unsigned code;                /* TK_CODE_*: what the front end's code allows (set at begin) */
@@ -140,7 +117,7 @@ struct tk_thread {
         unsigned serial_injected;     /* serial attempts injection aborted (tk_fault_hit) */
         int fell_htm, fell_serial;    /* fallbacks already counted for this transaction */
         unsigned attempts;            /* aborted attempts of this transaction */
-        unsigned htm_tries, htm_locked_waits, stm_aborts;
+        unsigned htm_tries, htm_locked_waits, stm_aborts; /* policy.c / txn.c after each abort */
         unsigned htm_zero;            /* hardware aborts with status 0 (txn.c) */
         int htm_irr_other;            /* the last hardware abort: another was irrevocable (htm.c) */
         unsigned revals;              /* software: snapshot extensions of this attempt, */
@@ -152,31 +129,21 @@ struct tk_thread {
         int irr_token;                /* holds tk_g.irr_owner: irrevocable from the start */
         int cancelling;               /* ITM cancel: an end, not a conflict to back off from */
     } ctl;
-    tk_vec itm_cps;               /* tk_itm_cp: nested ITM transactions that may cancel */
-    uint64_t itm_txid;            /* _ITM_getTransactionId of the current transaction */
-    uint64_t txid_next, txid_end; /* this thread's block of transaction ids */
-    uintptr_t itm_last_rip;       /* the last gcc transaction's call site ... */
-    txkit_site_t *itm_last_site;  /* ... and its site */
-    tk_jmpbuf jb_nested;          /* where nested blocks save theirs (unused) */
-    int retry_pending;            /* C++: aborted, waiting for the next begin */
-    int doomed;                   /* C++: rolled back, unwinding to txkit::atomic */
-    unsigned time_sample_ctr;
+    struct tk_itm_thread itm;     /* the gcc ABI layer (abi/itm_thread.h) */
+    tk_jmpbuf jb_nested;          /* where nested blocks save theirs (unused): checkpoint.S */
+    int retry_pending;            /* C++: aborted, waiting for the next begin: txn.c */
+    int doomed;                   /* C++: rolled back, unwinding to txkit::atomic: txn.c */
+    unsigned time_sample_ctr;     /* attempts since the last timed one: txn.c, per attempt */
 
-    /* -- software TM (NOrec) state */
-    uint64_t hsnap;               /* hardware-commit counter seen consistent */
-    int sw_registered;            /* counted in tk_g.sw_active */
-    tk_rentry *rlog;              /* read log; its fill pointer and end are in
-                                   * _txkit_tls (rcur, rend) for the inline barrier;
-                                   * the snapshot and write bloom too (snap, wbloom) */
-    tk_vec wset;                  /* tk_wentry, in first-write order */
-    tk_wslot *windex;             /* capacity windex_mask + 1 */
-    uint32_t windex_mask, wgen;
+    struct tk_stm_thread stm;     /* software TM (methods/stm_thread.h) */
 
-    /* -- serial method */
-    uint64_t serial_clock;        /* odd value we installed in tk_g.clock */
-    tk_vec ulog;                  /* tk_uentry */
+    /* -- in-place writes */
+    uint64_t serial_clock;        /* odd value we installed in tk_g.clock: serial.c, glock.c begin */
+    tk_vec ulog;                  /* tk_uentry: undo.c appends, attempt reset / rollback empty it */
 
-    /* -- effects of the attempt that wait for commit or abort */
+    /* -- effects of the attempt that wait for commit or abort (handlers.c,
+     *    reclaim.c for the limbo; filled by the barriers and the ABI layers
+     *    while the attempt runs, emptied at its commit, abort or reset) */
     tk_vec allocs;                /* void*: tx_malloc'ed, freed on abort */
     tk_vec captured;              /* tk_range: memory this attempt allocated (private) */
     tk_vec excs;                  /* tk_exc: C++ exceptions this attempt allocated */
@@ -186,44 +153,19 @@ struct tk_thread {
     struct tk_limbo *limbo_head;  /* freed at commit, waiting for readers (reclaim.c): */
     struct tk_limbo *limbo_tail;  /* buckets, oldest first */
     struct tk_limbo *limbo_spare; /* an empty bucket kept for reuse */
-    uint64_t epoch;               /* snapshot+1 of the running software attempt, or 0 */
+    uint64_t epoch;               /* snapshot+1 of the running software attempt, or 0:
+                                   * stm_norec.c at begin / end; others read it (reclaim.c) */
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
 
-    /* -- contention management (cm.c, runtime/vis.c) */
-    uint64_t rng;
-    unsigned consecutive_aborts;
-    int prio;                     /* conflict priority of the running transaction */
-    int prio_set;                 /* tx_set_priority(), or TX_PRIO_AUTO */
-    uint64_t prio_read_ns;        /* when prio was last derived from the scheduler */
-    int vis_slot;                 /* visible-TM slot + 1 (vis.c), 0 none yet, -1 none free */
-    unsigned vis_nread;           /* reads of the running attempt */
-    uint64_t vis_sig_touched;     /* words of the read signature set */
-    int vis_active;               /* the running attempt's accesses are visible */
-    int vis_decided;              /* the attempt aborts by a manager's decision */
-    /* -- transaction-aware scheduling (sched.c) */
-    uint64_t sched_attempt_tsc;   /* start of the current attempt (when on) */
-    uint64_t sched_tx_lost;       /* ticks lost in aborted attempts of this transaction */
-    uint32_t sched_restart_ema;   /* restarts per transaction, x256 */
-    uint64_t sched_lost_ema;      /* ticks lost per transaction */
-    int sched_queue_held;         /* holds its site's queue */
+    uint64_t rng;                 /* tk_rand's state (core.c): thread.c seeds it, tk_rand advances it */
+    struct tk_cm_thread cm;       /* contention management (runtime/cm.h) */
+    struct tk_vis_thread vis;     /* visible reads (runtime/vis.h) */
+    struct tk_sched_thread sched; /* transaction-aware scheduling (runtime/sched.h) */
+    struct tk_policy_thread policy; /* the method policy (runtime/policy.h) */
+    struct tk_cx cx;              /* cx lock sections (cx/cx_thread.h) */
 
-    /* -- auto method: detecting that this thread runs alone */
-    unsigned solo_countdown;      /* transactions until the next check */
-    unsigned quiet_checks;        /* checks in a row that saw no other thread */
-    uint64_t others_seen;         /* others' transactions at the last check */
-    uint64_t others_active_ns;    /* when they were last seen moving */
-    /* -- cx lock sections */
-    struct tk_cx cx;
-
-    /* -- configuration */
-    int thread_method;            /* -1: follow the process */
-    /* -- this thread's hardware penalty for one site after repeated status-0
-     *    aborts (txn.c): transactions left to skip, and the next length,
-     *    which doubles while they recur and resets at a hardware commit */
-    txkit_site_t *htm_pen_site;
-    unsigned htm_pen_left, htm_pen_len;
-
+    int thread_method;            /* -1: follow the process: txkit_set_thread_method (config.c) */
     /* -- the thread's stack [stk_lo, stk_hi) (thread.c, 0 when unknown), and
      *    the part of it private to the running transaction (txn.c): the
      *    frames below its outermost begin, [stk_lo, stk_lo + stk_span) */
@@ -231,17 +173,17 @@ struct tk_thread {
 
     /* -- statistics: this thread's row of the published segment (stats/),
      *    written only by this thread; cnt is the current site's entry */
-    struct tks_thread *slot;      /* in the segment, or own_slot (shared row) */
-    unsigned slot_index;
+    struct tks_thread *slot;      /* in the segment, or own_slot (shared row): segment.c attach */
+    unsigned slot_index;          /* its index in the segment: segment.c attach */
     struct tks_thread own_slot;   /* seqlock and cur_site of a thread counting in
                                    * the shared row: nobody else reads them */
-    struct tks_counters *row, *cnt;
-    uint64_t ntx;                 /* transactions begun (solo detection) */
+    struct tks_counters *row, *cnt; /* row: segment.c attach; cnt: txn.c at each begin */
+    uint64_t ntx;                 /* transactions begun (solo detection): txn.c at each begin */
     unsigned hooks_armed;         /* TK_HOOK_ARMED(point): an extension has work there
                                    * (set by the extension, cleared by txn.c before it runs them) */
-    unsigned inside_sample_ctr;
+    unsigned inside_sample_ctr;   /* begins since the last inside sample: txn.c */
 
-    tk_thread *next, *prev;       /* registry */
+    tk_thread *next, *prev;       /* registry: thread.c, under its lock */
 };
 
 /* Who began the outermost transaction, which decides how a software abort
@@ -375,18 +317,11 @@ TK_HIDDEN uint64_t tk_others_transactions(const tk_thread *self);
 /* ------------------------------------------------------------- configuration */
 
 TK_HIDDEN void tk_config_init(void);
-/* Whether to inject an abort into t's next attempt, of method (its thread only). */
-TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
-#define TK_FAULT_SERIAL_MAX 8u
 
 /* ---------------------------------------------------------------- the engine */
 
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
 TK_HIDDEN void tk_run_attempts(tk_thread *t);
-/* The method of t's next attempt (runtime/policy.c). Owner thread. */
-TK_HIDDEN const struct tk_method *tk_choose_method(tk_thread *t);
-/* After a hardware abort with cause: how the next attempt differs (policy.c). Owner thread. */
-TK_HIDDEN void tk_htm_policy(tk_thread *t, int cause);
 /* stack_top: the stack pointer of the caller of the outermost begin; below
  * it, the transaction's own frames (tk_stack_private). */
 TK_HIDDEN void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top);
@@ -418,59 +353,6 @@ static inline size_t tk_piece(uintptr_t addr, size_t left) {
 TK_HIDDEN void tk_run_handlers(tk_thread *t, int on_commit);
 TK_HIDDEN void tk_discard_effects(tk_thread *t, int committed);
 TK_HIDDEN void tk_attempt_reset(tk_thread *t);
-
-/* ------------------------------------------------------- contention management */
-
-/* The interface a contention manager implements (cm.c). With `visible` set,
- * software transactions make their reads and writes visible (vis.c), and
- * wins() decides each conflict between two of them; without, NOrec runs and
- * the manager only hears of aborts. */
-struct tk_cm {
-    const char *name;
-    int visible;
-    void (*on_begin)(tk_thread *t);
-    void (*on_abort)(tk_thread *t, int cause);   /* may delay the retry */
-    void (*on_commit)(tk_thread *t);
-    /* 1: self wins (other aborts), 0: self aborts */
-    int (*wins)(const struct _txkit_cm_party *self, const struct _txkit_cm_party *other);
-};
-extern const struct tk_cm *tk_cm TK_HIDDEN;
-/* tk_cm->visible, read on the software barriers' slow paths. */
-extern int tk_vis_on TK_HIDDEN;
-TK_HIDDEN int tk_cm_select(const char *name);         /* 0 or -EINVAL */
-/* The thread's conflict priority, refreshed from the scheduler when older
- * than a millisecond (cheap otherwise). */
-TK_HIDDEN int tk_prio_refresh(tk_thread *t);
-/* Count one decided conflict against loser_prio in favour of winner_prio. */
-TK_HIDDEN void tk_cm_count(tk_thread *t, int winner_prio, int loser_prio);
-/* Randomized exponential backoff before a retry (every manager uses it). */
-TK_HIDDEN void tk_backoff(tk_thread *t, int cause);
-
-/* Visible reads for software TM (runtime/vis.c): NOrec keeps
- * correctness; this layer lets a committing writer see whose reads it would
- * invalidate, so the manager decides who gives way. Called by stm_norec.c. */
-TK_HIDDEN void tk_vis_begin(tk_thread *t);
-TK_HIDDEN void tk_vis_read(tk_thread *t, const void *addr, size_t size);
-TK_HIDDEN void tk_vis_write(tk_thread *t);          /* after adding to the write set */
-TK_HIDDEN bool tk_vis_read_commit(tk_thread *t);    /* read-only: false when killed */
-/* Writer, clock held: TK_OK (runtime/core.h); TK_VIS_KILLED: a winner
- * killed us (give the clock back, abort); else the slot (>= 0) of a reader
- * that won: give the clock back, tk_vis_wait_for() it, then try again. */
-#define TK_VIS_KILLED (-2)
-TK_HIDDEN int tk_vis_commit_point(tk_thread *t);
-TK_HIDDEN bool tk_vis_wait_for(tk_thread *t, int slot); /* false: killed */
-TK_HIDDEN bool tk_vis_pin(tk_thread *t);            /* irrevocable: never killed; false if killed */
-TK_HIDDEN void tk_vis_end(tk_thread *t);            /* release everything */
-
-/* Transaction-aware scheduling (sched.c). */
-extern int tk_sched_on TK_HIDDEN;
-TK_HIDDEN void tk_sched_attempt_start(tk_thread *t);
-/* After an abort: true when it waited (yield / futex) instead of the backoff. */
-TK_HIDDEN bool tk_sched_abort(tk_thread *t, int cause);
-TK_HIDDEN void tk_sched_commit(tk_thread *t);
-TK_HIDDEN void tk_sched_before_retry(tk_thread *t);  /* may queue at the site */
-TK_HIDDEN void tk_sched_release(tk_thread *t);       /* give the site's queue back */
-
 
 /* ------------------------------------------------------------------- stats */
 

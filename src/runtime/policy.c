@@ -31,28 +31,28 @@ static bool auto_solo(tk_thread *t) {
         /* Someone else ran alone until now: tell it that it no longer does. */
         __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED);
-        t->quiet_checks = 0;
+        t->policy.quiet_checks = 0;
         return false;
     }
     /* Shared: look now and then whether the others went quiet - for a while,
      * not just for a few hundred of our transactions (a preempted thread is
      * not a gone one). */
-    if (t->solo_countdown--)
+    if (t->policy.solo_countdown--)
         return false;
-    t->solo_countdown = SOLO_CHECK_EVERY;
+    t->policy.solo_countdown = SOLO_CHECK_EVERY;
     uint64_t others = tk_others_transactions(t);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    if (others != t->others_seen) {
-        t->others_seen = others;
-        t->others_active_ns = now;
-        t->quiet_checks = 0;
+    if (others != t->policy.others_seen) {
+        t->policy.others_seen = others;
+        t->policy.others_active_ns = now;
+        t->policy.quiet_checks = 0;
         return false;
     }
-    t->quiet_checks++;
-    if (t->quiet_checks >= 2 && now - t->others_active_ns >= SOLO_QUIET_NS) {
-        t->quiet_checks = 0;
+    t->policy.quiet_checks++;
+    if (t->policy.quiet_checks >= 2 && now - t->policy.others_active_ns >= SOLO_QUIET_NS) {
+        t->policy.quiet_checks = 0;
         return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
                                            __ATOMIC_RELAXED);
     }
@@ -60,8 +60,8 @@ static bool auto_solo(tk_thread *t) {
 }
 
 static bool site_skips_htm(tk_thread *t, txkit_site_t *site) {
-    if (TXKIT_UNLIKELY(t->htm_pen_left) && t->htm_pen_site == site) {
-        t->htm_pen_left--;
+    if (TXKIT_UNLIKELY(t->policy.htm_pen_left) && t->policy.htm_pen_site == site) {
+        t->policy.htm_pen_left--;
         return true;
     }
     unsigned n = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
@@ -152,11 +152,11 @@ void tk_htm_policy(tk_thread *t, int cause) {
         }
         t->ctl.htm_tries = tk_cfg.htm_retries;
         if (t->ctl.site) {
-            t->htm_pen_len = t->htm_pen_site == t->ctl.site && t->htm_pen_len
-                                 ? (t->htm_pen_len < SITE_HTM_SKIP ? t->htm_pen_len * 2 : SITE_HTM_SKIP)
+            t->policy.htm_pen_len = t->policy.htm_pen_site == t->ctl.site && t->policy.htm_pen_len
+                                 ? (t->policy.htm_pen_len < SITE_HTM_SKIP ? t->policy.htm_pen_len * 2 : SITE_HTM_SKIP)
                                  : 1;
-            t->htm_pen_site = t->ctl.site;
-            t->htm_pen_left = t->htm_pen_len;
+            t->policy.htm_pen_site = t->ctl.site;
+            t->policy.htm_pen_left = t->policy.htm_pen_len;
         }
         return;
     case TXKIT_CAUSE_CAPACITY:

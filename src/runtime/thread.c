@@ -38,7 +38,7 @@ static void thread_exit(void *p) {
     tk_vec_free(&t->frees);
     tk_vec_free(&t->handlers);
     tk_vec_free(&t->arena);
-    tk_vec_free(&t->itm_cps); /* empty outside transactions: no checkpoints left */
+    tk_vec_free(&t->itm.cps); /* empty outside transactions: no checkpoints left */
     free(t);
     tk_cur = NULL;
 }
@@ -119,7 +119,7 @@ static void fork_child(void) {
     }
     if (tk_g.irr_owner != (uintptr_t)me || !me)
         tk_g.irr_owner = 0;
-    tk_g.sw_active = me && me->sw_registered ? 1 : 0;
+    tk_g.sw_active = me && me->stm.sw_registered ? 1 : 0;
     tk_g.serial_pending = 0;
     if (tk_g.solo != (uintptr_t)me || !me)
         tk_g.solo = 0;
@@ -177,7 +177,7 @@ tk_thread *tk_thread_get(void) {
     if (!t)
         TK_FATAL("out of memory creating a thread descriptor");
     t->thread_method = -1;
-    t->prio_set = TX_PRIO_AUTO;
+    t->cm.prio_set = TX_PRIO_AUTO;
     tk_hooks_run(TK_HOOK_THREAD_INIT, t, 0); /* the methods' state, the priority */
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {

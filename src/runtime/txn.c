@@ -121,7 +121,7 @@ void tk_run_attempts(tk_thread *t) {
             /* The inline software read cannot see hardware commits: off in hybrid. */
             /* Hybrid: the inline read cannot see hardware commits; visible
              * accesses (contention managers): it would not mark its reads. */
-            _txkit_tls.access = m->access & (tk_g.hybrid || t->vis_active ? ~TXKIT_ACC_FASTREAD : ~0u);
+            _txkit_tls.access = m->access & (tk_g.hybrid || t->vis.active ? ~TXKIT_ACC_FASTREAD : ~0u);
             _txkit_tls.depth = 1;
             return;
         }
@@ -135,7 +135,7 @@ void tk_run_attempts(tk_thread *t) {
 
 void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     t->stk_span = stack_top > t->stk_lo && stack_top <= t->stk_hi ? stack_top - t->stk_lo : 0;
-    if (TXKIT_UNLIKELY(t->sched_queue_held)) /* the last one ended without a commit */
+    if (TXKIT_UNLIKELY(t->sched.queue_held)) /* the last one ended without a commit */
         tk_sched_release(t);
     t->ctl.site = site;
     t->ctl.m = NULL;
@@ -176,8 +176,8 @@ static unsigned set_bucket(size_t n) {
 void tk_finish_commit(tk_thread *t) {
     struct tks_counters *c = t->cnt;
     const struct tk_method *m = t->ctl.m;
-    if (TXKIT_UNLIKELY(t->htm_pen_site == t->ctl.site) && (m->caps & TK_CAP_HARDWARE))
-        t->htm_pen_len = 0; /* hardware works here again: the penalty starts over */
+    if (TXKIT_UNLIKELY(t->policy.htm_pen_site == t->ctl.site) && (m->caps & TK_CAP_HARDWARE))
+        t->policy.htm_pen_len = 0; /* hardware works here again: the penalty starts over */
     if (TXKIT_UNLIKELY(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED))) {
         t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED);
         tk_hooks_run(TK_HOOK_COMMITTED, t, 0); /* committed: its writes are all in memory */
@@ -193,8 +193,8 @@ void tk_finish_commit(tk_thread *t) {
         unsigned w = t->ctl.attempt_weight;
         TK_COUNT(c->ticks_committed, (tk_rdtsc() - t->ctl.attempt_tsc) * w);
         if (m->caps & TK_CAP_SOFTWARE) {
-            TK_COUNT(c->rset_hist[set_bucket((size_t)(_txkit_tls.rcur - t->rlog))], w);
-            TK_COUNT(c->wset_hist[set_bucket(t->wset.len)], w);
+            TK_COUNT(c->rset_hist[set_bucket((size_t)(_txkit_tls.rcur - t->stm.rlog))], w);
+            TK_COUNT(c->wset_hist[set_bucket(t->stm.wset.len)], w);
         }
     }
     tk_stats_close(t);
@@ -229,7 +229,7 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     if (m->caps & TK_CAP_SOFTWARE) {
         /* Aborts a manager decided do not lead to the serial fallback: its
          * order guarantees the winner's progress, and serial would ignore it. */
-        if (!t->vis_decided) {
+        if (!t->vis.decided) {
             t->ctl.stm_aborts++;
             /* NOrec decided by validation, against this reader. Under backoff
              * that is the decision: count it, and whether it went against a
@@ -238,7 +238,7 @@ void tk_abort_attempt(tk_thread *t, int cause) {
             if (cause == TXKIT_CAUSE_CONFLICT) {
                 if (!tk_vis_on) {
                     tk_prio_refresh(t);
-                    tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED), t->prio);
+                    tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED), t->cm.prio);
                 } else if (!tk_cfg.stats_off && t->cnt) {
                     tk_stats_open(t);
                     TK_COUNT(t->cnt->cm_undecided, 1);
@@ -246,7 +246,7 @@ void tk_abort_attempt(tk_thread *t, int cause) {
                 }
             }
         }
-        t->vis_decided = 0;
+        t->vis.decided = 0;
     }
     if (!t->ctl.cancelling)
         tk_cm->on_abort(t, cause);
