@@ -38,8 +38,10 @@ struct tk_method {
     unsigned caps; /* TK_CAP_* */
     /* TXKIT_ACC_* bits for the inline barriers while an attempt runs. */
     unsigned access;
-    /* Start an attempt. TK_OK, or a txkit_cause_t when the attempt ended
-     * before user code could run (hardware aborts come back this way). */
+    /* Start an attempt, forgetting whatever state of its own the last one
+     * left (no hook per attempt: the hot path). TK_OK, or a txkit_cause_t when
+     * the attempt ended before user code could run (hardware aborts come back
+     * this way). */
     int (*begin)(tk_thread *t);
     /* Try to commit. TK_OK when committed (shared memory final, locks
      * released), else a txkit_cause_t with the attempt still to be rolled back. */
@@ -58,8 +60,6 @@ struct tk_method {
     /* A thread's descriptor is created / freed (thread.c): per-thread state. */
     void (*thread_init)(tk_thread *t);
     void (*thread_fini)(tk_thread *t);
-    /* Before each of its attempts, and only its own: forget the last one. */
-    void (*attempt_reset)(tk_thread *t);
     /* Closed nesting (TK_CAP_CLOSED_NESTING, abi/itm.c): save into *save
      * what rollback_to() needs to undo the attempt back to this point (the
      * caller frees save with tk_vec_free); state in place is the caller's. */

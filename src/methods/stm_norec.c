@@ -275,8 +275,8 @@ static void ws_clear(tk_thread *t) {
     }
 }
 
-/* Before each software attempt: empty read log and write set. */
-static void stm_attempt_reset(tk_thread *t) {
+/* At the start of each software attempt: empty read log and write set. */
+static inline void stm_attempt_reset(tk_thread *t) {
     _txkit_tls.rcur = t->stm.rlog;
     ws_clear(t);
 }
@@ -334,6 +334,7 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
 }
 
 static int stm_begin(tk_thread *t) {
+    stm_attempt_reset(t);
     if (tk_g.hybrid) {
         /* Full barrier: hardware transactions that commit after this see us and
          * bump hw_commits; those that committed before are in our snapshot. */
@@ -581,7 +582,6 @@ const struct tk_method tk_method_stm = {
     .explicit_abort = stm_explicit_abort,
     .thread_init = stm_thread_init,
     .thread_fini = stm_thread_fini,
-    .attempt_reset = stm_attempt_reset,
     .checkpoint = stm_checkpoint,
     .rollback_to = stm_rollback_to,
     .refresh_read = stm_refresh_read,

@@ -1,6 +1,6 @@
 /* stm_thread.h - software TM's (NOrec, methods/stm_norec.c) part of the
  * thread descriptor: tk_thread.stm. Written by its owner thread only, in
- * stm_norec.c (thread_init/fini, attempt_reset, barriers, commit, rollback);
+ * stm_norec.c (thread_init/fini, begin, barriers, commit, rollback);
  * read elsewhere only for statistics at commit (txn.c) and by the visible
  * reads (vis.c, the write set's words). */
 #ifndef TK_STM_THREAD_H
@@ -33,7 +33,7 @@ struct tk_stm_thread {
     tk_rentry *rlog;     /* read log (grown by the barriers); its fill pointer and end are in
                           * _txkit_tls (rcur, rend) for the inline barrier; the snapshot and
                           * write bloom too (snap, wbloom) */
-    tk_vec wset;         /* tk_wentry, in first-write order: stores append, attempt_reset empties */
+    tk_vec wset;         /* tk_wentry, in first-write order: stores append, begin empties */
     tk_wslot *windex;    /* hash index over wset, capacity windex_mask + 1: thread_init, stores */
     uint32_t windex_mask; /* thread_init, index growth */
     uint32_t wgen;       /* generation of live windex slots: bumped by every ws_clear */

@@ -109,8 +109,6 @@ void tk_run_attempts(tk_thread *t) {
             }
         }
         tk_attempt_reset(t);
-        if (m->attempt_reset)
-            m->attempt_reset(t);
         t->ctl.m = m;
         t->ctl.inject = tk_cfg.any_fault && tk_fault_hit(t, m->stats_id);
         t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
