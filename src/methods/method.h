@@ -5,6 +5,13 @@
  * for a software abort, rollback(). A hardware method's aborts never reach
  * rollback(): the CPU undoes the attempt and begin() returns again, with the
  * cause.
+ *
+ * This is the only door into a method: code outside src/methods asks for
+ * capabilities (TK_CAP_*) and calls the hooks below, never a method by name.
+ * A new method is a file of its own defining a struct tk_method and a row in
+ * methods/table.c (methods/glock.c is the smallest, selected by
+ * TXKIT_METHOD=glock in tests/runtime/test_method_glock.c); the policy that
+ * chooses among methods is runtime/policy.c.
  */
 #ifndef TK_METHOD_H
 #define TK_METHOD_H
