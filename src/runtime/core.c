@@ -134,11 +134,6 @@ void tk_clock_external_write(void) {
 }
 
 
-int tk_configured_method(const tk_thread *t) {
-    return t->thread_method >= 0 ? t->thread_method
-                                 : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
-}
-
 /* ----------------------------------------------------------------- aborts */
 
 static tk_abort_fn abort_fn;

@@ -132,8 +132,6 @@ struct tk_config {
     unsigned ncpus;
 };
 extern struct tk_config tk_cfg TK_HIDDEN;
-/* The method the user asked for (thread override, else process): t's thread. */
-TK_HIDDEN int tk_configured_method(const tk_thread *t);
 
 /* -------------------------------------------------------------- aborts */
 

@@ -201,6 +201,12 @@ enum tk_kind {
 /* txkit_site_t.flags bits (runtime-private). */
 #define TK_SITE_FLAG_ITM 1u /* a gcc -fgnu-tm call site, key = return address */
 
+/* The method the user asked for (thread override, else process): t's thread. */
+static inline int tk_configured_method(const tk_thread *t) {
+    return t->thread_method >= 0 ? t->thread_method
+                                 : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
+}
+
 TK_HIDDEN tk_thread *tk_thread_get(void);           /* creates on first use */
 static inline tk_thread *tk_self(void) {
     tk_thread *t = tk_cur;
