@@ -22,8 +22,7 @@ struct tk_policy_thread {
     unsigned htm_pen_left, htm_pen_len;
 };
 
-/* The method of t's next attempt (runtime/policy.c). Owner thread. */
-TK_HIDDEN const struct tk_method *tk_choose_method(tk_thread *t);
+/* The method of t's next attempt: tk_choose_method, runtime/choose.h (inline). */
 /* After a hardware abort with cause: how the next attempt differs (policy.c). Owner thread. */
 TK_HIDDEN void tk_htm_policy(tk_thread *t, int cause);
 /* Whether to inject an abort into t's next attempt, of method (its thread only). */

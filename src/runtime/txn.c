@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "methods/method.h"
+#include "runtime/choose.h"
 
 
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
