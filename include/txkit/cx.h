@@ -125,10 +125,18 @@ TXKIT_API void cx_unlock(cx_lock_t *l);
  */
 TXKIT_API void cx_need_exclusive(void);
 
+/* How a section runs (cx_mode()). */
+enum cx_mode {
+    CX_MODE_NONE = 0,       /* outside any section */
+    CX_MODE_OPTIMISTIC = 1, /* optimistic (hardware) */
+    CX_MODE_EXCLUSIVE = 2,  /* holds its lock */
+    CX_MODE_SUBSCRIBED = 3, /* subscribed by a transaction */
+};
+
 /**
  * cx_mode() - how the calling thread's current section runs.
- * Return: 0 outside any section, 1 optimistic (hardware), 2 exclusive,
- * 3 subscribed by a transaction.
+ * Return: an enum cx_mode: CX_MODE_NONE (0) outside any section,
+ * CX_MODE_OPTIMISTIC (1), CX_MODE_EXCLUSIVE (2) or CX_MODE_SUBSCRIBED (3).
  */
 TXKIT_API int cx_mode(void);
 

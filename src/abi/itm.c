@@ -17,7 +17,6 @@
 #include "abi/itm.h"
 #include "methods/method.h"
 
-#define ITM_API __attribute__((visibility("default")))
 
 TK_HIDDEN tk_jmpbuf *tk_itm_jb_slot(uint32_t props);
 TK_HIDDEN uint32_t tk_itm_begin(uint32_t props);
@@ -91,12 +90,12 @@ static txkit_site_t *itm_site_for(uintptr_t rip) {
 
 static uint64_t next_txid_block;
 
-uint32_t tk_itm_action(tk_thread *t, int restarted) {
+static uint32_t itm_action(tk_thread *t, int restarted) {
     uint32_t p = t->ctl.props, a;
     const struct tk_method *m = t->ctl.m;
-    if (m == &tk_method_stm) {
+    if (m->caps & TK_CAP_SOFTWARE) {
         a = TK_A_RUN_INSTRUMENTED;
-    } else if (m == &tk_method_htm) {
+    } else if (m->caps & TK_CAP_UNINSTRUMENTED) {
         a = (p & TK_PR_UNINSTRUMENTED) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED;
     } else if ((p & TK_PR_UNINSTRUMENTED) &&
                (!(p & TK_PR_INSTRUMENTED) || (p & TK_PR_HAS_NO_ABORT))) {
@@ -122,15 +121,15 @@ uint32_t tk_itm_action(tk_thread *t, int restarted) {
 }
 
 static void drop_checkpoints(tk_thread *t, size_t keep) {
-    while (t->itm_cps.len > keep) {
-        tk_itm_cp *cp = &TK_VEC_AT(&t->itm_cps, tk_itm_cp, t->itm_cps.len - 1);
-        tk_vec_free(&cp->wset);
-        t->itm_cps.len--;
+    while (t->itm.cps.len > keep) {
+        tk_itm_cp *cp = &TK_VEC_AT(&t->itm.cps, tk_itm_cp, t->itm.cps.len - 1);
+        tk_vec_free(&cp->saved);
+        t->itm.cps.len--;
     }
 }
 
 static tk_itm_cp *top_checkpoint(tk_thread *t) {
-    return t->itm_cps.len ? &TK_VEC_AT(&t->itm_cps, tk_itm_cp, t->itm_cps.len - 1) : NULL;
+    return t->itm.cps.len ? &TK_VEC_AT(&t->itm.cps, tk_itm_cp, t->itm.cps.len - 1) : NULL;
 }
 
 tk_jmpbuf *tk_itm_jb_slot(uint32_t props) {
@@ -139,7 +138,7 @@ tk_jmpbuf *tk_itm_jb_slot(uint32_t props) {
         return &t->ctl.jb;
     if (props & TK_PR_HAS_NO_ABORT)
         return &t->jb_nested;
-    tk_itm_cp *cp = tk_vec_push(&t->itm_cps, sizeof *cp);
+    tk_itm_cp *cp = tk_vec_push(&t->itm.cps, sizeof *cp);
     if (!cp)
         TK_FATAL("out of memory for a nested transaction checkpoint");
     memset(cp, 0, sizeof *cp);
@@ -158,12 +157,8 @@ static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
         cp->frees_len = t->frees.len;
         cp->handlers_len = t->handlers.len;
         cp->arena_len = t->arena.len;
-        for (size_t i = 0; i < t->wset.len; i++) {
-            tk_wentry *e = tk_vec_push(&cp->wset, sizeof *e);
-            if (!e)
-                TK_FATAL("out of memory copying the write set");
-            *e = TK_VEC_AT(&t->wset, tk_wentry, i);
-        }
+        if (t->ctl.m->checkpoint)
+            t->ctl.m->checkpoint(t, &cp->saved);
     }
     _txkit_tls.depth = depth + 1;
     uint32_t a;
@@ -178,6 +173,14 @@ static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
     return a | TK_A_SAVE_LIVE;
 }
 
+/* gcc code: the next attempt, then back to _ITM_beginTransaction's return
+ * with the _ITM_actions for it. */
+static TK_NORETURN void itm_resume(tk_thread *t, unsigned depth) {
+    (void)depth;
+    tk_run_attempts(t);
+    tk_longjmp(&t->ctl.jb, (int)itm_action(t, 1));
+}
+
 uint32_t tk_itm_begin(uint32_t props) {
     tk_thread *t = tk_cur;
     unsigned depth = _txkit_tls.depth;
@@ -185,19 +188,23 @@ uint32_t tk_itm_begin(uint32_t props) {
         return nested_begin(t, props, depth);
     /* Most threads run the same transaction again and again: remember the last. */
     uintptr_t rip = (uintptr_t)t->ctl.jb.rip;
-    txkit_site_t *site = t->itm_last_rip == rip ? t->itm_last_site : itm_site_for(rip);
-    t->itm_last_rip = rip;
-    t->itm_last_site = site;
+    txkit_site_t *site = t->itm.last_rip == rip ? t->itm.last_site : itm_site_for(rip);
+    t->itm.last_rip = rip;
+    t->itm.last_site = site;
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_ITM;
     t->ctl.props = props;
+    t->ctl.code = ((props & TK_PR_INSTRUMENTED) ? TK_CODE_INSTRUMENTED : 0) |
+                  ((props & TK_PR_DOES_GO_IRREVOCABLE) ? TK_CODE_GOES_IRREVOCABLE : 0) |
+                  TK_CODE_UNTRACKED_WRITES;
+    t->ctl.resume = itm_resume;
     tk_start_transaction(t, site, t->ctl.jb.rsp);
-    t->itm_txid = 0;
+    t->itm.txid = 0;
     tk_run_attempts(t);
     if (t->ctl.cancelled) /* cancelled inside hardware: all undone already */
         return TK_A_ABORT | TK_A_RESTORE_LIVE;
-    return tk_itm_action(t, 0);
+    return itm_action(t, 0);
 }
 
 static void commit_outermost(tk_thread *t) {
@@ -208,7 +215,7 @@ static void commit_outermost(tk_thread *t) {
     tk_finish_commit(t);
 }
 
-ITM_API void _ITM_commitTransaction(void) {
+TK_EXPORT void _ITM_commitTransaction(void) {
     tk_thread *t = tk_cur;
     unsigned depth = _txkit_tls.depth;
     if (TXKIT_UNLIKELY(depth == 0 || !t))
@@ -216,8 +223,8 @@ ITM_API void _ITM_commitTransaction(void) {
     if (depth > 1) {
         tk_itm_cp *cp = top_checkpoint(t);
         if (cp && cp->depth == depth) {
-            tk_vec_free(&cp->wset);
-            t->itm_cps.len--;
+            tk_vec_free(&cp->saved);
+            t->itm.cps.len--;
         }
         _txkit_tls.depth = depth - 1;
         return;
@@ -237,7 +244,7 @@ static void delete_in_flight(void *exc) {
 /* An exception leaves the transaction: it commits with it. If the commit
  * fails, the transaction runs again (and throws again): the exception now in
  * flight is abandoned, so it is deleted with the rollback. */
-ITM_API void _ITM_commitTransactionEH(void *exc_ptr) {
+TK_EXPORT void _ITM_commitTransactionEH(void *exc_ptr) {
     if (exc_ptr && _txkit_tls.depth == 1 && tx_on_abort(delete_in_flight, exc_ptr) != 0)
         TK_FATAL("out of memory registering the exception in flight");
     _ITM_commitTransaction();
@@ -245,14 +252,8 @@ ITM_API void _ITM_commitTransactionEH(void *exc_ptr) {
 
 /* Undo the part of the current attempt done since checkpoint cp. */
 static void rollback_to(tk_thread *t, tk_itm_cp *cp) {
-    /* write set: back to its copy, index rebuilt */
-    t->wset.len = 0;
-    _txkit_tls.wbloom = 0;
-    if (++t->wgen == 0) {
-        memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
-        t->wgen = 1;
-    }
-    tk_stm_ws_restore(t, (const tk_wentry *)cp->wset.data, cp->wset.len);
+    if (t->ctl.m->rollback_to) /* the method's own state (software: the write set) */
+        t->ctl.m->rollback_to(t, &cp->saved);
     tk_undo_apply(t, cp->ulog_len, cp->jb.rsp); /* its frames below cp are gone */
     for (size_t i = cp->allocs_len; i < t->allocs.len; i++)
         free(TK_VEC_AT(&t->allocs, void *, i));
@@ -269,7 +270,7 @@ static void rollback_to(tk_thread *t, tk_itm_cp *cp) {
     t->arena.len = cp->arena_len;
 }
 
-ITM_API void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
+TK_EXPORT void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
     tk_thread *t = tk_cur;
     unsigned depth = _txkit_tls.depth;
     if (!t || depth == 0)
@@ -280,7 +281,7 @@ ITM_API void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
         TK_FATAL("__transaction_cancel in an irrevocable transaction");
     tk_itm_cp *cp = top_checkpoint(t);
     int outer = (reason & TK_OUTER_ABORT) || depth == 1 || !cp || cp->depth != depth;
-    if (t->ctl.m == &tk_method_htm)
+    if (t->ctl.m->caps & TK_CAP_HARDWARE)
         t->ctl.m->explicit_abort(t, outer ? -TK_XCODE_CANCEL_OUTER : -TK_XCODE_CANCEL_NESTED);
     if (outer) {
         t->ctl.cancelling = 1; /* not a conflict: no backoff */
@@ -293,44 +294,44 @@ ITM_API void __attribute__((noreturn)) _ITM_abortTransaction(uint32_t reason) {
     rollback_to(t, cp);
     tk_jmpbuf jb = cp->jb;
     _txkit_tls.depth = cp->depth - 1;
-    drop_checkpoints(t, t->itm_cps.len - 1);
+    drop_checkpoints(t, t->itm.cps.len - 1);
     tk_longjmp(&jb, TK_A_ABORT | TK_A_RESTORE_LIVE);
 }
 
-ITM_API void _ITM_changeTransactionMode(uint32_t mode) {
+TK_EXPORT void _ITM_changeTransactionMode(uint32_t mode) {
     (void)mode; /* modeSerialIrrevocable is the only mode */
     tx_irrevocable();
 }
 
-ITM_API uint32_t _ITM_inTransaction(void) {
+TK_EXPORT uint32_t _ITM_inTransaction(void) {
     if (_txkit_tls.depth == 0)
         return TK_OUTSIDE;
     tk_thread *t = tk_cur;
     return t && t->ctl.irrevocable ? TK_IRREVOCABLE : TK_RETRYABLE;
 }
 
-ITM_API uint64_t _ITM_getTransactionId(void) {
+TK_EXPORT uint64_t _ITM_getTransactionId(void) {
     if (_txkit_tls.depth == 0)
         return 1; /* _ITM_noTransactionId */
     tk_thread *t = tk_cur;
-    if (!t->itm_txid) {
+    if (!t->itm.txid) {
         /* Ids are handed to threads in blocks, so taking one is thread-local. */
-        if (t->txid_next == t->txid_end) {
-            t->txid_next = __atomic_fetch_add(&next_txid_block, 1024, __ATOMIC_RELAXED) + 2;
-            t->txid_end = t->txid_next + 1024;
+        if (t->itm.txid_next == t->itm.txid_end) {
+            t->itm.txid_next = __atomic_fetch_add(&next_txid_block, 1024, __ATOMIC_RELAXED) + 2;
+            t->itm.txid_end = t->itm.txid_next + 1024;
         }
-        t->itm_txid = t->txid_next++;
+        t->itm.txid = t->itm.txid_next++;
     }
-    return t->itm_txid;
+    return t->itm.txid;
 }
 
-ITM_API void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t resuming_id, void *arg) {
+TK_EXPORT void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t resuming_id, void *arg) {
     (void)resuming_id; /* only the current transaction can be resumed here */
     if (tx_on_commit(fn, arg) != 0)
         TK_FATAL("out of memory registering a commit action");
 }
 
-ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
+TK_EXPORT void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
     if (tx_on_abort(fn, arg) != 0)
         TK_FATAL("out of memory registering an undo action");
 }
@@ -353,8 +354,8 @@ static void undo_forget(tk_thread *t, uintptr_t lo, uintptr_t hi) {
             u[1].size = (uint32_t)(e - hi);
             u[1].old = u->old >> (8 * (hi - a));
             u->size = (uint32_t)(lo - a);
-            for (size_t k = 0; k < t->itm_cps.len; k++) { /* their marks moved by one */
-                tk_itm_cp *cp = &TK_VEC_AT(&t->itm_cps, tk_itm_cp, k);
+            for (size_t k = 0; k < t->itm.cps.len; k++) { /* their marks moved by one */
+                tk_itm_cp *cp = &TK_VEC_AT(&t->itm.cps, tk_itm_cp, k);
                 if (cp->ulog_len > i)
                     cp->ulog_len++;
             }
@@ -375,13 +376,13 @@ static void undo_forget(tk_thread *t, uintptr_t lo, uintptr_t hi) {
  * there stays even if it is cancelled or rolled back (GCC's dropref tests).
  * Only a serial attempt writes in place with an undo log, so any other
  * attempt restarts serially; an irrevocable one undoes nothing anyway. */
-ITM_API void _ITM_dropReferences(void *ptr, size_t len) {
+TK_EXPORT void _ITM_dropReferences(void *ptr, size_t len) {
     tk_thread *t = tk_cur;
     if (!t || _txkit_tls.depth == 0 || len == 0 || t->ctl.irrevocable || t->doomed)
         return;
-    if (t->ctl.m->id != TXKIT_SERIAL) {
+    if (!(t->ctl.m->caps & TK_CAP_UNDO_LOG)) {
         t->ctl.force_serial = 1;
-        if (t->ctl.m->id == TXKIT_HTM)
+        if (t->ctl.m->caps & TK_CAP_HARDWARE)
             t->ctl.m->explicit_abort(t, -TK_XCODE_SERIAL);
         tk_abort(t, TXKIT_CAUSE_EXPLICIT);
     }
@@ -389,9 +390,9 @@ ITM_API void _ITM_dropReferences(void *ptr, size_t len) {
     undo_forget(t, lo, len > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + len);
 }
 
-ITM_API void *_ITM_malloc(size_t size) { return tx_malloc(size); }
+TK_EXPORT void *_ITM_malloc(size_t size) { return tx_malloc(size); }
 
-ITM_API void *_ITM_calloc(size_t n, size_t size) {
+TK_EXPORT void *_ITM_calloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size)
         return NULL;
     void *p = tx_malloc(n * size);
@@ -400,15 +401,15 @@ ITM_API void *_ITM_calloc(size_t n, size_t size) {
     return p;
 }
 
-ITM_API void _ITM_free(void *ptr) { tx_free(ptr); }
+TK_EXPORT void _ITM_free(void *ptr) { tx_free(ptr); }
 
-ITM_API const char *_ITM_libraryVersion(void) {
+TK_EXPORT const char *_ITM_libraryVersion(void) {
     return "txkit " TXKIT_VERSION_STRING " (libitm ABI 0.90)";
 }
 
-ITM_API int _ITM_versionCompatible(int version) { return version == 90; }
+TK_EXPORT int _ITM_versionCompatible(int version) { return version == 90; }
 
-ITM_API void __attribute__((noreturn)) _ITM_error(const void *loc, int code) {
+TK_EXPORT void __attribute__((noreturn)) _ITM_error(const void *loc, int code) {
     struct src_location {
         uint32_t reserved_1, flags, reserved_2, reserved_3;
         const char *psource;
@@ -439,7 +440,7 @@ static int cmp_entry(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-ITM_API void _ITM_registerTMCloneTable(void *table, size_t n) {
+TK_EXPORT void _ITM_registerTMCloneTable(void *table, size_t n) {
     struct clone_table *ct = malloc(sizeof *ct);
     struct clone_entry *copy = malloc((n ? n : 1) * sizeof *copy);
     if (!ct || !copy)
@@ -456,7 +457,7 @@ ITM_API void _ITM_registerTMCloneTable(void *table, size_t n) {
     pthread_rwlock_unlock(&clone_lock);
 }
 
-ITM_API void _ITM_deregisterTMCloneTable(void *table) {
+TK_EXPORT void _ITM_deregisterTMCloneTable(void *table) {
     pthread_rwlock_wrlock(&clone_lock);
     for (struct clone_table **pp = &clone_tables; *pp; pp = &(*pp)->next) {
         if ((*pp)->orig_table == table) {
@@ -470,7 +471,8 @@ ITM_API void _ITM_deregisterTMCloneTable(void *table) {
     pthread_rwlock_unlock(&clone_lock);
 }
 
-void tk_itm_atfork(int phase) {
+static void itm_atfork(tk_thread *me, int phase) {
+    (void)me;
     if (phase == TK_FORK_PREPARE) {
         pthread_mutex_lock(&itm_sites_lock);
         pthread_rwlock_rdlock(&clone_lock); /* no table half-registered */
@@ -496,7 +498,7 @@ static void *find_clone(void *fn) {
     return clone;
 }
 
-ITM_API void *_ITM_getTMCloneSafe(void *fn) {
+TK_EXPORT void *_ITM_getTMCloneSafe(void *fn) {
     void *clone = find_clone(fn);
     if (!clone)
         TK_FATAL("no transactional clone for the function at %p (declare it transaction_safe "
@@ -504,10 +506,14 @@ ITM_API void *_ITM_getTMCloneSafe(void *fn) {
     return clone;
 }
 
-ITM_API void *_ITM_getTMCloneOrIrrevocable(void *fn) {
+TK_EXPORT void *_ITM_getTMCloneOrIrrevocable(void *fn) {
     void *clone = find_clone(fn);
     if (clone)
         return clone;
     tx_irrevocable(); /* an unknown function: run it for real */
     return fn;
+}
+
+__attribute__((constructor)) static void itm_hooks(void) {
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_ITM, itm_atfork);
 }

@@ -33,7 +33,7 @@
 typedef struct tk_itm_cp {
     tk_jmpbuf jb;
     unsigned depth;  /* nesting depth of the nested transaction itself */
-    tk_vec wset;     /* copy of the write set (entries merge per word) */
+    tk_vec saved;    /* the method's checkpoint (struct tk_method) */
     size_t ulog_len, allocs_len, frees_len, handlers_len, arena_len, captured_len;
 } tk_itm_cp;
 

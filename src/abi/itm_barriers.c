@@ -12,7 +12,6 @@
 #include "abi/itm.h"
 #include "methods/method.h"
 
-#define ITM_API __attribute__((visibility("default")))
 
 /* Aligned words (gcc's pointers and counters) take the inline software read
  * of TX_LOAD, and anything within one 8-byte word goes to the method
@@ -55,13 +54,13 @@ typedef float tk_m128 __attribute__((vector_size(16), may_alias));
 typedef float tk_m256 __attribute__((vector_size(32), may_alias));
 
 #define ITM_READ(NAME, T, ATTR)                                  \
-    ITM_API ATTR T _ITM_##NAME(const T *p) {                     \
+    TK_EXPORT ATTR T _ITM_##NAME(const T *p) {                     \
         T v;                                                     \
         itm_load(&v, p, sizeof v);                               \
         return v;                                                \
     }
 #define ITM_WRITE(NAME, T, ATTR)                                 \
-    ITM_API ATTR void _ITM_##NAME(T *p, T v) { itm_store(p, &v, sizeof v); }
+    TK_EXPORT ATTR void _ITM_##NAME(T *p, T v) { itm_store(p, &v, sizeof v); }
 
 #define ITM_TYPE(S, T, ATTR)                                                    \
     ITM_READ(R##S, T, ATTR)                                                     \
@@ -71,7 +70,7 @@ typedef float tk_m256 __attribute__((vector_size(32), may_alias));
     ITM_WRITE(W##S, T, ATTR)                                                    \
     ITM_WRITE(WaR##S, T, ATTR)                                                  \
     ITM_WRITE(WaW##S, T, ATTR)                                                  \
-    ITM_API ATTR void _ITM_L##S(const T *p) { itm_log(p, sizeof *p); }
+    TK_EXPORT ATTR void _ITM_L##S(const T *p) { itm_log(p, sizeof *p); }
 
 #define NOATTR
 ITM_TYPE(U1, uint8_t, NOATTR)
@@ -90,13 +89,13 @@ ITM_TYPE(M128, tk_m128, NOATTR)
  * callers that use them (gcc emits these barriers only under -mavx). */
 ITM_TYPE(M256, tk_m256, __attribute__((target("avx"))))
 
-ITM_API void _ITM_LB(const void *p, size_t n) { itm_log(p, n); }
+TK_EXPORT void _ITM_LB(const void *p, size_t n) { itm_log(p, n); }
 
 /* ------------------------------------------------- memcpy, memmove, memset */
 
 /* _ITM_mem{cpy,move}R{n,t,taR,taW}W{n,t,taR,taW}: n = not transactional. */
 #define ITM_COPY(OP, MOVE, SRC, SRC_TX, DST, DST_TX)                                   \
-    ITM_API void _ITM_##OP##R##SRC##W##DST(void *dst, const void *src, size_t n) {     \
+    TK_EXPORT void _ITM_##OP##R##SRC##W##DST(void *dst, const void *src, size_t n) {     \
         tk_copy(dst, src, n, SRC_TX, DST_TX, MOVE);                                    \
     }
 #define ITM_COPIES(OP, MOVE)                                                             \
@@ -119,7 +118,7 @@ ITM_COPIES(memcpy, 0)
 ITM_COPIES(memmove, 1)
 
 #define ITM_SET(NAME)                                                   \
-    ITM_API void _ITM_##NAME(void *dst, int c, size_t n) { tx_memset(dst, c, n); }
+    TK_EXPORT void _ITM_##NAME(void *dst, int c, size_t n) { tx_memset(dst, c, n); }
 ITM_SET(memsetW)
 ITM_SET(memsetWaR)
 ITM_SET(memsetWaW)

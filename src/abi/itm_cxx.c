@@ -13,7 +13,6 @@
 
 #include "abi/itm.h"
 
-#define ITM_API __attribute__((visibility("default")))
 #define WEAK __attribute__((weak))
 
 /* Itanium C++ ABI and operator new/delete (mangled names). */
@@ -89,7 +88,7 @@ static void undo_catches(void *arg) {
     }
 }
 
-ITM_API void *_ITM_cxa_allocate_exception(size_t size) {
+TK_EXPORT void *_ITM_cxa_allocate_exception(size_t size) {
     need((const void *)__cxa_allocate_exception, "_ITM_cxa_allocate_exception");
     void *p = __cxa_allocate_exception(size);
     if (speculative()) {
@@ -106,19 +105,19 @@ ITM_API void *_ITM_cxa_allocate_exception(size_t size) {
     return p;
 }
 
-ITM_API void _ITM_cxa_free_exception(void *exc) {
+TK_EXPORT void _ITM_cxa_free_exception(void *exc) {
     need((const void *)__cxa_free_exception, "_ITM_cxa_free_exception");
     exc_forget(exc);
     __cxa_free_exception(exc);
 }
 
-ITM_API void _ITM_cxa_throw(void *obj, void *tinfo, void *dest) {
+TK_EXPORT void _ITM_cxa_throw(void *obj, void *tinfo, void *dest) {
     need((const void *)__cxa_throw, "_ITM_cxa_throw");
     exc_forget(obj); /* thrown: the C++ runtime frees it when caught */
     __cxa_throw(obj, tinfo, (void (*)(void *))dest);
 }
 
-ITM_API void *_ITM_cxa_begin_catch(void *exc) {
+TK_EXPORT void *_ITM_cxa_begin_catch(void *exc) {
     need((const void *)__cxa_begin_catch, "_ITM_cxa_begin_catch");
     void *r = __cxa_begin_catch(exc);
     if (speculative()) {
@@ -132,7 +131,7 @@ ITM_API void *_ITM_cxa_begin_catch(void *exc) {
     return r;
 }
 
-ITM_API void _ITM_cxa_end_catch(void) {
+TK_EXPORT void _ITM_cxa_end_catch(void) {
     need((const void *)__cxa_end_catch, "_ITM_cxa_end_catch");
     tk_thread *t = tk_cur;
     if (speculative() && t->cxa_catches)
@@ -194,32 +193,32 @@ static void defer_delete(void *p, tk_free_fn del, size_t n, size_t al) {
     tk_tx_free_with(p, del, n, al);
 }
 
-ITM_API void *_ZGTtnwm(size_t n) {
+TK_EXPORT void *_ZGTtnwm(size_t n) {
     need((const void *)_Znwm, "operator new");
     return track_new(_Znwm(n), n, undo_new);
 }
 
-ITM_API void *_ZGTtnam(size_t n) {
+TK_EXPORT void *_ZGTtnam(size_t n) {
     need((const void *)_Znam, "operator new[]");
     return track_new(_Znam(n), n, undo_new_array);
 }
 
-ITM_API void *_ZGTtnwmRKSt9nothrow_t(size_t n, const void *nt) {
+TK_EXPORT void *_ZGTtnwmRKSt9nothrow_t(size_t n, const void *nt) {
     need((const void *)_ZnwmRKSt9nothrow_t, "operator new(nothrow)");
     return track_new(_ZnwmRKSt9nothrow_t(n, nt), n, undo_new);
 }
 
-ITM_API void *_ZGTtnamRKSt9nothrow_t(size_t n, const void *nt) {
+TK_EXPORT void *_ZGTtnamRKSt9nothrow_t(size_t n, const void *nt) {
     need((const void *)_ZnamRKSt9nothrow_t, "operator new[](nothrow)");
     return track_new(_ZnamRKSt9nothrow_t(n, nt), n, undo_new_array);
 }
 
-ITM_API void _ZGTtdlPv(void *p) {
+TK_EXPORT void _ZGTtdlPv(void *p) {
     need((const void *)_ZdlPv, "operator delete");
     defer_delete(p, del_plain, 0, 0);
 }
 
-ITM_API void _ZGTtdaPv(void *p) {
+TK_EXPORT void _ZGTtdaPv(void *p) {
     need((const void *)_ZdaPv, "operator delete[]");
     defer_delete(p, del_array, 0, 0);
 }
@@ -230,51 +229,51 @@ ITM_API void _ZGTtdaPv(void *p) {
  * are not in libitm's ABI (gcc references them, e.g. delete[] of a class
  * with a destructor, or of an over-aligned type), so the drop-in cannot be
  * used for programs that need them, but a txkit-linked build can. */
-ITM_API void _ZGTtdlPvRKSt9nothrow_t(void *p, const void *nt) {
+TK_EXPORT void _ZGTtdlPvRKSt9nothrow_t(void *p, const void *nt) {
     (void)nt;
     _ZGTtdlPv(p);
 }
 
-ITM_API void _ZGTtdaPvRKSt9nothrow_t(void *p, const void *nt) {
+TK_EXPORT void _ZGTtdaPvRKSt9nothrow_t(void *p, const void *nt) {
     (void)nt;
     _ZGTtdaPv(p);
 }
 
-ITM_API void _ZGTtdlPvm(void *p, size_t n) {
+TK_EXPORT void _ZGTtdlPvm(void *p, size_t n) {
     if (_ZdlPvm)
         defer_delete(p, del_sized, n, 0);
     else
         _ZGTtdlPv(p);
 }
 
-ITM_API void _ZGTtdlPvmRKSt9nothrow_t(void *p, size_t n, const void *nt) {
+TK_EXPORT void _ZGTtdlPvmRKSt9nothrow_t(void *p, size_t n, const void *nt) {
     (void)nt;
     _ZGTtdlPvm(p, n);
 }
 
-ITM_API void _ZGTtdaPvm(void *p, size_t n) {
+TK_EXPORT void _ZGTtdaPvm(void *p, size_t n) {
     if (_ZdaPvm)
         defer_delete(p, del_array_sized, n, 0);
     else
         _ZGTtdaPv(p);
 }
 
-ITM_API void _ZGTtdlPvSt11align_val_t(void *p, size_t al) {
+TK_EXPORT void _ZGTtdlPvSt11align_val_t(void *p, size_t al) {
     need((const void *)_ZdlPvSt11align_val_t, "operator delete(align_val_t)");
     defer_delete(p, del_aligned, 0, al);
 }
 
-ITM_API void _ZGTtdaPvSt11align_val_t(void *p, size_t al) {
+TK_EXPORT void _ZGTtdaPvSt11align_val_t(void *p, size_t al) {
     need((const void *)_ZdaPvSt11align_val_t, "operator delete[](align_val_t)");
     defer_delete(p, del_array_aligned, 0, al);
 }
 
-ITM_API void _ZGTtdlPvmSt11align_val_t(void *p, size_t n, size_t al) {
+TK_EXPORT void _ZGTtdlPvmSt11align_val_t(void *p, size_t n, size_t al) {
     need((const void *)_ZdlPvmSt11align_val_t, "operator delete(size_t, align_val_t)");
     defer_delete(p, del_sized_aligned, n, al);
 }
 
-ITM_API void _ZGTtdaPvmSt11align_val_t(void *p, size_t n, size_t al) {
+TK_EXPORT void _ZGTtdaPvmSt11align_val_t(void *p, size_t n, size_t al) {
     need((const void *)_ZdaPvmSt11align_val_t, "operator delete[](size_t, align_val_t)");
     defer_delete(p, del_array_sized_aligned, n, al);
 }

@@ -29,7 +29,6 @@
 #include "cx/section.h"
 #include "methods/method.h"
 
-#define CX_API __attribute__((visibility("default")))
 
 const cx_policy_t cx_policy_default = CX_POLICY_DEFAULT_INIT;
 
@@ -39,7 +38,12 @@ const cx_policy_t cx_policy_default = CX_POLICY_DEFAULT_INIT;
 #define SPINS_BEFORE_YIELD 1000u
 #define CX_BUSY_TRIES 16 /* optimistic tries that found the lock held inside */
 
-enum { CX_NONE = 0, CX_SPEC = 1, CX_EXCL = 2, CX_TXSUB = 3 };
+enum {
+    CX_NONE = CX_MODE_NONE,
+    CX_SPEC = CX_MODE_OPTIMISTIC,
+    CX_EXCL = CX_MODE_EXCLUSIVE,
+    CX_TXSUB = CX_MODE_SUBSCRIBED,
+};
 
 static inline bool is_free(const cx_lock_t *l) { return l->state.word == 0; }
 
@@ -47,7 +51,10 @@ static inline bool is_free(const cx_lock_t *l) { return l->state.word == 0; }
 
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void tk_cx_atfork(int phase) { tk_atfork_mutex(&site_lock, phase); }
+static void cx_atfork(tk_thread *me, int phase) {
+    (void)me;
+    tk_atfork_mutex(&site_lock, phase);
+}
 
 /* The lock's statistics entry: registered at its first entry, named by the
  * caller of that entry. */
@@ -127,7 +134,7 @@ static inline bool take(cx_lock_t *l) {
  * only when the clock moves (the locked CAS orders this load after it). */
 static void taken(cx_lock_t *l) {
     if (__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED)
-        tk_stm_external_write();
+        tk_clock_external_write();
 }
 
 static void excl_acquire(cx_lock_t *l) {
@@ -188,6 +195,7 @@ static void push_held(tk_thread *t, cx_lock_t *l) {
 
 static void push_txheld(tk_thread *t, cx_lock_t *l) {
     list_push(&t->cx.txheld, &t->cx.ntxheld, &t->cx.txheld_cap, l);
+    t->hooks_armed |= TK_HOOK_ARMED(TK_HOOK_COMMITTED); /* release at commit */
 }
 
 /* Release every lock the attempt holds, newest first, and its subscriptions. */
@@ -292,7 +300,7 @@ int cx_destroy(cx_lock_t *l) {
  * A transaction never waits for a lock it can still give up: it restarts
  * (and waits, outside, in its backoff). Waiting inside could deadlock with a
  * serial transaction that holds the global clock. Only an irrevocable one
- * waits: its lock holders never need the clock (tk_stm_external_write).
+ * waits: its lock holders never need the clock (tk_clock_external_write).
  *
  * Owner thread, inside a transaction. trying (cx_trylock): -EBUSY instead
  * of restarting or waiting when the lock is held by another thread. */
@@ -300,7 +308,7 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
     const struct tk_method *m = t->ctl.m;
     if (list_has(t->cx.held, t->cx.nheld, l))
         return 0; /* an exclusive section around the transaction holds it */
-    if (m == &tk_method_htm || t->doomed) {
+    if ((m->caps & TK_CAP_HARDWARE) || t->doomed) {
         if (!is_free(l)) {
             if (trying)
                 return -EBUSY;
@@ -320,7 +328,7 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
         push_txheld(t, l);
         return 0;
     }
-    if (m == &tk_method_stm) {
+    if (m->caps & TK_CAP_SOFTWARE) {
         if (!(__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED))
             __atomic_fetch_or(&l->flags, CX_F_SUBSCRIBED, __ATOMIC_SEQ_CST);
         if (TX_LOAD(&l->state.word) != 0) {
@@ -330,6 +338,7 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
         }
         if (!list_has(t->cx.subs, t->cx.nsubs, l))
             list_push(&t->cx.subs, &t->cx.nsubs, &t->cx.subs_cap, l);
+        t->hooks_armed |= TK_HOOK_ARMED(TK_HOOK_COMMITTED); /* forget at commit */
         return 0;
     }
     /* serial with an undo log: take the lock for real, or restart */
@@ -342,7 +351,8 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
     return 0;
 }
 
-int tk_cx_hold_subscribed(tk_thread *t) {
+/* tk_hold_subscribed (core.h). */
+static int cx_hold_subscribed(tk_thread *t) {
     unsigned got = 0;
     for (; got < t->cx.nsubs; got++)
         if (excl_try(t->cx.subs[got]) != 0)
@@ -354,7 +364,8 @@ int tk_cx_hold_subscribed(tk_thread *t) {
     }
     for (unsigned i = 0; i < t->cx.nsubs; i++) {
         push_txheld(t, t->cx.subs[i]);
-        tk_stm_rlog_refresh(t, (const void *)&t->cx.subs[i]->state.word);
+        if (t->ctl.m->refresh_read)
+            t->ctl.m->refresh_read(t, (const void *)&t->cx.subs[i]->state.word);
     }
     t->cx.nsubs = 0;
     return 0;
@@ -436,11 +447,11 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
     push_held(t, l);
 }
 
-CX_API void cx_optimistic(cx_lock_t *l) { enter(l, 0, __builtin_return_address(0)); }
+TK_EXPORT void cx_optimistic(cx_lock_t *l) { enter(l, 0, __builtin_return_address(0)); }
 
-CX_API void cx_exclusive(cx_lock_t *l) { enter(l, 1, __builtin_return_address(0)); }
+TK_EXPORT void cx_exclusive(cx_lock_t *l) { enter(l, 1, __builtin_return_address(0)); }
 
-CX_API int cx_trylock(cx_lock_t *l) {
+TK_EXPORT int cx_trylock(cx_lock_t *l) {
     tk_thread *t = tk_self();
     struct tk_cx *c = &t->cx;
     if (c->mode == CX_SPEC) /* a speculative section cannot hold a lock for real */
@@ -468,7 +479,7 @@ CX_API int cx_trylock(cx_lock_t *l) {
     return 0;
 }
 
-CX_API void cx_unlock(cx_lock_t *l) {
+TK_EXPORT void cx_unlock(cx_lock_t *l) {
     tk_thread *t = tk_cur;
     struct tk_cx *c = t ? &t->cx : NULL;
     if (t && t->doomed && (!c || c->depth == 0 || c->mode == CX_EXCL))
@@ -511,7 +522,7 @@ CX_API void cx_unlock(cx_lock_t *l) {
     }
 }
 
-CX_API void cx_need_exclusive(void) {
+TK_EXPORT void cx_need_exclusive(void) {
     tk_thread *t = tk_cur;
     if (!t || t->cx.depth == 0)
         return;
@@ -523,15 +534,19 @@ CX_API void cx_need_exclusive(void) {
         tx_irrevocable();
 }
 
-CX_API int cx_mode(void) {
+TK_EXPORT int cx_mode(void) {
     tk_thread *t = tk_cur;
     if (t && t->cx.txdepth && _txkit_tls.depth > 0)
         return CX_TXSUB;
     return t ? t->cx.mode : CX_NONE;
 }
 
-/* Called by the engine once the aborted attempt has rolled back. */
-void tk_cx_reset_after_abort(tk_thread *t) {
+/* TK_HOOK_ABORTED: the aborted attempt has rolled back: release the cx
+ * locks it held, forget its subscriptions and the sections it had entered. */
+static void cx_after_abort(tk_thread *t, int cause) {
+    (void)cause;
+    if (TXKIT_LIKELY(t->cx.mode == CX_NONE && !tk_cx_owned(t)))
+        return;
     release_txheld(t);
     t->cx.txdepth = 0;
     if (t->cx.mode != CX_TXSUB)
@@ -540,13 +555,28 @@ void tk_cx_reset_after_abort(tk_thread *t) {
     t->cx.mode = CX_NONE;
 }
 
-void tk_cx_release_at_commit(tk_thread *t) { release_txheld(t); }
+/* TK_HOOK_COMMITTED (armed): the attempt committed, its writes are all in
+ * memory: release the cx locks it held, forget its subscriptions. */
+static void cx_after_commit(tk_thread *t, int arg) {
+    (void)arg;
+    if (tk_cx_owned(t))
+        release_txheld(t);
+}
 
-void tk_cx_thread_exit(tk_thread *t) {
+static void cx_thread_exit(tk_thread *t, int arg) {
+    (void)arg;
     free(t->cx.txheld);
     free(t->cx.subs);
     free(t->cx.held);
     t->cx.txheld = t->cx.subs = t->cx.held = NULL;
     t->cx.ntxheld = t->cx.nsubs = t->cx.txheld_cap = t->cx.subs_cap = 0;
     t->cx.nheld = t->cx.held_cap = 0;
+}
+
+__attribute__((constructor)) static void cx_hooks(void) {
+    tk_hold_subscribed = cx_hold_subscribed;
+    tk_hook_add(TK_HOOK_ABORTED, 10, cx_after_abort);
+    tk_hook_add(TK_HOOK_COMMITTED, 10, cx_after_commit);
+    tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_CX, cx_thread_exit);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_CX, cx_atfork);
 }

@@ -39,9 +39,9 @@
 #include <time.h>
 
 #include "cx/section.h"
+#include "preload/elide_abi.h"
 #include "runtime/internal.h"
 
-#define EL_API __attribute__((visibility("default")))
 
 struct tks_counters *tk_seg_row(unsigned slot) TK_HIDDEN; /* stats/segment.c */
 
@@ -339,7 +339,7 @@ static void nested_lock(pthread_mutex_t *m) {
     el.held[el.depth++] = m;
 }
 
-EL_API int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (!elidable(m) || from_self(caller, m))
         return real(m);
     if (el.depth) {
@@ -360,9 +360,8 @@ EL_API int _txkit_mutex_lock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *),
     return rc;
 }
 
-EL_API int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime,
-                                  int (*real)(pthread_mutex_t *, const struct timespec *),
-                                  void *caller) {
+TK_EXPORT int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime,
+                                     tk_timedlock_fn real, void *caller) {
     if (!elidable(m) || from_self(caller, m))
         return real(m, abstime);
     if (el.depth)
@@ -374,7 +373,7 @@ EL_API int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abs
     return rc;
 }
 
-EL_API int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+TK_EXPORT int _txkit_mutex_trylock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (!elidable(m) || from_self(caller, m))
         return real(m);
     if (el.depth)
@@ -386,7 +385,7 @@ EL_API int _txkit_mutex_trylock(pthread_mutex_t *m, int (*real)(pthread_mutex_t 
     return rc;
 }
 
-EL_API int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *), void *caller) {
+TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (TXKIT_LIKELY(el.depth == 0) || from_self(caller, m) || !elidable(m))
         return real(m); /* also an unlocked mutex: glibc's answer */
     unsigned i = el.depth;
@@ -406,17 +405,14 @@ EL_API int _txkit_mutex_unlock(pthread_mutex_t *m, int (*real)(pthread_mutex_t *
     return 0;
 }
 
-EL_API int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m,
-                            int (*real)(pthread_cond_t *, pthread_mutex_t *)) {
+TK_EXPORT int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, tk_condwait_fn real) {
     if (el.depth)
         tk_section_abort_exclusive(); /* restarts holding the real mutex */
     return real(cv, m);
 }
 
-EL_API int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
-                                 const struct timespec *abstime,
-                                 int (*real)(pthread_cond_t *, pthread_mutex_t *,
-                                             const struct timespec *)) {
+TK_EXPORT int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
+                                    const struct timespec *abstime, tk_condtimedwait_fn real) {
     if (el.depth)
         tk_section_abort_exclusive();
     return real(cv, m, abstime);
@@ -449,7 +445,7 @@ int tk_elide_has_mutex(uint64_t key) {
 /* The per-mutex lines of the exit summary (TXKIT_STATS=1, stderr); called by
  * the preload library's destructor. With TXKIT_STATS=FILE the dump already
  * holds these sites (see txkit report). */
-EL_API void _txkit_elide_report(void) {
+TK_EXPORT void _txkit_elide_report(void) {
     if (!tk_cfg.stats_at_exit || tk_cfg.stats_path[0] || tk_cfg.stats_off)
         return;
     unsigned n = 0;

@@ -73,7 +73,7 @@ TK_RTM_FN static int htm_commit(tk_thread *t) {
      * So only commits that wrote: TX_STORE, tx_memcpy and tx_memset say so;
      * gcc's code under htm runs uninstrumented, so it always counts. */
     if (__atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED) &&
-        (_txkit_tls.wrote || t->ctl.kind == TK_KIND_ITM))
+        (_txkit_tls.wrote || (t->ctl.code & TK_CODE_UNTRACKED_WRITES)))
         tk_g.hw_commits++; /* transactional: atomic with our writes */
     tk_xend();
     return TK_OK;
@@ -125,6 +125,8 @@ TK_RTM_FN static void htm_explicit_abort(tk_thread *t, int cause) {
 const struct tk_method tk_method_htm = {
     .name = "htm",
     .id = TXKIT_HTM,
+    .stats_id = TXKIT_HTM,
+    .caps = TK_CAP_HARDWARE | TK_CAP_UNINSTRUMENTED,
     .access = 0,
     .begin = htm_begin,
     .commit = htm_commit,

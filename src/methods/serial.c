@@ -86,37 +86,10 @@ static int serial_make_irrevocable(tk_thread *t) {
     return TK_OK;
 }
 
-void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
-    const char *a = addr;
-    while (size) {
-        size_t n = size < 8 ? size : 8;
-        tk_uentry *u = tk_vec_push(&t->ulog, sizeof *u);
-        if (!u)
-            TK_FATAL("out of memory growing the undo log");
-        u->addr = (void *)a;
-        u->size = (uint32_t)n;
-        u->old = 0;
-        memcpy(&u->old, a, n);
-        a += n;
-        size -= n;
-    }
-}
-
-void tk_undo_apply(tk_thread *t, size_t keep, uintptr_t dead_top) {
-    uintptr_t dead = dead_top > t->stk_lo ? dead_top - t->stk_lo : 0;
-    for (size_t i = t->ulog.len; i-- > keep;) {
-        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
-        if ((uintptr_t)u->addr - t->stk_lo < dead)
-            continue; /* a frame that is gone: maybe the rollback's own now */
-        memcpy(u->addr, &u->old, u->size);
-    }
-    t->ulog.len = keep;
-}
-
 static void serial_store(tk_thread *t, void *addr, const void *src, size_t size) {
     /* The transaction's own frames need no undo, unless a nested block that
      * may be cancelled needs the part of them that outlives it. */
-    if (!t->ctl.irrevocable && (t->itm_cps.len || !tk_stack_private(t, addr, size)))
+    if (!t->ctl.irrevocable && (t->itm.cps.len || !tk_stack_private(t, addr, size)))
         tk_undo_log(t, addr, size);
     memcpy(addr, src, size);
 }
@@ -126,6 +99,8 @@ static void serial_explicit_abort(tk_thread *t, int cause) { tk_abort(t, cause);
 const struct tk_method tk_method_serial = {
     .name = "serial",
     .id = TXKIT_SERIAL,
+    .stats_id = TXKIT_SERIAL,
+    .caps = TK_CAP_EXCLUSIVE | TK_CAP_UNDO_LOG | TK_CAP_CLOSED_NESTING,
     .access = TXKIT_ACC_STORE,
     .begin = serial_begin,
     .commit = serial_commit,

@@ -25,6 +25,8 @@
 #include "methods/method.h"
 #include "runtime/simpoint.h"
 
+extern const struct tk_method tk_method_stm TK_HIDDEN; /* below */
+
 /* ------------------------------------------------------------ memory access */
 
 /* Possibly unaligned (tx_memcpy of an unaligned source): say so to the compiler. */
@@ -79,13 +81,13 @@ static inline bool snapshot_current(const tk_thread *t) {
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* data loads before the clock load */
     if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) != _txkit_tls.snap)
         return false;
-    return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == t->hsnap;
+    return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == t->stm.hsnap;
 }
 
 /* Entries of memory this attempt owns and writes in place (its own stack
  * frames, blocks it allocated) may differ by its own writes: not conflicts. */
 static bool rlog_valid(const tk_thread *t) {
-    for (const tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
+    for (const tk_rentry *r = t->stm.rlog; r != _txkit_tls.rcur; r++)
         if (!tk_stack_private(t, r->addr, r->size) && /* not even read: maybe a dead frame */
             read_mem(r->addr, r->size) != r->val &&
             !(t->captured.len && tk_captured(t, r->addr, r->size)))
@@ -95,13 +97,13 @@ static bool rlog_valid(const tk_thread *t) {
 
 /* Grow the read log (the inline barrier appends until rcur reaches rend). */
 static void rlog_grow(tk_thread *t) {
-    size_t used = (size_t)(_txkit_tls.rcur - t->rlog);
-    size_t cap = (size_t)(_txkit_tls.rend - t->rlog);
+    size_t used = (size_t)(_txkit_tls.rcur - t->stm.rlog);
+    size_t cap = (size_t)(_txkit_tls.rend - t->stm.rlog);
     cap = cap ? cap * 2 : 1024;
-    tk_rentry *n = realloc(t->rlog, cap * sizeof *n);
+    tk_rentry *n = realloc(t->stm.rlog, cap * sizeof *n);
     if (!n)
         TK_FATAL("out of memory growing the read log (%zu entries)", cap);
-    t->rlog = n;
+    t->stm.rlog = n;
     _txkit_tls.rcur = n + used;
     _txkit_tls.rend = n + cap;
 }
@@ -122,7 +124,7 @@ static void rlog_grow(tk_thread *t) {
 /* Count one revalidation; true (and counted as such an abort) when it is one
  * too many. Owner thread, inside its attempt. */
 static bool reval_budget_spent(tk_thread *t) {
-    uint64_t n = (uint64_t)(_txkit_tls.rcur - t->rlog);
+    uint64_t n = (uint64_t)(_txkit_tls.rcur - t->stm.rlog);
     t->ctl.revals++;
     t->ctl.reval_work += n;
     if (TXKIT_LIKELY(t->ctl.revals <= REVAL_MAX &&
@@ -147,7 +149,7 @@ static bool try_extend(tk_thread *t) {
         if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == c &&
             (!tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == h)) {
             _txkit_tls.snap = c;
-            t->hsnap = h;
+            t->stm.hsnap = h;
             tk_epoch_publish(t, c); /* what we can still reach is valid at c */
             return true;
         }
@@ -165,48 +167,48 @@ static inline uint32_t word_hash(uintptr_t word) {
 static tk_wentry *ws_find(const tk_thread *t, uintptr_t word) {
     if (!(_txkit_tls.wbloom & bloom_bit(word)))
         return NULL;
-    for (uint32_t h = word_hash(word) & t->windex_mask;; h = (h + 1) & t->windex_mask) {
-        const tk_wslot *s = &t->windex[h];
-        if (s->gen != t->wgen)
+    for (uint32_t h = word_hash(word) & t->stm.windex_mask;; h = (h + 1) & t->stm.windex_mask) {
+        const tk_wslot *s = &t->stm.windex[h];
+        if (s->gen != t->stm.wgen)
             return NULL;
         if (s->word == word)
-            return &TK_VEC_AT(&t->wset, tk_wentry, s->idx);
+            return &TK_VEC_AT(&t->stm.wset, tk_wentry, s->idx);
     }
 }
 
 static void windex_put(tk_thread *t, uintptr_t word, uint32_t idx) {
-    uint32_t h = word_hash(word) & t->windex_mask;
-    while (t->windex[h].gen == t->wgen)
-        h = (h + 1) & t->windex_mask;
-    t->windex[h] = (tk_wslot){word, idx, t->wgen};
+    uint32_t h = word_hash(word) & t->stm.windex_mask;
+    while (t->stm.windex[h].gen == t->stm.wgen)
+        h = (h + 1) & t->stm.windex_mask;
+    t->stm.windex[h] = (tk_wslot){word, idx, t->stm.wgen};
 }
 
 static void windex_grow(tk_thread *t) {
-    uint32_t size = (t->windex_mask + 1) * 2;
+    uint32_t size = (t->stm.windex_mask + 1) * 2;
     tk_wslot *n = calloc(size, sizeof *n);
     if (!n)
         TK_FATAL("out of memory growing the write set index (%u slots)", size);
-    free(t->windex);
-    t->windex = n;
-    t->windex_mask = size - 1;
-    t->wgen = 1;
-    for (size_t i = 0; i < t->wset.len; i++)
-        windex_put(t, TK_VEC_AT(&t->wset, tk_wentry, i).word, (uint32_t)i);
+    free(t->stm.windex);
+    t->stm.windex = n;
+    t->stm.windex_mask = size - 1;
+    t->stm.wgen = 1;
+    for (size_t i = 0; i < t->stm.wset.len; i++)
+        windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
 }
 
 static tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
     tk_wentry *e = ws_find(t, word);
     if (e)
         return e;
-    if ((t->wset.len + 1) * 2 > (size_t)t->windex_mask + 1)
+    if ((t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1)
         windex_grow(t);
-    e = tk_vec_push(&t->wset, sizeof *e);
+    e = tk_vec_push(&t->stm.wset, sizeof *e);
     if (!e)
         TK_FATAL("out of memory growing the write set");
     e->word = word;
     e->data = 0;
     e->mask = 0;
-    windex_put(t, word, (uint32_t)(t->wset.len - 1));
+    windex_put(t, word, (uint32_t)(t->stm.wset.len - 1));
     _txkit_tls.wbloom |= bloom_bit(word);
     return e;
 }
@@ -236,8 +238,8 @@ static size_t ws_overlay(const tk_thread *t, unsigned char *dst, uintptr_t a, si
 
 /* Write back exactly the bytes written, with the widest aligned stores. */
 static void write_back(const tk_thread *t) {
-    const tk_wentry *e = (const tk_wentry *)t->wset.data;
-    for (size_t k = 0; k < t->wset.len; k++, e++) {
+    const tk_wentry *e = (const tk_wentry *)t->stm.wset.data;
+    for (size_t k = 0; k < t->stm.wset.len; k++, e++) {
         if (e->mask == 0xff) {
             *(volatile uint64_t *)e->word = e->data;
             continue;
@@ -266,21 +268,27 @@ static void write_back(const tk_thread *t) {
 }
 
 static void ws_clear(tk_thread *t) {
-    t->wset.len = 0;
+    t->stm.wset.len = 0;
     _txkit_tls.wbloom = 0;
-    if (++t->wgen == 0) {
-        memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
-        t->wgen = 1;
+    if (++t->stm.wgen == 0) {
+        memset(t->stm.windex, 0, (t->stm.windex_mask + 1) * sizeof *t->stm.windex);
+        t->stm.wgen = 1;
     }
+}
+
+/* At the start of each software attempt: empty read log and write set. */
+static inline void stm_attempt_reset(tk_thread *t) {
+    _txkit_tls.rcur = t->stm.rlog;
+    ws_clear(t);
 }
 
 /* ---------------------------------------------------------------- method */
 
 static void unregister(tk_thread *t) {
     __atomic_store_n(&t->epoch, 0, __ATOMIC_RELEASE);
-    if (t->sw_registered) {
+    if (t->stm.sw_registered) {
         __atomic_sub_fetch(&tk_g.sw_active, 1, __ATOMIC_RELEASE);
-        t->sw_registered = 0;
+        t->stm.sw_registered = 0;
     }
 }
 
@@ -295,26 +303,9 @@ static void unregister(tk_thread *t) {
  * A serial transaction holding the clock is not waited for: it may itself be
  * waiting for the caller's lock, and it only touches that lock's data while
  * holding the lock. */
-void tk_stm_external_write(void) {
-    for (unsigned spins = 0;; spins++) {
-        uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
-        if (!(c & 1)) {
-            if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 2, false, __ATOMIC_SEQ_CST,
-                                            __ATOMIC_RELAXED))
-                return;
-            continue;
-        }
-        if (__atomic_load_n(&tk_g.serial_holder, __ATOMIC_RELAXED))
-            return;
-        if (spins < 1000)
-            tk_cpu_relax();
-        else
-            sched_yield();
-    }
-}
 
-void tk_stm_rlog_refresh(tk_thread *t, const void *addr) {
-    for (tk_rentry *r = t->rlog; r != _txkit_tls.rcur; r++)
+static void stm_refresh_read(tk_thread *t, const void *addr) {
+    for (tk_rentry *r = t->stm.rlog; r != _txkit_tls.rcur; r++)
         if (r->addr == addr)
             r->val = read_mem(addr, r->size);
 }
@@ -322,19 +313,20 @@ void tk_stm_rlog_refresh(tk_thread *t, const void *addr) {
 /* A serial transaction that wrote nothing becomes an irrevocable software one
  * (see serial_make_irrevocable): clock is the even value it will release. */
 void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
+    stm_attempt_reset(t); /* the serial attempt did not reset software state */
     if (tk_g.hybrid) {
         __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
-        t->sw_registered = 1;
+        t->stm.sw_registered = 1;
     }
     _txkit_tls.snap = clock;
     __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_RELAXED);
     tk_epoch_publish(t, clock); /* we hold the clock: no free is pending at it */
-    t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    t->stm.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     t->ctl.m = &tk_method_stm;
     /* Visible and pinned, as when irrevocable from the start (stm_begin): its
      * commit decides against the readers it overwrites. Its own reads need
      * not be seen (no writer commits under the token): fast reads stay. */
-    t->vis_active = 0;
+    t->vis.active = 0;
     if (tk_vis_on) {
         tk_vis_begin(t);
         TK_ASSERT(tk_vis_pin(t)); /* we hold the clock: nobody can have killed us */
@@ -343,11 +335,12 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
 }
 
 static int stm_begin(tk_thread *t) {
+    stm_attempt_reset(t);
     if (tk_g.hybrid) {
         /* Full barrier: hardware transactions that commit after this see us and
          * bump hw_commits; those that committed before are in our snapshot. */
         __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
-        t->sw_registered = 1;
+        t->stm.sw_registered = 1;
     }
     /* Let a waiting serial transaction in first, so it cannot starve. Not
      * while holding the irrevocability token: the serial one waits for it. */
@@ -371,16 +364,16 @@ static int stm_begin(tk_thread *t) {
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
     _txkit_tls.snap = tk_wait_clock_even();
     tk_epoch_publish(t, _txkit_tls.snap);
-    t->hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    t->stm.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
      * nothing we read can change any more: irrevocable from the start. */
     t->ctl.irrevocable = t->ctl.irr_token;
     if (tk_vis_on) {
-        tk_vis_begin(t); /* a contention manager decides conflicts (stm_vis.c) */
+        tk_vis_begin(t); /* a contention manager decides conflicts (vis.c) */
         if (t->ctl.irrevocable) /* nobody can have seen us yet to kill us */
             TK_ASSERT(tk_vis_pin(t));
     } else {
-        t->vis_active = 0;
+        t->vis.active = 0;
     }
     return TK_OK;
 }
@@ -407,7 +400,7 @@ static bool acquire_clock(tk_thread *t) {
         c = _txkit_tls.snap;
     }
     /* Hardware commits stop once the clock is odd; check those that came before. */
-    if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != t->hsnap &&
+    if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != t->stm.hsnap &&
         !rlog_valid(t)) {
         __atomic_store_n(&tk_g.clock, c + 2, __ATOMIC_RELEASE);
         return false;
@@ -418,7 +411,7 @@ static bool acquire_clock(tk_thread *t) {
 static int stm_commit(tk_thread *t) {
     if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
-    if (t->wset.len == 0) { /* read-only: consistent at its last validation */
+    if (t->stm.wset.len == 0) { /* read-only: consistent at its last validation */
         if (!tk_vis_read_commit(t))
             return TXKIT_CAUSE_CONFLICT; /* a manager decided against it */
         tk_vis_end(t);
@@ -428,7 +421,7 @@ static int stm_commit(tk_thread *t) {
     for (;;) {
         if (!acquire_clock(t))
             return TXKIT_CAUSE_CONFLICT;
-        int r = t->vis_active ? tk_vis_commit_point(t) : TK_OK;
+        int r = t->vis.active ? tk_vis_commit_point(t) : TK_OK;
         if (r == TK_OK)
             break;
         /* Killed, or a reader that beats us must finish first: give the
@@ -438,7 +431,7 @@ static int stm_commit(tk_thread *t) {
         if (r == TK_VIS_KILLED || !tk_vis_wait_for(t, r))
             return TXKIT_CAUSE_CONFLICT;
     }
-    tk_g.last_writer_prio = t->prio;
+    tk_g.last_writer_prio = t->cm.prio;
     write_back(t);
     __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
     tk_vis_end(t);
@@ -446,12 +439,44 @@ static int stm_commit(tk_thread *t) {
     return TK_OK;
 }
 
-void tk_stm_ws_restore(tk_thread *t, const tk_wentry *saved, size_t n) {
-    for (size_t i = 0; i < n; i++) {
+/* Closed nesting: the write set as it is now, to go back to. */
+static void stm_checkpoint(tk_thread *t, tk_vec *save) {
+    for (size_t i = 0; i < t->stm.wset.len; i++) {
+        tk_wentry *e = tk_vec_push(save, sizeof *e);
+        if (!e)
+            TK_FATAL("out of memory copying the write set");
+        *e = TK_VEC_AT(&t->stm.wset, tk_wentry, i);
+    }
+}
+
+/* Closed nesting: the write set back to a checkpoint, its index rebuilt. */
+static void stm_rollback_to(tk_thread *t, const tk_vec *save) {
+    ws_clear(t);
+    const tk_wentry *saved = (const tk_wentry *)save->data;
+    for (size_t i = 0; i < save->len; i++) {
         tk_wentry *e = ws_get(t, saved[i].word);
         e->data = saved[i].data;
         e->mask = saved[i].mask;
     }
+}
+
+#define WINDEX_INITIAL 256
+
+static void stm_thread_init(tk_thread *t) {
+    t->stm.windex = calloc(WINDEX_INITIAL, sizeof *t->stm.windex);
+    if (!t->stm.windex)
+        TK_FATAL("out of memory creating a thread descriptor");
+    t->stm.windex_mask = WINDEX_INITIAL - 1;
+    t->stm.wgen = 1;
+}
+
+static void stm_thread_fini(tk_thread *t) {
+    free(t->stm.rlog);
+    t->stm.rlog = NULL;
+    _txkit_tls.rcur = _txkit_tls.rend = NULL;
+    tk_vec_free(&t->stm.wset);
+    free(t->stm.windex);
+    t->stm.windex = NULL;
 }
 
 static void stm_rollback(tk_thread *t) {
@@ -467,9 +492,9 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
         return;
     }
     uintptr_t a = (uintptr_t)addr;
-    if (t->wset.len && ws_overlay(t, dst, a, size) == size)
+    if (t->stm.wset.len && ws_overlay(t, dst, a, size) == size)
         return; /* read-after-write of bytes all written by us */
-    if (t->vis_active)
+    if (t->vis.active)
         tk_vis_read(t, addr, size);
     uint64_t v = read_mem(addr, (uint32_t)size);
     while (TXKIT_UNLIKELY(!snapshot_current(t))) {
@@ -486,7 +511,7 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
     r->val = v;
     r->size = (uint32_t)size;
     put_bytes(dst, v, size);
-    if (t->wset.len)
+    if (t->stm.wset.len)
         ws_overlay(t, dst, a, size);
 }
 
@@ -495,7 +520,7 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
         /* The attempt's own frames: in place, like gcc's direct accesses to
          * them; undone only for a nested block that may be cancelled (the
          * frames above it outlive the cancel). */
-        if (t->itm_cps.len)
+        if (t->itm.cps.len)
             tk_undo_log(t, addr, size);
         memcpy(addr, src, size);
         return;
@@ -517,7 +542,7 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
         s += n;
         size -= n;
     }
-    if (t->vis_active)
+    if (t->vis.active)
         tk_vis_write(t);
 }
 
@@ -533,7 +558,7 @@ static int stm_make_irrevocable(tk_thread *t) {
         return TXKIT_CAUSE_IRREVOCABLE;
     /* cx locks it depends on must now be held for real: nobody may take them
      * exclusively under an irrevocable transaction. */
-    if (t->cx.nsubs && (tk_cx_hold_subscribed(t) != 0 || !try_extend(t)))
+    if (t->cx.nsubs && (tk_hold_subscribed(t) != 0 || !try_extend(t)))
         return TXKIT_CAUSE_IRREVOCABLE; /* an exclusive holder may have written
                                          * before we held its lock: check again */
     if (!tk_vis_pin(t)) /* killed by a winner before we could pin */
@@ -547,6 +572,8 @@ static void stm_explicit_abort(tk_thread *t, int cause) { tk_abort(t, cause); }
 const struct tk_method tk_method_stm = {
     .name = "stm",
     .id = TXKIT_STM,
+    .stats_id = TXKIT_STM,
+    .caps = TK_CAP_SOFTWARE | TK_CAP_CLOSED_NESTING,
     .access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE | TXKIT_ACC_FASTREAD,
     .begin = stm_begin,
     .commit = stm_commit,
@@ -555,4 +582,9 @@ const struct tk_method tk_method_stm = {
     .store = stm_store,
     .make_irrevocable = stm_make_irrevocable,
     .explicit_abort = stm_explicit_abort,
+    .thread_init = stm_thread_init,
+    .thread_fini = stm_thread_fini,
+    .checkpoint = stm_checkpoint,
+    .rollback_to = stm_rollback_to,
+    .refresh_read = stm_refresh_read,
 };

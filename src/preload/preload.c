@@ -13,21 +13,12 @@
 #include <stdlib.h>
 #include <time.h>
 
-typedef int (*mutex_fn)(pthread_mutex_t *);
-typedef int (*timedlock_fn)(pthread_mutex_t *, const struct timespec *);
-typedef int (*condwait_fn)(pthread_cond_t *, pthread_mutex_t *);
-typedef int (*condtimedwait_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+#include "preload/elide_abi.h" /* libtxkit's side of the interposers */
 
-/* libtxkit (exported, private ABI) */
-int _txkit_mutex_lock(pthread_mutex_t *m, mutex_fn real, void *caller);
-int _txkit_mutex_trylock(pthread_mutex_t *m, mutex_fn real, void *caller);
-int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime, timedlock_fn real,
-                           void *caller);
-int _txkit_mutex_unlock(pthread_mutex_t *m, mutex_fn real, void *caller);
-int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, condwait_fn real);
-int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m, const struct timespec *abstime,
-                          condtimedwait_fn real);
-void _txkit_elide_report(void);
+typedef tk_mutex_fn mutex_fn;
+typedef tk_timedlock_fn timedlock_fn;
+typedef tk_condwait_fn condwait_fn;
+typedef tk_condtimedwait_fn condtimedwait_fn;
 
 static mutex_fn real_lock, real_trylock, real_unlock;
 static timedlock_fn real_timedlock;

@@ -8,7 +8,7 @@
  *              step. With more runnable threads than CPUs, long waits yield.
  *   timestamp  older first attempt wins;   size  larger read+write set wins;
  *   prio       higher conflict priority, then larger, then older.
- * The ordered managers run software TM with visible accesses (stm_vis.c) and
+ * The ordered managers run software TM with visible accesses (vis.c) and
  * decide every conflict there; the loser backs off as above.
  */
 #include <errno.h>
@@ -25,82 +25,14 @@
 #define BACKOFF_BASE_NS 800u
 #define BACKOFF_CAP_NS 400000u
 #define BACKOFF_YIELD_NS 50000u
-#define SPINS_BEFORE_YIELD 2000u
 
-uint64_t tk_rand(tk_thread *t) {
-    uint64_t x = t->rng; /* xorshift64* */
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    t->rng = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
 
-void tk_spin_ns(uint64_t ns) {
-    double npt = tk_ns_per_tick_known();
-    /* Before the calibration (the first 10 ms): a 3 GHz TSC, a fair guess. */
-    uint64_t ticks = (uint64_t)((double)ns / (npt > 0 ? npt : 1.0 / 3.0));
-    uint64_t start = tk_rdtsc();
-    while (tk_rdtsc() - start < ticks)
-        tk_cpu_relax();
-}
 
-/* A thread that waits for the clock while another runs solo (auto method,
- * serially, back to back) would wait for ever-shorter gaps: revoke solo mode. */
-static void revoke_solo(void) {
-    uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
-    if (s > TK_SOLO_SHARED && s != (uintptr_t)tk_cur)
-        __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED);
-}
-
-uint64_t tk_wait_clock_even(void) {
-    unsigned spins = 0;
-    for (;;) {
-        uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
-        if (!(c & 1))
-            return c;
-        if (spins == 0)
-            revoke_solo();
-        if (++spins < SPINS_BEFORE_YIELD)
-            tk_cpu_relax();
-        else
-            sched_yield();
-    }
-}
-
-void tk_wait_no_irrevocable(const tk_thread *t) {
-    for (unsigned spins = 0; tk_irr_other(t);)
-        if (++spins < SPINS_BEFORE_YIELD)
-            tk_cpu_relax();
-        else
-            sched_yield();
-}
-
-void tk_irr_take(tk_thread *t) {
-    if (t->ctl.irr_token)
-        return;
-    for (;;) {
-        uintptr_t none = 0;
-        if (__atomic_compare_exchange_n(&tk_g.irr_owner, &none, (uintptr_t)t, false,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-            break;
-        tk_wait_no_irrevocable(t);
-    }
-    t->ctl.irr_token = 1;
-}
-
-void tk_irr_release(tk_thread *t) {
-    if (!t->ctl.irr_token)
-        return;
-    __atomic_store_n(&tk_g.irr_owner, 0, __ATOMIC_RELEASE);
-    t->ctl.irr_token = 0;
-}
 
 void tk_backoff(tk_thread *t, int cause) {
     if (cause == TXKIT_CAUSE_LOCKED) /* waiting for the clock is the right delay */
         return;
-    unsigned k = ++t->consecutive_aborts;
+    unsigned k = ++t->cm.consecutive_aborts;
     unsigned limit = k >= 10 ? BACKOFF_CAP_NS : BACKOFF_BASE_NS << k;
     if (limit > BACKOFF_CAP_NS)
         limit = BACKOFF_CAP_NS;
@@ -132,24 +64,24 @@ static int derive_prio(void) {
 #define PRIO_REFRESH_NS 1000000ull
 
 int tk_prio_refresh(tk_thread *t) {
-    if (t->prio_set != TX_PRIO_AUTO)
-        return t->prio = t->prio_set;
+    if (t->cm.prio_set != TX_PRIO_AUTO)
+        return t->cm.prio = t->cm.prio_set;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    if (t->prio_read_ns == 0 || now - t->prio_read_ns >= PRIO_REFRESH_NS) {
-        t->prio = derive_prio();
-        t->prio_read_ns = now ? now : 1;
+    if (t->cm.prio_read_ns == 0 || now - t->cm.prio_read_ns >= PRIO_REFRESH_NS) {
+        t->cm.prio = derive_prio();
+        t->cm.prio_read_ns = now ? now : 1;
     }
-    return t->prio;
+    return t->cm.prio;
 }
 
 int tx_set_priority(int prio) {
     if (prio != TX_PRIO_AUTO && (prio < -1000 || prio > 1000))
         return -EINVAL;
     tk_thread *t = tk_self();
-    t->prio_set = prio;
-    t->prio_read_ns = 0;
+    t->cm.prio_set = prio;
+    t->cm.prio_read_ns = 0;
     if (_txkit_tls.depth == 0) /* never during a transaction */
         tk_prio_refresh(t);
     return 0;
@@ -159,7 +91,7 @@ int tx_get_priority(void) {
     tk_thread *t = tk_self();
     if (_txkit_tls.depth == 0)
         tk_prio_refresh(t);
-    return t->prio;
+    return t->cm.prio;
 }
 
 void tk_cm_count(tk_thread *t, int winner_prio, int loser_prio) {
@@ -188,8 +120,8 @@ static void cm_abort(tk_thread *t, int cause) {
 }
 
 static void cm_commit(tk_thread *t) {
-    t->consecutive_aborts = 0;
-    if (tk_sched_on || t->sched_queue_held)
+    t->cm.consecutive_aborts = 0;
+    if (tk_sched_on || t->sched.queue_held)
         tk_sched_commit(t);
 }
 
@@ -268,4 +200,14 @@ int _txkit_cm_decide(const char *cm, const struct _txkit_cm_party *self,
     if (!m || !self || !other)
         return -EINVAL;
     return m->wins(self, other);
+}
+
+static void cm_thread_init(tk_thread *t, int arg) {
+    (void)arg;
+    tk_prio_refresh(t);
+}
+
+__attribute__((constructor)) static void cm_hooks(void) {
+    tk_hook_add(TK_HOOK_THREAD_INIT, 20, cm_thread_init);
+    tk_seg_set_cm(tk_cm->name); /* the name a new statistics segment shows */
 }

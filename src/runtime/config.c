@@ -23,59 +23,19 @@
 
 #include "methods/method.h"
 
-/* Retry defaults. Hardware: glibc elision uses 3 tries and ck 5; conflicts on
- * 2 cores usually clear after a short backoff, capacity/unsupported aborts go
- * to software at once (htm_policy), so 4 only bounds real conflict streaks.
- * Software: NOrec aborts only on a value change it read, 16 keeps a streak of
- * bad luck in software while bounding the wait before the serial fallback. */
-struct tk_config tk_cfg = {
-    .method = TXKIT_AUTO,
-    .htm_retries = 4,
-    .stm_retries = 16,
-    .ncpus = 1,
-};
 
 static struct txkit_rtm_info rtm;
 
-void tk_fatal(const char *file, int line, const char *fmt, ...) {
-    va_list ap;
-    fprintf(stderr, "txkit: %s:%d: ", file, line);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    abort();
-}
 
-static const char *const method_names[TXKIT_NMETHODS] = {"auto", "htm", "stm", "serial"};
-
-const char *txkit_method_name(int m) {
-    return m >= 0 && m < TXKIT_NMETHODS ? method_names[m] : "?";
-}
 
 int txkit_method_parse(const char *name, txkit_method_t *out) {
     if (!name || !out)
         return -EINVAL;
-    for (int i = 0; i < TXKIT_NMETHODS; i++) {
-        if (strcmp(name, method_names[i]) == 0) {
-            *out = (txkit_method_t)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
-}
-
-const struct tk_method *tk_method_by_id(int id) {
-    switch (id) {
-    case TXKIT_HTM:
-        return &tk_method_htm;
-    case TXKIT_STM:
-        return &tk_method_stm;
-    case TXKIT_SERIAL:
-        return &tk_method_serial;
-    default:
-        return NULL;
-    }
+    int i = tk_method_lookup(name);
+    if (i < 0 || i >= TXKIT_NMETHODS) /* the public ones only */
+        return -EINVAL;
+    *out = (txkit_method_t)i;
+    return 0;
 }
 
 static int check_method(int m) {
@@ -132,20 +92,6 @@ int txkit_set_fault(txkit_method_t m, double prob) {
     return 0;
 }
 
-/* Serial is the last resort: a transaction gets at most TK_FAULT_SERIAL_MAX
- * injected serial aborts, so that every one finishes, even at serial=1. */
-bool tk_fault_hit(tk_thread *t, int method) {
-    double p = tk_cfg.fault[method];
-    if (p <= 0.0)
-        return false;
-    if (method == TXKIT_SERIAL && t->ctl.serial_injected >= TK_FAULT_SERIAL_MAX)
-        return false;
-    if ((double)(tk_rand(t) >> 11) * 0x1.0p-53 >= p)
-        return false;
-    if (method == TXKIT_SERIAL)
-        t->ctl.serial_injected++;
-    return true;
-}
 
 /* ---------------------------------------------------------- environment */
 
@@ -212,6 +158,11 @@ static void parse_method(void) {
     if (!v || !*v)
         return;
     if (txkit_method_parse(v, &m) != 0) {
+        int hidden = tk_method_lookup(v); /* a method selected by name only (tests) */
+        if (hidden >= TXKIT_NMETHODS) {
+            tk_cfg.method = hidden;
+            return;
+        }
         env_warn("TXKIT_METHOD", v, "unknown method (auto, htm, stm, serial); using auto");
         return;
     }

@@ -8,17 +8,6 @@
 
 #define ARENA_UNIT 16 /* copies are aligned for any type */
 
-void *tk_vec_push(tk_vec *v, size_t elem_size) {
-    if (v->len == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 64;
-        char *d = realloc(v->data, cap * elem_size);
-        if (!d)
-            return NULL;
-        v->data = d;
-        v->cap = cap;
-    }
-    return v->data + elem_size * v->len++;
-}
 
 /* n contiguous new elements. */
 static void *vec_push_n(tk_vec *v, size_t elem_size, size_t n) {
@@ -37,14 +26,8 @@ static void *vec_push_n(tk_vec *v, size_t elem_size, size_t n) {
     return p;
 }
 
-void tk_vec_free(tk_vec *v) {
-    free(v->data);
-    memset(v, 0, sizeof *v);
-}
 
 void tk_attempt_reset(tk_thread *t) {
-    _txkit_tls.rcur = t->rlog;
-    t->wset.len = 0;
     t->ulog.len = 0;
     t->allocs.len = 0;
     t->captured.len = 0;
@@ -54,11 +37,6 @@ void tk_attempt_reset(tk_thread *t) {
     t->frees.len = 0;
     t->handlers.len = 0;
     t->arena.len = 0;
-    _txkit_tls.wbloom = 0;
-    if (++t->wgen == 0) { /* generation wrapped: really clear the index */
-        memset(t->windex, 0, (t->windex_mask + 1) * sizeof *t->windex);
-        t->wgen = 1;
-    }
 }
 
 /* Move a log out of the descriptor: handlers may start transactions, which

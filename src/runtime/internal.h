@@ -12,22 +12,16 @@
 #include <txkit.h>
 
 #include "arch/x86_64/cpu.h"
+#include "runtime/core.h"
+#include "abi/itm_thread.h"
+#include "cx/cx_thread.h"
+#include "methods/stm_thread.h"
+#include "runtime/cm.h"
+#include "runtime/policy.h"
+#include "runtime/sched.h"
+#include "runtime/vis.h"
 #include "stats/format.h"
 
-#define TK_HIDDEN __attribute__((visibility("hidden")))
-#define TK_NORETURN __attribute__((noreturn))
-#define TK_CACHELINE 64
-
-/* Broken invariants abort with file and line; never compiled away. */
-#define TK_ASSERT(c)                                                   \
-    do {                                                               \
-        if (TXKIT_UNLIKELY(!(c)))                                      \
-            tk_fatal(__FILE__, __LINE__, "assertion failed: %s", #c);  \
-    } while (0)
-
-TK_HIDDEN TK_NORETURN void tk_fatal(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-#define TK_FATAL(...) tk_fatal(__FILE__, __LINE__, __VA_ARGS__)
 
 /* Counter update. A thread's own row has one writer: a relaxed load and
  * store (plain code on x86, no data race for readers). The shared row of the
@@ -44,15 +38,6 @@ extern uintptr_t tk_seg_shared_lo TK_HIDDEN; /* UINTPTR_MAX while there is none 
 
 /* ------------------------------------------------------------------ logs */
 
-/* A growable array of fixed-size elements. */
-typedef struct tk_vec {
-    char *data;
-    size_t len, cap; /* in elements */
-} tk_vec;
-
-TK_HIDDEN void *tk_vec_push(tk_vec *v, size_t elem_size); /* NULL on ENOMEM */
-TK_HIDDEN void tk_vec_free(tk_vec *v);
-#define TK_VEC_AT(v, type, i) (((type *)(v)->data)[i])
 
 /* Memory allocated by the running attempt: nobody else can see it before the
  * commit, and it is freed if the attempt aborts, so software TM writes it in
@@ -78,16 +63,7 @@ typedef struct tk_free {
     size_t size, align;
 } tk_free;
 
-/* Software read log entry: the exact bytes read, revalidated by value. Its
- * layout is public (the inline read barrier in txkit/tx.h appends to it). */
-typedef struct _txkit_rentry tk_rentry;
 
-/* Software write set: one entry per 8-byte word, with a byte mask. */
-typedef struct tk_wentry {
-    uintptr_t word;
-    uint64_t data;
-    uint8_t mask;
-} tk_wentry;
 
 /* Undo log entry (serial method): old bytes to put back on abort. */
 typedef struct tk_uentry {
@@ -104,13 +80,6 @@ typedef struct tk_handler {
     int on_commit;     /* 1: commit handler, 0: abort handler */
 } tk_handler;
 
-/* Per-thread hash index over the write set (open addressing, no clearing:
- * a slot is live when its generation matches). */
-typedef struct tk_wslot {
-    uintptr_t word;
-    uint32_t idx;
-    uint32_t gen;
-} tk_wslot;
 
 /* Saved by arch/x86_64/checkpoint.S: enough to return from _txkit_begin (or
  * _ITM_beginTransaction) again. ssp: the CET shadow-stack pointer to return
@@ -121,36 +90,26 @@ typedef struct tk_jmpbuf {
 
 /* ------------------------------------------------------- thread descriptor */
 
-typedef struct tk_thread tk_thread;
-
-/* Per-thread state of cx lock sections (cx/cx.c). */
-struct cx_lock;
-struct tk_cx {
-    int mode;                     /* 0 none, 1 optimistic, 2 exclusive, 3 subscribed */
-    unsigned depth;               /* nesting depth of sections */
-    unsigned txdepth;             /* sections of a transaction run inside an exclusive one */
-    struct cx_lock *lock;         /* the outermost section's lock */
-    struct tks_counters *cnt;     /* its statistics entry */
-    unsigned tries;               /* hardware attempts of the current entry */
-    unsigned nheld, held_cap;
-    struct cx_lock **held;        /* held exclusively by sections outside transactions */
-    /* Owned by the running transaction attempt, not by its sections: kept
-     * after cx_unlock until the attempt commits or has rolled back. */
-    unsigned ntxheld, txheld_cap;
-    struct cx_lock **txheld;      /* held for real (serial, irrevocable) */
-    unsigned nsubs, subs_cap;
-    struct cx_lock **subs;        /* a software transaction depends on */
-};
 
 struct tk_thread {
-    /* -- current transaction: saved around abort handlers, which may run
-     *    transactions of their own on this descriptor */
+    /* Every field is written by the owner thread only (other threads read a
+     * few: epoch, ntx, slot, next/prev under the registry lock). */
+
+    /* -- current transaction (txn.c, the engine; the front ends set kind,
+     *    props, code, resume, thrower at the outermost begin): saved around
+     *    abort handlers, which may run transactions of their own on it */
     struct tk_txctl {
-        tk_jmpbuf jb;                 /* outermost checkpoint (C blocks) */
-        txkit_site_t *site;
-        const struct tk_method *m;    /* method of the running attempt */
+        tk_jmpbuf jb;                 /* outermost checkpoint: checkpoint.S at each outermost begin */
+        txkit_site_t *site;           /* the outermost block's site: tk_start_transaction */
+        const struct tk_method *m;    /* method of the running attempt: tk_run_attempts (and
+                                       * stm_norec.c when a serial attempt becomes software) */
         int kind;                     /* TK_KIND_*: who began the outermost block */
         uint32_t props;               /* TK_KIND_ITM: _ITM_codeProperties of the outermost */
+        unsigned code;                /* TK_CODE_*: what the front end's code allows (set at begin) */
+        /* How an aborted attempt resumes, set by the front end at the outermost
+         * begin: start the next attempt and get back into the transaction's
+         * code (jump or throw). depth: _txkit_tls.depth when it aborted. */
+        TK_NORETURN void (*resume)(tk_thread *t, unsigned depth);
         void (*thrower)(void);        /* throws the C++ restart signal */
         int irrevocable;              /* this attempt runs non-speculatively */
         int force_serial;             /* next attempts must be serial (irrevocable asked) */
@@ -158,7 +117,7 @@ struct tk_thread {
         unsigned serial_injected;     /* serial attempts injection aborted (tk_fault_hit) */
         int fell_htm, fell_serial;    /* fallbacks already counted for this transaction */
         unsigned attempts;            /* aborted attempts of this transaction */
-        unsigned htm_tries, htm_locked_waits, stm_aborts;
+        unsigned htm_tries, htm_locked_waits, stm_aborts; /* policy.c / txn.c after each abort */
         unsigned htm_zero;            /* hardware aborts with status 0 (txn.c) */
         int htm_irr_other;            /* the last hardware abort: another was irrevocable (htm.c) */
         unsigned revals;              /* software: snapshot extensions of this attempt, */
@@ -170,31 +129,21 @@ struct tk_thread {
         int irr_token;                /* holds tk_g.irr_owner: irrevocable from the start */
         int cancelling;               /* ITM cancel: an end, not a conflict to back off from */
     } ctl;
-    tk_vec itm_cps;               /* tk_itm_cp: nested ITM transactions that may cancel */
-    uint64_t itm_txid;            /* _ITM_getTransactionId of the current transaction */
-    uint64_t txid_next, txid_end; /* this thread's block of transaction ids */
-    uintptr_t itm_last_rip;       /* the last gcc transaction's call site ... */
-    txkit_site_t *itm_last_site;  /* ... and its site */
-    tk_jmpbuf jb_nested;          /* where nested blocks save theirs (unused) */
-    int retry_pending;            /* C++: aborted, waiting for the next begin */
-    int doomed;                   /* C++: rolled back, unwinding to txkit::atomic */
-    unsigned time_sample_ctr;
+    struct tk_itm_thread itm;     /* the gcc ABI layer (abi/itm_thread.h) */
+    tk_jmpbuf jb_nested;          /* where nested blocks save theirs (unused): checkpoint.S */
+    int retry_pending;            /* C++: aborted, waiting for the next begin: txn.c */
+    int doomed;                   /* C++: rolled back, unwinding to txkit::atomic: txn.c */
+    unsigned time_sample_ctr;     /* attempts since the last timed one: txn.c, per attempt */
 
-    /* -- software TM (NOrec) state */
-    uint64_t hsnap;               /* hardware-commit counter seen consistent */
-    int sw_registered;            /* counted in tk_g.sw_active */
-    tk_rentry *rlog;              /* read log; its fill pointer and end are in
-                                   * _txkit_tls (rcur, rend) for the inline barrier;
-                                   * the snapshot and write bloom too (snap, wbloom) */
-    tk_vec wset;                  /* tk_wentry, in first-write order */
-    tk_wslot *windex;             /* capacity windex_mask + 1 */
-    uint32_t windex_mask, wgen;
+    struct tk_stm_thread stm;     /* software TM (methods/stm_thread.h) */
 
-    /* -- serial method */
-    uint64_t serial_clock;        /* odd value we installed in tk_g.clock */
-    tk_vec ulog;                  /* tk_uentry */
+    /* -- in-place writes */
+    uint64_t serial_clock;        /* odd value we installed in tk_g.clock: serial.c, glock.c begin */
+    tk_vec ulog;                  /* tk_uentry: undo.c appends, attempt reset / rollback empty it */
 
-    /* -- effects of the attempt that wait for commit or abort */
+    /* -- effects of the attempt that wait for commit or abort (handlers.c,
+     *    reclaim.c for the limbo; filled by the barriers and the ABI layers
+     *    while the attempt runs, emptied at its commit, abort or reset) */
     tk_vec allocs;                /* void*: tx_malloc'ed, freed on abort */
     tk_vec captured;              /* tk_range: memory this attempt allocated (private) */
     tk_vec excs;                  /* tk_exc: C++ exceptions this attempt allocated */
@@ -204,46 +153,19 @@ struct tk_thread {
     struct tk_limbo *limbo_head;  /* freed at commit, waiting for readers (reclaim.c): */
     struct tk_limbo *limbo_tail;  /* buckets, oldest first */
     struct tk_limbo *limbo_spare; /* an empty bucket kept for reuse */
-    uint64_t epoch;               /* snapshot+1 of the running software attempt, or 0 */
+    uint64_t epoch;               /* snapshot+1 of the running software attempt, or 0:
+                                   * stm_norec.c at begin / end; others read it (reclaim.c) */
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
 
-    /* -- contention management (cm.c, methods/stm_vis.c) */
-    uint64_t rng;
-    unsigned consecutive_aborts;
-    int prio;                     /* conflict priority of the running transaction */
-    int prio_set;                 /* tx_set_priority(), or TX_PRIO_AUTO */
-    uint64_t prio_read_ns;        /* when prio was last derived from the scheduler */
-    int vis_slot;                 /* visible-TM slot + 1 (stm_vis.c), 0 none yet, -1 none free */
-    unsigned vis_nread;           /* reads of the running attempt */
-    uint64_t vis_sig_touched;     /* words of the read signature set */
-    int vis_active;               /* the running attempt's accesses are visible */
-    int vis_decided;              /* the attempt aborts by a manager's decision */
-    uint64_t vis_lost_to;         /* status word of the attempt we lost to at our commit
-                                   * point (stm_vis.c): the one tk_vis_wait_for() waits out */
-    /* -- transaction-aware scheduling (sched.c) */
-    uint64_t sched_attempt_tsc;   /* start of the current attempt (when on) */
-    uint64_t sched_tx_lost;       /* ticks lost in aborted attempts of this transaction */
-    uint32_t sched_restart_ema;   /* restarts per transaction, x256 */
-    uint64_t sched_lost_ema;      /* ticks lost per transaction */
-    int sched_queue_held;         /* holds its site's queue */
+    uint64_t rng;                 /* tk_rand's state (core.c): thread.c seeds it, tk_rand advances it */
+    struct tk_cm_thread cm;       /* contention management (runtime/cm.h) */
+    struct tk_vis_thread vis;     /* visible reads (runtime/vis.h) */
+    struct tk_sched_thread sched; /* transaction-aware scheduling (runtime/sched.h) */
+    struct tk_policy_thread policy; /* the method policy (runtime/policy.h) */
+    struct tk_cx cx;              /* cx lock sections (cx/cx_thread.h) */
 
-    /* -- auto method: detecting that this thread runs alone */
-    unsigned solo_countdown;      /* transactions until the next check */
-    unsigned quiet_checks;        /* checks in a row that saw no other thread */
-    uint64_t others_seen;         /* others' transactions at the last check */
-    uint64_t others_active_ns;    /* when they were last seen moving */
-    /* -- cx lock sections */
-    struct tk_cx cx;
-
-    /* -- configuration */
-    int thread_method;            /* -1: follow the process */
-    /* -- this thread's hardware penalty for one site after repeated status-0
-     *    aborts (txn.c): transactions left to skip, and the next length,
-     *    which doubles while they recur and resets at a hardware commit */
-    txkit_site_t *htm_pen_site;
-    unsigned htm_pen_left, htm_pen_len;
-
+    int thread_method;            /* -1: follow the process: txkit_set_thread_method (config.c) */
     /* -- the thread's stack [stk_lo, stk_hi) (thread.c, 0 when unknown), and
      *    the part of it private to the running transaction (txn.c): the
      *    frames below its outermost begin, [stk_lo, stk_lo + stk_span) */
@@ -251,15 +173,17 @@ struct tk_thread {
 
     /* -- statistics: this thread's row of the published segment (stats/),
      *    written only by this thread; cnt is the current site's entry */
-    struct tks_thread *slot;      /* in the segment, or own_slot (shared row) */
-    unsigned slot_index;
+    struct tks_thread *slot;      /* in the segment, or own_slot (shared row): segment.c attach */
+    unsigned slot_index;          /* its index in the segment: segment.c attach */
     struct tks_thread own_slot;   /* seqlock and cur_site of a thread counting in
                                    * the shared row: nobody else reads them */
-    struct tks_counters *row, *cnt;
-    uint64_t ntx;                 /* transactions begun (solo detection) */
-    unsigned inside_sample_ctr;
+    struct tks_counters *row, *cnt; /* row: segment.c attach; cnt: txn.c at each begin */
+    uint64_t ntx;                 /* transactions begun (solo detection): txn.c at each begin */
+    unsigned hooks_armed;         /* TK_HOOK_ARMED(point): an extension has work there
+                                   * (set by the extension, cleared by txn.c before it runs them) */
+    unsigned inside_sample_ctr;   /* begins since the last inside sample: txn.c */
 
-    tk_thread *next, *prev;       /* registry */
+    tk_thread *next, *prev;       /* registry: thread.c, under its lock */
 };
 
 /* Who began the outermost transaction, which decides how a software abort
@@ -270,14 +194,23 @@ enum tk_kind {
     TK_KIND_ITM = 2, /* gcc -fgnu-tm: jump to the checkpoint, return _ITM_actions */
 };
 
+/* tk_txctl.code bits: what the code of the outermost block allows. */
+#define TK_CODE_INSTRUMENTED 1u      /* it has barriers: software TM can run it */
+#define TK_CODE_GOES_IRREVOCABLE 2u  /* it will ask to become irrevocable */
+/* its stores under htm do not set _txkit_tls.wrote (gcc's uninstrumented
+ * path): every hardware commit of it counts as a writing one (htm.c) */
+#define TK_CODE_UNTRACKED_WRITES 4u
+
 /* txkit_site_t.flags bits (runtime-private). */
 #define TK_SITE_FLAG_ITM 1u /* a gcc -fgnu-tm call site, key = return address */
 
-/* The exported TLS barrier state (include/txkit/tx.h). */
-extern __thread struct txkit_tls _txkit_tls;
+/* The method the user asked for (thread override, else process): t's thread. */
+static inline int tk_configured_method(const tk_thread *t) {
+    return t->thread_method >= 0 ? t->thread_method
+                                 : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
+}
 
 TK_HIDDEN tk_thread *tk_thread_get(void);           /* creates on first use */
-extern __thread tk_thread *tk_cur TK_HIDDEN;
 static inline tk_thread *tk_self(void) {
     tk_thread *t = tk_cur;
     return TXKIT_LIKELY(t != NULL) ? t : tk_thread_get();
@@ -323,11 +256,26 @@ static inline void tk_atfork_mutex(pthread_mutex_t *m, int phase) {
     else
         pthread_mutex_init(m, NULL);
 }
-TK_HIDDEN void tk_txn_atfork(int phase);
-TK_HIDDEN void tk_cx_atfork(int phase);
-TK_HIDDEN void tk_itm_atfork(int phase);
-TK_HIDDEN void tk_vis_atfork(int phase, tk_thread *me);
-TK_HIDDEN void tk_sched_fork_child(tk_thread *me);
+/* Order numbers of the fork hooks (TK_HOOK_FORK; PREPARE runs them up, PARENT
+ * and CHILD down): the locks of a lower number are taken first. */
+enum {
+    TK_FORK_ORDER_SEGMENT = 5,  /* stats/segment.c: child only, last */
+    TK_FORK_ORDER_ITM = 10,     /* abi/itm.c */
+    TK_FORK_ORDER_TXN = 20,     /* txn.c: site registration */
+    TK_FORK_ORDER_CX = 30,      /* cx/cx.c */
+    TK_FORK_ORDER_SCHED = 35,   /* sched.c: child only */
+    TK_FORK_ORDER_REGISTRY = 40, /* thread.c: the thread registry */
+    TK_FORK_ORDER_VIS = 50,     /* vis.c: takes its lock under the registry's */
+};
+/* Order numbers of the thread-exit hooks (TK_HOOK_THREAD_EXIT). */
+enum {
+    TK_EXIT_ORDER_RECLAIM = 10, /* wait for the readers, free the limbo */
+    TK_EXIT_ORDER_VIS = 20,
+    TK_EXIT_ORDER_SCHED = 30,
+    TK_EXIT_ORDER_SEGMENT = 40, /* the statistics row last: the others may count */
+    TK_EXIT_ORDER_CX = 50,
+    TK_EXIT_ORDER_METHODS = 60, /* the methods' per-thread state */
+};
 /* The statistics segment (stats/segment.c). */
 TK_HIDDEN void tk_seg_thread_attach(tk_thread *t);
 TK_HIDDEN void tk_seg_thread_detach(tk_thread *t);
@@ -341,7 +289,6 @@ TK_HIDDEN void tk_seg_print_locks(FILE *f);
 TK_HIDDEN int tk_elide_has_mutex(uint64_t key);
 /* Threads that counted in the shared slot so far (any thread). */
 TK_HIDDEN unsigned tk_seg_shared_threads(void);
-TK_HIDDEN void tk_seg_fork_child(tk_thread *me);
 TK_HIDDEN void tk_seg_unpublish(void);
 TK_HIDDEN int tk_seg_dump(const char *path, char *why, size_t wlen);
 TK_HIDDEN void tk_seg_set_ns_per_tick(double v);
@@ -364,8 +311,6 @@ TK_HIDDEN uint64_t tk_threads_min_epoch(const tk_thread *self);
  * the one path of every free a transaction committed (tx_free, _ITM_free, C++
  * delete). Owner thread only; O(1) amortized, whatever the backlog. */
 TK_HIDDEN void tk_free_later(tk_thread *t, const tk_free *f);
-/* Thread exit: wait for the readers and free everything left. Owner only. */
-TK_HIDDEN void tk_reclaim_all(tk_thread *t);
 /* Blocks waiting in t's limbo (owner thread, or a test looking at itself). */
 TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);
 /* Inside a transaction: defer fn(p, size, align) to its commit, then to the
@@ -381,78 +326,14 @@ static inline void tk_epoch_publish(tk_thread *t, uint64_t snap) {
 
 /* Transactions begun so far by every other live thread. */
 TK_HIDDEN uint64_t tk_others_transactions(const tk_thread *self);
-#define TK_SOLO_SHARED ((uintptr_t)1)
 
-/* ----------------------------------------------------- global synchronization */
-
-/* The state every method agrees on. `clock` is NOrec's sequence lock: even when
- * free, odd while a software commit writes back or a serial/irrevocable
- * transaction runs. Hardware transactions read it at their start, so either
- * event aborts them; they bump `hw_commits` at commit only while software
- * transactions are running and only if they wrote (htm.c: _txkit_tls.wrote;
- * cx optimistic sections always), which is how those notice hardware writes. */
-struct tk_global {
-    _Alignas(TK_CACHELINE) volatile uint64_t clock;
-    /* Same line as the clock, written by the software committer that holds
-     * it: who wrote last, so an aborted reader can tell whether backoff
-     * decided its conflict against a higher priority (statistics only). */
-    int last_writer_prio;
-    _Alignas(TK_CACHELINE) volatile uint64_t hw_commits;
-    _Alignas(TK_CACHELINE) volatile uint64_t sw_active;
-    /* Serial transactions waiting for the clock: while any does, no new
-     * software attempt begins (stm_begin) and no newcomer takes the serial
-     * fast path; they compete for the clock among themselves (serial.c). */
-    _Alignas(TK_CACHELINE) volatile uint32_t serial_pending;
-    /* auto method: the thread that runs transactions alone (serially, with no
-     * instrumentation cost), 0 for nobody yet, TK_SOLO_SHARED once others
-     * came. Only performance depends on it, never correctness. */
-    _Alignas(TK_CACHELINE) uintptr_t solo;
-    /* The thread whose software transaction is irrevocable, 0 if none. While
-     * it is set, no other transaction commits a write (software writers wait
-     * before taking the clock, hardware ones abort), so the owner can never be
-     * invalidated; readers carry on. That is all irrevocability needs, where a
-     * serial transaction would stop everyone. */
-    _Alignas(TK_CACHELINE) uintptr_t irr_owner;
-    int stm_started; /* a software attempt ran once: frees must wait (reclaim.c) */
-    int serial_holder; /* the odd clock belongs to a serial transaction, not a commit */
-    _Alignas(TK_CACHELINE) int hybrid; /* RTM usable: software must watch hw_commits */
-};
-extern struct tk_global tk_g TK_HIDDEN;
-
-/* Wait (spin, then yield) until the clock is even; returns that value. */
-TK_HIDDEN uint64_t tk_wait_clock_even(void);
-/* Wait until no other thread's transaction is irrevocable. */
-TK_HIDDEN void tk_wait_no_irrevocable(const tk_thread *t);
-/* Take / give back the irrevocability token (tk_g.irr_owner). */
-TK_HIDDEN void tk_irr_take(tk_thread *t);
-TK_HIDDEN void tk_irr_release(tk_thread *t);
-static inline bool tk_irr_other(const tk_thread *t) {
-    uintptr_t o = __atomic_load_n(&tk_g.irr_owner, __ATOMIC_ACQUIRE);
-    return o && o != (uintptr_t)t;
-}
 
 /* ------------------------------------------------------------- configuration */
 
-struct tk_config {
-    int method;                  /* txkit_method_t */
-    unsigned htm_retries;        /* hardware attempts on conflicts before software */
-    unsigned stm_retries;        /* software aborts before serial */
-    double fault[TXKIT_NMETHODS];/* injection probability per method */
-    int any_fault;
-    int stats_at_exit;           /* TXKIT_STATS set */
-    int stats_off;               /* TXKIT_STATS=off: no counting at all (to measure its cost) */
-    char stats_path[256];        /* "" = stderr */
-    unsigned ncpus;
-};
-extern struct tk_config tk_cfg TK_HIDDEN;
 TK_HIDDEN void tk_config_init(void);
-/* Whether to inject an abort into t's next attempt, of method (its thread only). */
-TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
-#define TK_FAULT_SERIAL_MAX 8u
 
 /* ---------------------------------------------------------------- the engine */
 
-TK_HIDDEN TK_NORETURN void tk_abort(tk_thread *t, int cause);  /* software abort + restart */
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
 TK_HIDDEN void tk_run_attempts(tk_thread *t);
 /* stack_top: the stack pointer of the caller of the outermost begin; below
@@ -461,34 +342,12 @@ TK_HIDDEN void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t 
 TK_HIDDEN void tk_finish_commit(tk_thread *t);
 TK_HIDDEN void tk_abort_attempt(tk_thread *t, int cause);
 TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line);
-/* gcc -fgnu-tm (abi/itm.c): the _ITM_actions for the attempt now running. */
-TK_HIDDEN uint32_t tk_itm_action(tk_thread *t, int restarted);
 /* A transaction whose software attempts ran out of their revalidation budget
  * this many times runs serially (stm_norec.c, choose_method). */
 #define TK_REVAL_ABORTS 2
-/* Software TM: rebuild the write set from saved entries (nested cancel). */
-TK_HIDDEN void tk_stm_ws_restore(tk_thread *t, const tk_wentry *e, size_t n);
 TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
-/* A write outside transactions that software transactions must notice (an
- * exclusive cx acquisition): move the clock like a commit that wrote. */
-TK_HIDDEN void tk_stm_external_write(void);
-/* An attempt aborted and rolled back: release the cx locks it held, forget
- * its subscriptions and the sections it had entered. Owner thread only. */
-TK_HIDDEN void tk_cx_reset_after_abort(tk_thread *t);
-/* An attempt committed: release the cx locks it held, forget its
- * subscriptions. Owner thread only, after the method's commit. */
-TK_HIDDEN void tk_cx_release_at_commit(tk_thread *t);
 /* The transaction holds or depends on cx locks (cheap test, owner thread). */
 static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
-/* Free the thread's cx lock lists (thread exit). */
-TK_HIDDEN void tk_cx_thread_exit(tk_thread *t);
-/* Becoming irrevocable: take every cx lock the transaction depends on, or
- * none (then -EBUSY: restart, irrevocable from the start). */
-TK_HIDDEN int tk_cx_hold_subscribed(tk_thread *t);
-/* Our own write went to addr: make read-log entries for it current. */
-TK_HIDDEN void tk_stm_rlog_refresh(tk_thread *t, const void *addr);
-/* The method the user asked for (thread override, else process). */
-TK_HIDDEN int tk_configured_method(const tk_thread *t);
 /* Record the current bytes at addr, put back if the attempt aborts. */
 TK_HIDDEN void tk_undo_log(tk_thread *t, const void *addr, size_t size);
 /* Put back, newest first, what the undo log recorded after its first keep
@@ -509,67 +368,6 @@ TK_HIDDEN void tk_run_handlers(tk_thread *t, int on_commit);
 TK_HIDDEN void tk_discard_effects(tk_thread *t, int committed);
 TK_HIDDEN void tk_attempt_reset(tk_thread *t);
 
-/* ------------------------------------------------------- contention management */
-
-/* The interface a contention manager implements (cm.c). With `visible` set,
- * software transactions make their reads and writes visible (stm_vis.c), and
- * wins() decides each conflict between two of them; without, NOrec runs and
- * the manager only hears of aborts. */
-struct tk_cm {
-    const char *name;
-    int visible;
-    void (*on_begin)(tk_thread *t);
-    void (*on_abort)(tk_thread *t, int cause);   /* may delay the retry */
-    void (*on_commit)(tk_thread *t);
-    /* 1: self wins (other aborts), 0: self aborts */
-    int (*wins)(const struct _txkit_cm_party *self, const struct _txkit_cm_party *other);
-};
-extern const struct tk_cm *tk_cm TK_HIDDEN;
-/* tk_cm->visible, read on the software barriers' slow paths. */
-extern int tk_vis_on TK_HIDDEN;
-TK_HIDDEN int tk_cm_select(const char *name);         /* 0 or -EINVAL */
-/* The thread's conflict priority, refreshed from the scheduler when older
- * than a millisecond (cheap otherwise). */
-TK_HIDDEN int tk_prio_refresh(tk_thread *t);
-/* Count one decided conflict against loser_prio in favour of winner_prio. */
-TK_HIDDEN void tk_cm_count(tk_thread *t, int winner_prio, int loser_prio);
-/* Randomized exponential backoff before a retry (every manager uses it). */
-TK_HIDDEN void tk_backoff(tk_thread *t, int cause);
-
-/* Visible reads for software TM (methods/stm_vis.c): NOrec keeps
- * correctness; this layer lets a committing writer see whose reads it would
- * invalidate, so the manager decides who gives way. Called by stm_norec.c. */
-TK_HIDDEN void tk_vis_begin(tk_thread *t);
-TK_HIDDEN void tk_vis_read(tk_thread *t, const void *addr, size_t size);
-TK_HIDDEN void tk_vis_write(tk_thread *t);          /* after adding to the write set */
-TK_HIDDEN bool tk_vis_read_commit(tk_thread *t);    /* read-only: false when killed */
-TK_HIDDEN void tk_vis_note_abort(tk_thread *t);     /* before rollback: killed = decided */
-/* Writer, clock held: TK_OK (-1, methods/method.h); TK_VIS_KILLED: a winner
- * killed us (give the clock back, abort); else the slot (>= 0) of a reader
- * that won: give the clock back, tk_vis_wait_for() it, then try again. */
-#define TK_VIS_KILLED (-2)
-TK_HIDDEN int tk_vis_commit_point(tk_thread *t);
-/* Waits out the attempt of `slot` that tk_vis_commit_point() lost to (not a
- * later one of that slot); false if we were killed meanwhile. */
-TK_HIDDEN bool tk_vis_wait_for(tk_thread *t, int slot);
-TK_HIDDEN bool tk_vis_pin(tk_thread *t);            /* irrevocable: never killed; false if killed */
-TK_HIDDEN void tk_vis_end(tk_thread *t);            /* release everything */
-TK_HIDDEN void tk_vis_thread_exit(tk_thread *t);
-
-/* Transaction-aware scheduling (sched.c). */
-extern int tk_sched_on TK_HIDDEN;
-TK_HIDDEN void tk_sched_attempt_start(tk_thread *t);
-/* After an abort: true when it waited (yield / futex) instead of the backoff. */
-TK_HIDDEN bool tk_sched_abort(tk_thread *t, int cause);
-TK_HIDDEN void tk_sched_commit(tk_thread *t);
-TK_HIDDEN void tk_sched_before_retry(tk_thread *t);  /* may queue at the site */
-TK_HIDDEN void tk_sched_release(tk_thread *t);       /* give the site's queue back */
-
-TK_HIDDEN uint64_t tk_rand(tk_thread *t);
-/* Spin (pause) for about ns nanoseconds, measured with the TSC: a pause
- * takes 10 cycles on some CPUs and 140 on others (RTM-FACTS). */
-TK_HIDDEN void tk_spin_ns(uint64_t ns);
-
 /* ------------------------------------------------------------------- stats */
 
 TK_HIDDEN void tk_stats_at_exit(void);
@@ -578,8 +376,6 @@ TK_HIDDEN void tk_stats_at_exit(void);
  * there was no stderr to duplicate. */
 TK_HIDDEN void tk_stats_out_init(void);
 TK_HIDDEN FILE *tk_stats_out(void);
-TK_HIDDEN double tk_ns_per_tick(void);
-TK_HIDDEN double tk_ns_per_tick_known(void); /* 0 until calibrated; never waits */
 TK_HIDDEN void tk_calibrate_maybe(void);
 TK_HIDDEN void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c);
 #define TK_INSIDE_SAMPLE 16

@@ -135,7 +135,7 @@ void tk_free_later(tk_thread *t, const tk_free *f) {
     /* A hardware commit does not move the clock: a software reader whose
      * snapshot is this very value may have read the pointer before it. Only
      * snapshots past the next software commit (or no reader) are safe. */
-    if (t->ctl.m && t->ctl.m->id == TXKIT_HTM)
+    if (tk_method_has(t->ctl.m, TK_CAP_HARDWARE))
         b->tag |= 1;
     if (b->n == BUCKET_CAP)
         reclaim_pass(t, PASS_BUCKETS);
@@ -148,7 +148,9 @@ size_t tk_limbo_count(const tk_thread *t) {
     return n;
 }
 
-void tk_reclaim_all(tk_thread *t) {
+/* Thread exit: wait for the readers and free everything left. */
+static void reclaim_all(tk_thread *t, int arg) {
+    (void)arg;
     while (t->limbo_head) {
         reclaim_pass(t, SIZE_MAX);
         if (t->limbo_head)
@@ -156,4 +158,8 @@ void tk_reclaim_all(tk_thread *t) {
     }
     free(t->limbo_spare);
     t->limbo_spare = NULL;
+}
+
+__attribute__((constructor)) static void reclaim_hooks(void) {
+    tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_RECLAIM, reclaim_all);
 }

@@ -75,18 +75,18 @@ int txkit_set_sched(int on) {
     return __atomic_exchange_n(&tk_sched_on, on ? 1 : 0, __ATOMIC_RELAXED);
 }
 
-void tk_sched_attempt_start(tk_thread *t) { t->sched_attempt_tsc = tk_rdtsc(); }
+void tk_sched_attempt_start(tk_thread *t) { t->sched.attempt_tsc = tk_rdtsc(); }
 
 bool tk_sched_abort(tk_thread *t, int cause) {
-    uint64_t lost = t->sched_attempt_tsc ? tk_rdtsc() - t->sched_attempt_tsc : 0;
-    t->sched_tx_lost += lost;
+    uint64_t lost = t->sched.attempt_tsc ? tk_rdtsc() - t->sched.attempt_tsc : 0;
+    t->sched.tx_lost += lost;
     if (cause == TXKIT_CAUSE_LOCKED || t->ctl.attempts < 2)
         return false;
     /* Predicted loss of the next retry: this transaction's attempts so far,
      * or the thread's usual loss, whichever is larger. */
-    uint64_t predicted = t->sched_tx_lost / t->ctl.attempts;
-    if (t->sched_lost_ema > predicted)
-        predicted = t->sched_lost_ema;
+    uint64_t predicted = t->sched.tx_lost / t->ctl.attempts;
+    if (t->sched.lost_ema > predicted)
+        predicted = t->sched.lost_ema;
     double npt = tk_ns_per_tick();
     double predicted_ns = (double)predicted * (npt > 0 ? npt : 1.0);
     if (predicted_ns < CTX_SWITCH_NS)
@@ -106,16 +106,16 @@ bool tk_sched_abort(tk_thread *t, int cause) {
 }
 
 static void queue_release(tk_thread *t, struct site_sched *s) {
-    if (!t->sched_queue_held)
+    if (!t->sched.queue_held)
         return;
-    t->sched_queue_held = 0;
+    t->sched.queue_held = 0;
     __atomic_store_n(&s->queue, 0, __ATOMIC_RELEASE);
     futex_wake_all(&s->queue);
 }
 
 void tk_sched_before_retry(tk_thread *t) {
     struct site_sched *s = site_of(t);
-    if (t->sched_queue_held || t->ctl.attempts < QUEUE_AFTER || t->ctl.irr_token ||
+    if (t->sched.queue_held || t->ctl.attempts < QUEUE_AFTER || t->ctl.irr_token ||
         __atomic_load_n(&s->restart_ema, __ATOMIC_RELAXED) < QUEUE_SITE_EMA)
         return;
     struct timespec t0, now;
@@ -125,7 +125,7 @@ void tk_sched_before_retry(tk_thread *t) {
         uint32_t free_ = 0;
         if (__atomic_compare_exchange_n(&s->queue, &free_, 1, false, __ATOMIC_ACQUIRE,
                                         __ATOMIC_RELAXED)) {
-            t->sched_queue_held = 1;
+            t->sched.queue_held = 1;
             break;
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -141,9 +141,9 @@ void tk_sched_before_retry(tk_thread *t) {
 
 void tk_sched_commit(tk_thread *t) {
     struct site_sched *s = site_of(t);
-    t->sched_restart_ema = (uint32_t)ema(t->sched_restart_ema, (uint64_t)t->ctl.attempts << 8);
-    t->sched_lost_ema = ema(t->sched_lost_ema, t->sched_tx_lost);
-    t->sched_tx_lost = 0;
+    t->sched.restart_ema = (uint32_t)ema(t->sched.restart_ema, (uint64_t)t->ctl.attempts << 8);
+    t->sched.lost_ema = ema(t->sched.lost_ema, t->sched.tx_lost);
+    t->sched.tx_lost = 0;
     /* Racy on purpose: a statistic, last writer wins. */
     uint32_t e = __atomic_load_n(&s->restart_ema, __ATOMIC_RELAXED);
     __atomic_store_n(&s->restart_ema, (uint32_t)ema(e, (uint64_t)t->ctl.attempts << 8),
@@ -156,8 +156,10 @@ void tk_sched_commit(tk_thread *t) {
 }
 
 /* fork(): queues held and sleepers counted by threads that are gone. */
-void tk_sched_fork_child(tk_thread *me) {
-    struct site_sched *held = me && me->sched_queue_held ? site_of(me) : NULL;
+static void sched_atfork(tk_thread *me, int phase) {
+    if (phase != TK_FORK_CHILD)
+        return;
+    struct site_sched *held = me && me->sched.queue_held ? site_of(me) : NULL;
     for (unsigned i = 0; i < TKS_MAX_SITES; i++) {
         sites[i].queue = &sites[i] == held;
         sites[i].sleepers = 0;
@@ -165,6 +167,16 @@ void tk_sched_fork_child(tk_thread *me) {
 }
 
 void tk_sched_release(tk_thread *t) {
-    if (t->sched_queue_held)
+    if (t->sched.queue_held)
         queue_release(t, site_of(t));
+}
+
+static void sched_thread_exit(tk_thread *t, int arg) {
+    (void)arg;
+    tk_sched_release(t);
+}
+
+__attribute__((constructor)) static void sched_hooks(void) {
+    tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_SCHED, sched_thread_exit);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_SCHED, sched_atfork);
 }

@@ -10,12 +10,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/core.h"
 #include "runtime/simpoint.h"
 
-#define TXKIT_API_SIM __attribute__((visibility("default")))
-
-TXKIT_API_SIM int txkit_sim_stall(const char *point, unsigned usec);
-TXKIT_API_SIM unsigned long txkit_sim_stalls(void);
+TK_EXPORT int txkit_sim_stall(const char *point, unsigned usec);
+TK_EXPORT unsigned long txkit_sim_stalls(void);
 
 #ifndef TXKIT_SIM_RTM
 

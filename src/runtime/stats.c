@@ -8,58 +8,12 @@
 
 #include "runtime/internal.h"
 
-static uint64_t base_tsc, base_ns;
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-__attribute__((constructor)) static void stats_clock_init(void) {
-    base_ns = now_ns();
-    base_tsc = tk_rdtsc();
-}
-
-/* TSC ticks to ns, measured against CLOCK_MONOTONIC once and then fixed, so
- * that converted totals never go backwards between two reads. */
-static double measure_ns_per_tick(void) {
-    uint64_t ns = now_ns() - base_ns;
-    if (ns < 10000000) { /* too early for a good ratio: measure 10 ms */
-        uint64_t t0 = tk_rdtsc(), n0 = now_ns();
-        struct timespec d = {0, 10000000};
-        nanosleep(&d, NULL);
-        uint64_t dt = tk_rdtsc() - t0;
-        return dt ? (double)(now_ns() - n0) / (double)dt : 1.0;
-    }
-    uint64_t ticks = tk_rdtsc() - base_tsc;
-    return ticks ? (double)ns / (double)ticks : 1.0;
-}
-
-static pthread_once_t calibrate_once = PTHREAD_ONCE_INIT;
-static double ns_per_tick;
-
-static int calibrated;
-
-static void calibrate(void) {
-    ns_per_tick = measure_ns_per_tick();
-    __atomic_store_n(&calibrated, 1, __ATOMIC_RELEASE);
-}
-
-double tk_ns_per_tick_known(void) {
-    return __atomic_load_n(&calibrated, __ATOMIC_ACQUIRE) ? ns_per_tick : 0.0;
-}
-
-double tk_ns_per_tick(void) {
-    pthread_once(&calibrate_once, calibrate);
-    return ns_per_tick;
-}
 
 /* Publish the calibration for readers (txkit stat) as soon as it can be had
  * without waiting: 10 ms after start-up. Called now and then by transactions. */
 void tk_calibrate_maybe(void) {
     static int done;
-    if (__atomic_load_n(&done, __ATOMIC_RELAXED) || now_ns() - base_ns < 10000000)
+    if (__atomic_load_n(&done, __ATOMIC_RELAXED) || tk_uptime_ns() < 10000000)
         return;
     tk_seg_set_ns_per_tick(tk_ns_per_tick());
     __atomic_store_n(&done, 1, __ATOMIC_RELAXED);

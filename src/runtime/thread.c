@@ -9,7 +9,6 @@
 #include "methods/method.h"
 #include "runtime/internal.h"
 
-__thread tk_thread *tk_cur;
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static tk_thread *reg_head;
@@ -17,14 +16,10 @@ static unsigned live_threads;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-#define WINDEX_INITIAL 256
 
 static void thread_exit(void *p) {
     tk_thread *t = p;
-    tk_reclaim_all(t);
-    tk_vis_thread_exit(t);
-    tk_sched_release(t);
-    tk_seg_thread_detach(t);
+    tk_hooks_run(TK_HOOK_THREAD_EXIT, t, 0);
     pthread_mutex_lock(&reg_lock);
     if (t->prev)
         t->prev->next = t->next;
@@ -36,9 +31,6 @@ static void thread_exit(void *p) {
     pthread_mutex_unlock(&reg_lock);
     uintptr_t me = (uintptr_t)t;
     __atomic_compare_exchange_n(&tk_g.solo, &me, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    free(t->rlog);
-    _txkit_tls.rcur = _txkit_tls.rend = NULL;
-    tk_vec_free(&t->wset);
     tk_vec_free(&t->ulog);
     tk_vec_free(&t->allocs);
     tk_vec_free(&t->captured);
@@ -46,9 +38,7 @@ static void thread_exit(void *p) {
     tk_vec_free(&t->frees);
     tk_vec_free(&t->handlers);
     tk_vec_free(&t->arena);
-    tk_vec_free(&t->itm_cps); /* empty outside transactions: no write-set copies left */
-    free(t->windex);
-    tk_cx_thread_exit(t);
+    tk_vec_free(&t->itm.cps); /* empty outside transactions: no checkpoints left */
     free(t);
     tk_cur = NULL;
 }
@@ -78,7 +68,7 @@ static tk_thread *fork_orphans; /* the parent's other threads, in a child */
 
 /* Does t hold the clock itself (a serial attempt is running)? */
 static bool holds_clock(const tk_thread *t) {
-    return t && _txkit_tls.depth && t->ctl.m == &tk_method_serial &&
+    return t && _txkit_tls.depth && tk_method_has(t->ctl.m, TK_CAP_EXCLUSIVE) &&
            __atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == t->serial_clock;
 }
 
@@ -99,19 +89,11 @@ static void fork_prepare(void) {
             }
         }
     }
-    tk_itm_atfork(TK_FORK_PREPARE);
-    tk_txn_atfork(TK_FORK_PREPARE);
-    tk_cx_atfork(TK_FORK_PREPARE);
-    pthread_mutex_lock(&reg_lock);
-    tk_vis_atfork(TK_FORK_PREPARE, me);
+    tk_hooks_run(TK_HOOK_FORK, me, TK_FORK_PREPARE);
 }
 
 static void fork_parent(void) {
-    tk_vis_atfork(TK_FORK_PARENT, tk_cur);
-    pthread_mutex_unlock(&reg_lock);
-    tk_cx_atfork(TK_FORK_PARENT);
-    tk_txn_atfork(TK_FORK_PARENT);
-    tk_itm_atfork(TK_FORK_PARENT);
+    tk_hooks_run_reverse(TK_HOOK_FORK, tk_cur, TK_FORK_PARENT);
     if (fork_took_clock)
         __atomic_store_n(&tk_g.clock, fork_clock, __ATOMIC_RELEASE);
 }
@@ -140,7 +122,7 @@ static void fork_child(void) {
     }
     if (tk_g.irr_owner != (uintptr_t)me || !me)
         tk_g.irr_owner = 0;
-    tk_g.sw_active = me && me->sw_registered ? 1 : 0;
+    tk_g.sw_active = me && me->stm.sw_registered ? 1 : 0;
     tk_g.serial_pending = 0;
     if (tk_g.solo != (uintptr_t)me || !me)
         tk_g.solo = 0;
@@ -169,15 +151,14 @@ static void fork_child(void) {
         me->ntx = 0;
     }
     live_threads = me ? 1 : 0;
-    tk_vis_atfork(TK_FORK_CHILD, me);
-    pthread_mutex_init(&reg_lock, NULL);
-    tk_sched_fork_child(me);
-    tk_cx_atfork(TK_FORK_CHILD);
-    tk_txn_atfork(TK_FORK_CHILD);
-    tk_itm_atfork(TK_FORK_CHILD);
-    tk_seg_fork_child(me); /* statistics of its own */
+    tk_hooks_run_reverse(TK_HOOK_FORK, me, TK_FORK_CHILD); /* the segment last: statistics of its own */
     if (me)
         fork_reattach_stats(me);
+}
+
+static void registry_atfork(tk_thread *me, int phase) {
+    (void)me;
+    tk_atfork_mutex(&reg_lock, phase);
 }
 
 static void make_key(void) {
@@ -187,6 +168,7 @@ static void make_key(void) {
 
 __attribute__((constructor)) static void thread_init(void) {
     pthread_once(&key_once, make_key);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_REGISTRY, registry_atfork);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
@@ -195,15 +177,11 @@ tk_thread *tk_thread_get(void) {
         return tk_cur;
     pthread_once(&key_once, make_key);
     tk_thread *t = calloc(1, sizeof *t);
-    tk_wslot *idx = calloc(WINDEX_INITIAL, sizeof *idx);
-    if (!t || !idx)
+    if (!t)
         TK_FATAL("out of memory creating a thread descriptor");
-    t->windex = idx;
-    t->windex_mask = WINDEX_INITIAL - 1;
-    t->wgen = 1;
     t->thread_method = -1;
-    t->prio_set = TX_PRIO_AUTO;
-    tk_prio_refresh(t);
+    t->cm.prio_set = TX_PRIO_AUTO;
+    tk_hooks_run(TK_HOOK_THREAD_INIT, t, 0); /* the methods' state, the priority */
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
         void *lo;

@@ -14,21 +14,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "abi/itm.h"
 #include "methods/method.h"
+#include "runtime/choose.h"
 
-TXKIT_API __thread struct txkit_tls _txkit_tls;
 
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
 TK_HIDDEN int tk_begin_c(txkit_site_t *site, unsigned flags);
 TK_HIDDEN tk_jmpbuf *tk_jb_slot(void);
 
-struct tk_global tk_g;
 
-#define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
-#define SOLO_QUIET_NS 5000000 /* others idle this long: run alone (serially) */
-#define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
-#define HTM_ZERO_RETRIES 2   /* hardware retries of a status-0 abort (interrupts, faults) */
 
 /* How many threads are inside this site now (this one included)? Reads the
  * other threads' slots, so only every INSIDE_SAMPLE-th entry does it; counted
@@ -54,186 +48,6 @@ void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c) {
     tk_stats_close(t);
 }
 
-/* ----------------------------------------------------------------- policy */
-
-/* Auto method: is this thread running transactions alone right now? */
-static bool auto_solo(tk_thread *t) {
-    uintptr_t me = (uintptr_t)t;
-    uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
-    if (s == me)
-        return true;
-    if (tk_irr_other(t)) /* another thread is irrevocable: readers must not serialize */
-        return false;
-    if (s == 0)
-        return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
-                                           __ATOMIC_RELAXED) ||
-               s == me;
-    if (s != TK_SOLO_SHARED) {
-        /* Someone else ran alone until now: tell it that it no longer does. */
-        __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED);
-        t->quiet_checks = 0;
-        return false;
-    }
-    /* Shared: look now and then whether the others went quiet - for a while,
-     * not just for a few hundred of our transactions (a preempted thread is
-     * not a gone one). */
-    if (t->solo_countdown--)
-        return false;
-    t->solo_countdown = SOLO_CHECK_EVERY;
-    uint64_t others = tk_others_transactions(t);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    if (others != t->others_seen) {
-        t->others_seen = others;
-        t->others_active_ns = now;
-        t->quiet_checks = 0;
-        return false;
-    }
-    t->quiet_checks++;
-    if (t->quiet_checks >= 2 && now - t->others_active_ns >= SOLO_QUIET_NS) {
-        t->quiet_checks = 0;
-        return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
-                                           __ATOMIC_RELAXED);
-    }
-    return false;
-}
-
-static bool site_skips_htm(tk_thread *t, txkit_site_t *site) {
-    if (TXKIT_UNLIKELY(t->htm_pen_left) && t->htm_pen_site == site) {
-        t->htm_pen_left--;
-        return true;
-    }
-    unsigned n = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
-    if (n == 0)
-        return false;
-    __atomic_store_n(&site->htm_fail, n - 1, __ATOMIC_RELAXED);
-    return true;
-}
-
-int tk_configured_method(const tk_thread *t) {
-    return t->thread_method >= 0 ? t->thread_method
-                                 : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
-}
-
-/* Software attempts left before the serial fallback: aborts of any kind, and
- * attempts that ran out of their revalidation budget (every transaction must
- * finish, also one whose reads all stay valid while others keep committing). */
-static bool stm_budget_left(const tk_thread *t) {
-    return t->ctl.stm_aborts < tk_cfg.stm_retries && t->ctl.reval_aborts < TK_REVAL_ABORTS;
-}
-
-static const struct tk_method *choose_method(tk_thread *t) {
-    if (t->ctl.force_serial)
-        return &tk_method_serial;
-    if (t->ctl.irr_token) /* irrevocable from the start, in software */
-        return &tk_method_stm;
-    int cfg = tk_configured_method(t);
-    if (t->ctl.kind == TK_KIND_ITM) {
-        uint32_t p = t->ctl.props;
-        if (p & TK_PR_DOES_GO_IRREVOCABLE) /* would abort in hardware, upgrade in software */
-            return &tk_method_serial;
-        if (!(p & TK_PR_INSTRUMENTED)) /* no barriers to run software TM with */
-            return tk_g.hybrid && cfg != TXKIT_SERIAL && cfg != TXKIT_STM &&
-                           t->ctl.htm_tries < tk_cfg.htm_retries
-                       ? &tk_method_htm
-                       : &tk_method_serial;
-    }
-    switch (cfg) {
-    case TXKIT_SERIAL:
-        return &tk_method_serial;
-    case TXKIT_HTM:
-        return tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries ? &tk_method_htm
-                                                                : &tk_method_serial;
-    case TXKIT_STM:
-        return stm_budget_left(t) ? &tk_method_stm : &tk_method_serial;
-    default:
-        if (t->ctl.attempts == 0 && auto_solo(t))
-            return &tk_method_serial;
-        if (t->ctl.m == &tk_method_serial && t->ctl.attempts > 0)
-            return &tk_method_serial; /* solo attempt restarted: stay serial */
-        if (tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries &&
-            !(t->ctl.attempts == 0 && site_skips_htm(t, t->ctl.site)))
-            return &tk_method_htm;
-        return stm_budget_left(t) ? &tk_method_stm : &tk_method_serial;
-    }
-}
-
-/* Can this transaction run as software TM (it has barriers)? */
-static bool software_possible(const tk_thread *t) {
-    return t->ctl.kind != TK_KIND_ITM || (t->ctl.props & TK_PR_INSTRUMENTED);
-}
-
-/* After a hardware abort: decide how the next attempt differs. */
-static void htm_policy(tk_thread *t, int cause) {
-    switch (cause) {
-    case TXKIT_CAUSE_LOCKED:
-        if (t->ctl.htm_irr_other) {
-            t->ctl.htm_irr_other = 0;
-            /* Another transaction is irrevocable, maybe for long: go on in
-             * software, whose readers do not wait for it, where possible. */
-            if (software_possible(t)) {
-                t->ctl.htm_tries = tk_cfg.htm_retries;
-                return;
-            }
-            tk_wait_no_irrevocable(t);
-        }
-        /* A serial transaction or a commit ran: wait for it outside, retry. */
-        tk_wait_clock_even();
-        if (++t->ctl.htm_locked_waits % 8 == 0)
-            t->ctl.htm_tries++;
-        return;
-    case TXKIT_CAUSE_UNSUPPORTED:
-        /* Status 0: a system call or an instruction RTM never runs, but also
-         * an interrupt, a first-touch page fault, a TLB shootdown. Retry a
-         * few times; then this thread (not every one) leaves hardware for
-         * this site for a while, longer each time it recurs. */
-        if (++t->ctl.htm_zero <= HTM_ZERO_RETRIES) {
-            t->ctl.htm_tries++;
-            return;
-        }
-        t->ctl.htm_tries = tk_cfg.htm_retries;
-        if (t->ctl.site) {
-            t->htm_pen_len = t->htm_pen_site == t->ctl.site && t->htm_pen_len
-                                 ? (t->htm_pen_len < SITE_HTM_SKIP ? t->htm_pen_len * 2 : SITE_HTM_SKIP)
-                                 : 1;
-            t->htm_pen_site = t->ctl.site;
-            t->htm_pen_left = t->htm_pen_len;
-        }
-        return;
-    case TXKIT_CAUSE_CAPACITY:
-    case TXKIT_CAUSE_NESTED:
-        /* Retrying in hardware will not help (RTM-FACTS: status 0 means never). */
-        t->ctl.htm_tries = tk_cfg.htm_retries;
-        if (t->ctl.site)
-            __atomic_store_n(&t->ctl.site->htm_fail, SITE_HTM_SKIP, __ATOMIC_RELAXED);
-        return;
-    case TXKIT_CAUSE_IRREVOCABLE:
-        /* Run again irrevocable from the start: in software holding the
-         * token for TX_ATOMIC blocks, else (gcc code, which then runs
-         * uninstrumented functions; see tx_irrevocable) serially. */
-        if (t->ctl.kind != TK_KIND_ITM)
-            tk_irr_take(t);
-        else
-            t->ctl.force_serial = 1;
-        return;
-    case TXKIT_CAUSE_CONFLICT:
-        /* The CPU decided that conflict, blind to priorities: with a manager
-         * that orders transactions, retry where it decides (software). */
-        if (tk_vis_on && software_possible(t)) {
-            t->ctl.htm_tries = tk_cfg.htm_retries;
-            return;
-        }
-        t->ctl.htm_tries++;
-        tk_cm->on_abort(t, cause);
-        return;
-    default:
-        t->ctl.htm_tries++;
-        tk_cm->on_abort(t, cause);
-        return;
-    }
-}
 
 static unsigned retry_bucket(unsigned n) {
     if (TXKIT_LIKELY(n <= 2))
@@ -250,7 +64,7 @@ static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
     tk_stats_open(t);
-    TK_COUNT(c->aborts[m->id], 1);
+    TK_COUNT(c->aborts[m->stats_id], 1);
     TK_COUNT(c->aborts_by_cause[cause], 1);
     if (t->ctl.attempt_tsc) /* ticks, weighted by the sampling rate; converted when read */
         TK_COUNT(c->ticks_aborted, (tk_rdtsc() - t->ctl.attempt_tsc) * t->ctl.attempt_weight);
@@ -283,19 +97,21 @@ void tk_run_attempts(tk_thread *t) {
     for (;;) {
         if (TXKIT_UNLIKELY(tk_sched_on) && t->ctl.attempts > 0)
             tk_sched_before_retry(t); /* a hot site admits retries one at a time */
-        const struct tk_method *m = choose_method(t);
+        const struct tk_method *m = tk_choose_method(t);
         if (t->ctl.attempts > 0 && !tk_cfg.stats_off) {
-            if (m == &tk_method_stm && t->ctl.m == &tk_method_htm && !t->ctl.fell_htm) {
+            if (tk_method_has(m, TK_CAP_SOFTWARE) && tk_method_has(t->ctl.m, TK_CAP_HARDWARE) &&
+                !t->ctl.fell_htm) {
                 t->ctl.fell_htm = 1;
                 TK_COUNT(t->cnt->htm_to_stm, 1);
-            } else if (m == &tk_method_serial && t->ctl.m != &tk_method_serial && !t->ctl.fell_serial) {
+            } else if (tk_method_has(m, TK_CAP_EXCLUSIVE) && !tk_method_has(t->ctl.m, TK_CAP_EXCLUSIVE) &&
+                       !t->ctl.fell_serial) {
                 t->ctl.fell_serial = 1;
                 TK_COUNT(t->cnt->to_serial, 1);
             }
         }
         tk_attempt_reset(t);
         t->ctl.m = m;
-        t->ctl.inject = tk_cfg.any_fault && tk_fault_hit(t, m->id);
+        t->ctl.inject = tk_cfg.any_fault && tk_fault_hit(t, m->stats_id);
         t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
         if (TXKIT_UNLIKELY(tk_sched_on))
             tk_sched_attempt_start(t);
@@ -304,7 +120,7 @@ void tk_run_attempts(tk_thread *t) {
             /* The inline software read cannot see hardware commits: off in hybrid. */
             /* Hybrid: the inline read cannot see hardware commits; visible
              * accesses (contention managers): it would not mark its reads. */
-            _txkit_tls.access = m->access & (tk_g.hybrid || t->vis_active ? ~TXKIT_ACC_FASTREAD : ~0u);
+            _txkit_tls.access = m->access & (tk_g.hybrid || t->vis.active ? ~TXKIT_ACC_FASTREAD : ~0u);
             _txkit_tls.depth = 1;
             return;
         }
@@ -312,13 +128,13 @@ void tk_run_attempts(tk_thread *t) {
         count_abort(t, m, r);
         if (t->ctl.cancelled)
             return; /* __transaction_cancel [[outer]]: nothing left to run */
-        htm_policy(t, r);
+        tk_htm_policy(t, r);
     }
 }
 
 void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     t->stk_span = stack_top > t->stk_lo && stack_top <= t->stk_hi ? stack_top - t->stk_lo : 0;
-    if (TXKIT_UNLIKELY(t->sched_queue_held)) /* the last one ended without a commit */
+    if (TXKIT_UNLIKELY(t->sched.queue_held)) /* the last one ended without a commit */
         tk_sched_release(t);
     t->ctl.site = site;
     t->ctl.m = NULL;
@@ -359,23 +175,25 @@ static unsigned set_bucket(size_t n) {
 void tk_finish_commit(tk_thread *t) {
     struct tks_counters *c = t->cnt;
     const struct tk_method *m = t->ctl.m;
-    if (TXKIT_UNLIKELY(t->htm_pen_site == t->ctl.site) && m->id == TXKIT_HTM)
-        t->htm_pen_len = 0; /* hardware works here again: the penalty starts over */
-    if (TXKIT_UNLIKELY(tk_cx_owned(t)))
-        tk_cx_release_at_commit(t); /* committed: its writes are all in memory */
+    if (TXKIT_UNLIKELY(t->policy.htm_pen_site == t->ctl.site) && (m->caps & TK_CAP_HARDWARE))
+        t->policy.htm_pen_len = 0; /* hardware works here again: the penalty starts over */
+    if (TXKIT_UNLIKELY(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED))) {
+        t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED);
+        tk_hooks_run(TK_HOOK_COMMITTED, t, 0); /* committed: its writes are all in memory */
+    }
     tk_irr_release(t);
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         goto counted;
     tk_stats_open(t);
-    TK_COUNT(c->commits[m->id], 1);
+    TK_COUNT(c->commits[m->stats_id], 1);
     TK_COUNT(c->retries_hist[retry_bucket(t->ctl.attempts)], 1);
     if (t->ctl.attempt_tsc) {
         /* sampled with the timing, weighted the same way: unbiased estimates */
         unsigned w = t->ctl.attempt_weight;
         TK_COUNT(c->ticks_committed, (tk_rdtsc() - t->ctl.attempt_tsc) * w);
-        if (m == &tk_method_stm) {
-            TK_COUNT(c->rset_hist[set_bucket((size_t)(_txkit_tls.rcur - t->rlog))], w);
-            TK_COUNT(c->wset_hist[set_bucket(t->wset.len)], w);
+        if (m->caps & TK_CAP_SOFTWARE) {
+            TK_COUNT(c->rset_hist[set_bucket((size_t)(_txkit_tls.rcur - t->stm.rlog))], w);
+            TK_COUNT(c->wset_hist[set_bucket(t->stm.wset.len)], w);
         }
     }
     tk_stats_close(t);
@@ -392,15 +210,14 @@ counted:
 /* Roll back a software attempt and leave the thread outside any transaction. */
 void tk_abort_attempt(tk_thread *t, int cause) {
     const struct tk_method *m = t->ctl.m;
-    if (t->vis_active)
-        tk_vis_note_abort(t);
+    tk_hooks_run(TK_HOOK_ABORTING, t, cause);
     m->rollback(t);
     count_abort(t, m, cause);
     t->ctl.irrevocable = 0;
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
-    if (TXKIT_UNLIKELY(t->cx.mode || tk_cx_owned(t)))
-        tk_cx_reset_after_abort(t); /* after the rollback: locks it held */
+    tk_hooks_run(TK_HOOK_ABORTED, t, cause); /* after the rollback: cx locks it held */
+    t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED); /* nothing left to release */
     if (t->handlers.len | t->allocs.len | t->frees.len) {
         struct tk_txctl saved = t->ctl;
         tk_discard_effects(t, 0);
@@ -408,10 +225,10 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     }
     if (cause == TXKIT_CAUSE_IRREVOCABLE && !t->ctl.irr_token)
         t->ctl.force_serial = 1;
-    if (m == &tk_method_stm) {
+    if (m->caps & TK_CAP_SOFTWARE) {
         /* Aborts a manager decided do not lead to the serial fallback: its
          * order guarantees the winner's progress, and serial would ignore it. */
-        if (!t->vis_decided) {
+        if (!t->vis.decided) {
             t->ctl.stm_aborts++;
             /* NOrec decided by validation, against this reader. Under backoff
              * that is the decision: count it, and whether it went against a
@@ -420,7 +237,7 @@ void tk_abort_attempt(tk_thread *t, int cause) {
             if (cause == TXKIT_CAUSE_CONFLICT) {
                 if (!tk_vis_on) {
                     tk_prio_refresh(t);
-                    tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED), t->prio);
+                    tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED), t->cm.prio);
                 } else if (!tk_cfg.stats_off && t->cnt) {
                     tk_stats_open(t);
                     TK_COUNT(t->cnt->cm_undecided, 1);
@@ -428,27 +245,36 @@ void tk_abort_attempt(tk_thread *t, int cause) {
                 }
             }
         }
-        t->vis_decided = 0;
+        t->vis.decided = 0;
     }
     if (!t->ctl.cancelling)
         tk_cm->on_abort(t, cause);
 }
 
-void tk_abort(tk_thread *t, int cause) {
+/* tk_abort (core.h): roll back, then resume as the front end says. */
+static TK_NORETURN void engine_abort(tk_thread *t, int cause) {
     unsigned depth = _txkit_tls.depth;
     tk_abort_attempt(t, cause);
-    if (t->ctl.kind == TK_KIND_CXX) {
-        /* Unwind to txkit::atomic; barriers of destructors on the way see a
-         * doomed attempt (loads read memory, stores are dropped). */
-        t->retry_pending = 1;
-        t->doomed = 1;
-        _txkit_tls.depth = depth;
-        _txkit_tls.access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE;
-        t->ctl.thrower();
-        TK_FATAL("the C++ restart thrower returned");
-    }
+    t->ctl.resume(t, depth);
+}
+
+/* TX_ATOMIC: the next attempt, then back to the checkpoint, "returning" 1. */
+static TK_NORETURN void resume_c(tk_thread *t, unsigned depth) {
+    (void)depth;
     tk_run_attempts(t);
-    tk_longjmp(&t->ctl.jb, t->ctl.kind == TK_KIND_ITM ? (int)tk_itm_action(t, 1) : 1);
+    tk_longjmp(&t->ctl.jb, 1);
+}
+
+/* txkit::atomic: unwind to its retry loop, which begins the next attempt;
+ * barriers of destructors on the way see a doomed attempt (loads read
+ * memory, stores are dropped). */
+static TK_NORETURN void resume_cxx(tk_thread *t, unsigned depth) {
+    t->retry_pending = 1;
+    t->doomed = 1;
+    _txkit_tls.depth = depth;
+    _txkit_tls.access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE;
+    t->ctl.thrower();
+    TK_FATAL("the C++ restart thrower returned");
 }
 
 /* ---------------------------------------------------------- entry points */
@@ -457,7 +283,15 @@ void tk_abort(tk_thread *t, int cause) {
  * first thread to get here registers it; racing ones wait for the id. */
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void tk_txn_atfork(int phase) { tk_atfork_mutex(&site_lock, phase); }
+static void txn_atfork(tk_thread *me, int phase) {
+    (void)me;
+    tk_atfork_mutex(&site_lock, phase);
+}
+
+__attribute__((constructor)) static void txn_hooks(void) {
+    tk_set_abort(engine_abort);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_TXN, txn_atfork);
+}
 
 void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line) {
     if (__atomic_load_n(&site->id, __ATOMIC_ACQUIRE))
@@ -495,6 +329,8 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_C;
+    t->ctl.code = TK_CODE_INSTRUMENTED;
+    t->ctl.resume = resume_c;
     tk_start_transaction(t, site, t->ctl.jb.rsp);
     tk_run_attempts(t);
     return 1;
@@ -534,6 +370,8 @@ int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thro
     }
     tk_site_init(site, file, "txkit::atomic", line);
     t->ctl.kind = TK_KIND_CXX;
+    t->ctl.code = TK_CODE_INSTRUMENTED;
+    t->ctl.resume = resume_cxx;
     t->ctl.thrower = thrower;
     /* txkit::atomic calls the lambda from the frame that called us: its
      * frames are below ours (a conservative bound for the private part). */
@@ -668,7 +506,7 @@ void tx_irrevocable(void) {
     tk_thread *t = tk_cur;
     if (!t || _txkit_tls.depth == 0 || t->doomed || t->ctl.irrevocable)
         return;
-    if (t->ctl.kind == TK_KIND_ITM && t->ctl.m->id == TXKIT_STM) {
+    if (t->ctl.kind == TK_KIND_ITM && (t->ctl.m->caps & TK_CAP_SOFTWARE)) {
         /* gcc goes irrevocable to run code it could not instrument: that code
          * must find our writes in memory, and nobody may see its own writes
          * half done. A software transaction holding the token keeps a write

@@ -25,6 +25,9 @@
 #include "stats/format.h"
 
 static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The contention manager's name, as cm.c last told us (tk_seg_set_cm; it
+ * does at load time too), for the header of a segment made later. */
+static char cm_name[sizeof ((struct tks_header *)0)->cm];
 static struct tks_header *seg;       /* the mapping, NULL until first use */
 static size_t seg_size;
 static int seg_fd = -1;
@@ -115,7 +118,7 @@ static void fill_header(struct tks_header *h, size_t size) {
     h->ucounters_offset = ucounters_off();
     h->max_ucounters = TKS_MAX_UCOUNTERS;
     h->file_size = size;
-    snprintf(h->cm, sizeof h->cm, "%s", tk_cm->name);
+    snprintf(h->cm, sizeof h->cm, "%s", cm_name);
     h->shared_slot = TKS_SHARED_SLOT;
     h->shared_threads = my_shared_threads = 0;
     h->nthreads = my_nthreads = 1; /* slot 0: threads that exited, added up */
@@ -511,6 +514,7 @@ unsigned tk_seg_shared_threads(void) {
 
 void tk_seg_set_cm(const char *name) {
     pthread_mutex_lock(&seg_lock);
+    snprintf(cm_name, sizeof cm_name, "%s", name);
     if (seg)
         snprintf(seg->cm, sizeof seg->cm, "%s", name);
     pthread_mutex_unlock(&seg_lock);
@@ -526,7 +530,9 @@ void tk_seg_set_ns_per_tick(double v) {
 /* fork(): the child must not write into the parent's segment. Its threads are
  * gone but the forking one, whose descriptor gets a fresh slot in a fresh
  * segment (created now: the child may run a transaction at once). */
-void tk_seg_fork_child(tk_thread *me) {
+static void seg_atfork(tk_thread *me, int phase) {
+    if (phase != TK_FORK_CHILD)
+        return;
     pthread_mutex_init(&seg_lock, NULL);
     tk_seg_shared_lo = UINTPTR_MAX;
     if (seg_fd >= 0)
@@ -623,4 +629,14 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
     free(sum);
     pthread_mutex_unlock(&seg_lock);
     return rc;
+}
+
+static void seg_thread_exit(tk_thread *t, int arg) {
+    (void)arg;
+    tk_seg_thread_detach(t);
+}
+
+__attribute__((constructor)) static void seg_hooks(void) {
+    tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_SEGMENT, seg_thread_exit);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_SEGMENT, seg_atfork);
 }

@@ -16,11 +16,11 @@
 #include <string.h>
 
 #include "arch/x86_64/rtm.h"
+#include "runtime/core.h"
 
-#define TXKIT_API_SIM __attribute__((visibility("default")))
 
-TXKIT_API_SIM int txkit_sim_rtm_script(const char *script);
-TXKIT_API_SIM unsigned long txkit_sim_rtm_violations(void);
+TK_EXPORT int txkit_sim_rtm_script(const char *script);
+TK_EXPORT unsigned long txkit_sim_rtm_violations(void);
 
 #ifndef TXKIT_SIM_RTM
 

@@ -1,4 +1,4 @@
-/* stm_vis.c - visible reads for software TM, so that a contention manager
+/* vis.c - visible reads for software TM, so that a contention manager
  * can decide conflicts (timestamp, size, prio).
  *
  * NOrec alone never knows who it conflicts with: a reader finds out at
@@ -70,41 +70,42 @@ static inline unsigned sig_bit(uintptr_t word) {
 }
 
 static int slot_get(tk_thread *t) {
-    if (TXKIT_LIKELY(t->vis_slot))
-        return t->vis_slot - 1;
+    if (TXKIT_LIKELY(t->vis.slot))
+        return t->vis.slot - 1;
     pthread_mutex_lock(&slot_lock);
     for (int i = 0; i < VIS_SLOTS; i++) {
         if (!slots[i].used) {
             slots[i].used = 1;
-            t->vis_slot = i + 1;
+            t->vis.slot = i + 1;
             if (i + 1 > slots_hi)
                 __atomic_store_n(&slots_hi, i + 1, __ATOMIC_RELEASE);
             break;
         }
     }
     pthread_mutex_unlock(&slot_lock);
-    if (!t->vis_slot)
-        t->vis_slot = -1; /* all taken: this thread stays invisible */
-    return t->vis_slot - 1;
+    if (!t->vis.slot)
+        t->vis.slot = -1; /* all taken: this thread stays invisible */
+    return t->vis.slot - 1;
 }
 
-void tk_vis_thread_exit(tk_thread *t) {
-    if (t->vis_slot > 0) {
+static void vis_thread_exit(tk_thread *t, int arg) {
+    (void)arg;
+    if (t->vis.slot > 0) {
         pthread_mutex_lock(&slot_lock);
-        slots[t->vis_slot - 1].used = 0;
+        slots[t->vis.slot - 1].used = 0;
         pthread_mutex_unlock(&slot_lock);
     }
-    t->vis_slot = 0;
+    t->vis.slot = 0;
 }
 
 /* fork(): in the child, the slots of the threads that are gone are free and
  * idle (a writer must not wait for, or be killed by, a reader that no longer
  * exists); the forking thread keeps its own. */
-void tk_vis_atfork(int phase, tk_thread *me) {
+static void vis_atfork(tk_thread *me, int phase) {
     tk_atfork_mutex(&slot_lock, phase);
     if (phase != TK_FORK_CHILD)
         return;
-    int mine = me && me->vis_slot > 0 ? me->vis_slot - 1 : -1;
+    int mine = me && me->vis.slot > 0 ? me->vis.slot - 1 : -1;
     for (int i = 0; i < VIS_SLOTS; i++) {
         if (i == mine)
             continue;
@@ -116,7 +117,7 @@ void tk_vis_atfork(int phase, tk_thread *me) {
     }
 }
 
-static inline struct vis_slot *my_slot(const tk_thread *t) { return &slots[t->vis_slot - 1]; }
+static inline struct vis_slot *my_slot(const tk_thread *t) { return &slots[t->vis.slot - 1]; }
 
 static void party_of(struct _txkit_cm_party *p, const struct vis_slot *s, unsigned id) {
     p->prio = __atomic_load_n(&s->prio, __ATOMIC_RELAXED);
@@ -126,7 +127,7 @@ static void party_of(struct _txkit_cm_party *p, const struct vis_slot *s, unsign
 }
 
 static TK_NORETURN void killed(tk_thread *t) {
-    t->vis_decided = 1;
+    t->vis.decided = 1;
     tk_abort(t, TXKIT_CAUSE_CONFLICT);
 }
 
@@ -135,24 +136,24 @@ static inline bool is_killed(const tk_thread *t) {
 }
 
 void tk_vis_begin(tk_thread *t) {
-    t->vis_active = 0;
+    t->vis.active = 0;
     if (slot_get(t) < 0)
         return;
     struct vis_slot *s = my_slot(t);
     if (t->ctl.attempts == 0)
         s->start = tk_rdtsc(); /* age counts from the first attempt */
-    s->prio = t->prio;
+    s->prio = t->cm.prio;
     s->size = 0;
     s->irrevocable = 0;
-    t->vis_nread = 0;
+    t->vis.nread = 0;
     uint64_t st = __atomic_load_n(&s->status, __ATOMIC_RELAXED);
     /* A new serial: a kill aimed at an earlier attempt fails its CAS. */
     __atomic_store_n(&s->status, ((st >> 2) + 1) << 2 | ST_ACTIVE, __ATOMIC_RELEASE);
-    t->vis_active = 1;
+    t->vis.active = 1;
 }
 
 void tk_vis_read(tk_thread *t, const void *addr, size_t size) {
-    if (!t->vis_active)
+    if (!t->vis.active)
         return;
     if (TXKIT_UNLIKELY(is_killed(t)))
         killed(t);
@@ -166,38 +167,41 @@ void tk_vis_read(tk_thread *t, const void *addr, size_t size) {
              * the data load (see the top of the file). Measured: without it,
              * about 0.5% of decisions go missing and show up as inversions. */
             __atomic_fetch_or(&s->sig[b >> 6], m, __ATOMIC_SEQ_CST);
-            t->vis_sig_touched |= 1ull << (b >> 6);
+            t->vis.sig_touched |= 1ull << (b >> 6);
         }
     }
-    t->vis_nread++;
-    __atomic_store_n(&s->size, t->vis_nread + (unsigned)t->wset.len, __ATOMIC_RELAXED);
+    t->vis.nread++;
+    __atomic_store_n(&s->size, t->vis.nread + (unsigned)t->stm.wset.len, __ATOMIC_RELAXED);
 }
 
 void tk_vis_write(tk_thread *t) {
-    if (!t->vis_active)
+    if (!t->vis.active)
         return;
     if (TXKIT_UNLIKELY(is_killed(t)))
         killed(t);
-    __atomic_store_n(&my_slot(t)->size, t->vis_nread + (unsigned)t->wset.len, __ATOMIC_RELAXED);
+    __atomic_store_n(&my_slot(t)->size, t->vis.nread + (unsigned)t->stm.wset.len, __ATOMIC_RELAXED);
 }
 
 /* An abort on the way: if a winner had killed us, it was its decision (and
  * counted there), whatever made us notice first. */
-void tk_vis_note_abort(tk_thread *t) {
-    if (t->vis_active && !t->vis_decided && is_killed(t))
-        t->vis_decided = 1;
+static void vis_note_abort(tk_thread *t, int cause) {
+    (void)cause;
+    if (!t->vis.active)
+        return;
+    if (t->vis.active && !t->vis.decided && is_killed(t))
+        t->vis.decided = 1;
 }
 
 bool tk_vis_read_commit(tk_thread *t) {
-    if (!t->vis_active || !is_killed(t))
+    if (!t->vis.active || !is_killed(t))
         return true;
-    t->vis_decided = 1;
+    t->vis.decided = 1;
     return false;
 }
 
 static bool sig_hits(const struct vis_slot *o, const tk_thread *t) {
-    const tk_wentry *e = (const tk_wentry *)t->wset.data;
-    for (size_t k = 0; k < t->wset.len; k++) {
+    const tk_wentry *e = (const tk_wentry *)t->stm.wset.data;
+    for (size_t k = 0; k < t->stm.wset.len; k++) {
         unsigned b = sig_bit(e[k].word);
         if (__atomic_load_n(&o->sig[b >> 6], __ATOMIC_RELAXED) & (1ull << (b & 63)))
             return true;
@@ -208,12 +212,12 @@ static bool sig_hits(const struct vis_slot *o, const tk_thread *t) {
 /* A writer's commit point, clock held: TK_OK, or TK_VIS_KILLED (abort), or
  * the slot of a reader that beat us (give the clock back, wait, retry). From
  * TK_OK on, nobody can kill us, and we wait for nobody.
- * TK_OK is -1: "killed" must be another value, or a killed writer would
+ * TK_OK is INT_MIN: "killed" must be another value, or a killed writer would
  * commit without deciding against the readers it overwrites (they then
  * abort by validation, undecided), and its killer's decision would be lost. */
 _Static_assert(TK_VIS_KILLED < 0 && TK_VIS_KILLED != TK_OK, "commit point results are distinct from slots");
 int tk_vis_commit_point(tk_thread *t) {
-    if (!t->vis_active)
+    if (!t->vis.active)
         return TK_OK;
     struct vis_slot *s = my_slot(t);
     uint64_t st = __atomic_load_n(&s->status, __ATOMIC_ACQUIRE);
@@ -221,7 +225,7 @@ int tk_vis_commit_point(tk_thread *t) {
     if (!pinned && (state_of(st) != ST_ACTIVE ||
                     !__atomic_compare_exchange_n(&s->status, &st, (st & ~3ull) | ST_COMMITTING,
                                                  false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))) {
-        t->vis_decided = 1;
+        t->vis.decided = 1;
         return TK_VIS_KILLED;
     }
     /* Decide against every reader we overwrite first, kill after: a writer
@@ -229,7 +233,7 @@ int tk_vis_commit_point(tk_thread *t) {
      * a commit that does not happen. A kill then fails only if that attempt
      * ended meanwhile, or is a new one, whose reads come after our clock
      * and are NOrec's to check. */
-    int me = t->vis_slot - 1, hi = __atomic_load_n(&slots_hi, __ATOMIC_ACQUIRE), nk = 0;
+    int me = t->vis.slot - 1, hi = __atomic_load_n(&slots_hi, __ATOMIC_ACQUIRE), nk = 0;
     struct {
         int slot, prio;
         uint64_t st;
@@ -247,7 +251,7 @@ int tk_vis_commit_point(tk_thread *t) {
         party_of(&b, o, (unsigned)j);
         if (!pinned && (o_irr || !tk_cm->wins(&a, &b))) {
             tk_cm_count(t, b.prio, a.prio);
-            t->vis_lost_to = ost; /* the attempt we wait out: see tk_vis_wait_for */
+            t->vis.lost_to = ost; /* the attempt we wait out: see tk_vis_wait_for */
             __atomic_store_n(&s->status, st, __ATOMIC_RELEASE); /* active again */
             return j;
         }
@@ -276,10 +280,10 @@ int tk_vis_commit_point(tk_thread *t) {
  * nobody breaks: the sanitizer lane hung in cm.noinvert that way. */
 bool tk_vis_wait_for(tk_thread *t, int j) {
     const struct vis_slot *o = &slots[j];
-    uint64_t st0 = t->vis_lost_to;
+    uint64_t st0 = t->vis.lost_to;
     for (unsigned spins = 0;; spins++) {
         if (is_killed(t)) {
-            t->vis_decided = 1;
+            t->vis.decided = 1;
             return false;
         }
         uint64_t st = __atomic_load_n(&o->status, __ATOMIC_ACQUIRE);
@@ -295,7 +299,7 @@ bool tk_vis_wait_for(tk_thread *t, int j) {
 /* Irrevocable: wins every conflict from now on and cannot be killed. False if
  * it was killed first. */
 bool tk_vis_pin(tk_thread *t) {
-    if (!t->vis_active)
+    if (!t->vis.active)
         return true;
     struct vis_slot *s = my_slot(t);
     __atomic_store_n(&s->irrevocable, 1, __ATOMIC_RELAXED);
@@ -305,19 +309,25 @@ bool tk_vis_pin(tk_thread *t) {
                                     __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         return true;
     __atomic_store_n(&s->irrevocable, 0, __ATOMIC_RELAXED);
-    t->vis_decided = 1;
+    t->vis.decided = 1;
     return false;
 }
 
 void tk_vis_end(tk_thread *t) {
-    if (!t->vis_active)
+    if (!t->vis.active)
         return;
     struct vis_slot *s = my_slot(t);
-    for (uint64_t m = t->vis_sig_touched; m; m &= m - 1)
+    for (uint64_t m = t->vis.sig_touched; m; m &= m - 1)
         __atomic_store_n(&s->sig[__builtin_ctzll(m)], 0, __ATOMIC_RELAXED);
-    t->vis_sig_touched = 0;
+    t->vis.sig_touched = 0;
     s->irrevocable = 0;
     uint64_t st = __atomic_load_n(&s->status, __ATOMIC_RELAXED);
     __atomic_store_n(&s->status, (st & ~3ull) | ST_IDLE, __ATOMIC_RELEASE);
-    t->vis_active = 0;
+    t->vis.active = 0;
+}
+
+__attribute__((constructor)) static void vis_hooks(void) {
+    tk_hook_add(TK_HOOK_ABORTING, 10, vis_note_abort);
+    tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_VIS, vis_thread_exit);
+    tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_VIS, vis_atfork);
 }

@@ -1,0 +1,28 @@
+/* cx_thread.h - cx lock sections' (cx/cx.c) part of the thread descriptor:
+ * tk_thread.cx. Written by its owner thread only, in cx.c (sections, the
+ * subscriptions of its transactions, the hooks after commit and abort). */
+#ifndef TK_CX_THREAD_H
+#define TK_CX_THREAD_H
+
+#include "runtime/core.h"
+
+struct cx_lock;
+struct tks_counters;
+struct tk_cx {
+    int mode;                     /* enum cx_mode (include/txkit/cx.h) */
+    unsigned depth;               /* nesting depth of sections */
+    unsigned txdepth;             /* sections of a transaction run inside an exclusive one */
+    struct cx_lock *lock;         /* the outermost section's lock */
+    struct tks_counters *cnt;     /* its statistics entry */
+    unsigned tries;               /* hardware attempts of the current entry */
+    unsigned nheld, held_cap;
+    struct cx_lock **held;        /* held exclusively by sections outside transactions */
+    /* Owned by the running transaction attempt, not by its sections: kept
+     * after cx_unlock until the attempt commits or has rolled back. */
+    unsigned ntxheld, txheld_cap;
+    struct cx_lock **txheld;      /* held for real (serial, irrevocable) */
+    unsigned nsubs, subs_cap;
+    struct cx_lock **subs;        /* a software transaction depends on */
+};
+
+#endif /* TK_CX_THREAD_H */

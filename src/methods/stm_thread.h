@@ -1,0 +1,42 @@
+/* stm_thread.h - software TM's (NOrec, methods/stm_norec.c) part of the
+ * thread descriptor: tk_thread.stm. Written by its owner thread only, in
+ * stm_norec.c (thread_init/fini, begin, barriers, commit, rollback);
+ * read elsewhere only for statistics at commit (txn.c) and by the visible
+ * reads (vis.c, the write set's words). */
+#ifndef TK_STM_THREAD_H
+#define TK_STM_THREAD_H
+
+#include "runtime/core.h"
+
+/* Software read log entry: the exact bytes read, revalidated by value. Its
+ * layout is public (the inline read barrier in txkit/tx.h appends to it). */
+typedef struct _txkit_rentry tk_rentry;
+
+/* Software write set: one entry per 8-byte word, with a byte mask. */
+typedef struct tk_wentry {
+    uintptr_t word;
+    uint64_t data;
+    uint8_t mask;
+} tk_wentry;
+
+/* Per-thread hash index over the write set (open addressing, no clearing:
+ * a slot is live when its generation matches). */
+typedef struct tk_wslot {
+    uintptr_t word;
+    uint32_t idx;
+    uint32_t gen;
+} tk_wslot;
+
+struct tk_stm_thread {
+    uint64_t hsnap;      /* hardware-commit counter seen consistent: stm_begin, revalidation */
+    int sw_registered;   /* counted in tk_g.sw_active: stm_begin sets, commit/rollback clear */
+    tk_rentry *rlog;     /* read log (grown by the barriers); its fill pointer and end are in
+                          * _txkit_tls (rcur, rend) for the inline barrier; the snapshot and
+                          * write bloom too (snap, wbloom) */
+    tk_vec wset;         /* tk_wentry, in first-write order: stores append, begin empties */
+    tk_wslot *windex;    /* hash index over wset, capacity windex_mask + 1: thread_init, stores */
+    uint32_t windex_mask; /* thread_init, index growth */
+    uint32_t wgen;       /* generation of live windex slots: bumped by every ws_clear */
+};
+
+#endif /* TK_STM_THREAD_H */

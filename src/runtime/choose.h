@@ -1,0 +1,123 @@
+/* choose.h - the part of the method policy (runtime/policy.c) on the
+ * engine's per-attempt path: which method runs the next attempt. Inline in
+ * the engine (txn.c), as it was before the policy had a file of its own: a
+ * call there costs about 1% of a small software transaction. */
+#ifndef TK_CHOOSE_H
+#define TK_CHOOSE_H
+
+#include <time.h>
+
+#include "methods/method.h"
+
+/* The public methods the policy chooses among (methods/table.c). */
+#define M_HTM (tk_method_table[TXKIT_HTM])
+#define M_STM (tk_method_table[TXKIT_STM])
+#define M_SERIAL (tk_method_table[TXKIT_SERIAL])
+
+#define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
+#define SOLO_QUIET_NS 5000000 /* others idle this long: run alone (serially) */
+
+/* Auto method: is this thread running transactions alone right now? */
+static inline bool tk_auto_solo(tk_thread *t) {
+    uintptr_t me = (uintptr_t)t;
+    uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
+    if (s == me)
+        return true;
+    if (tk_irr_other(t)) /* another thread is irrevocable: readers must not serialize */
+        return false;
+    if (s == 0)
+        return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED) ||
+               s == me;
+    if (s != TK_SOLO_SHARED) {
+        /* Someone else ran alone until now: tell it that it no longer does. */
+        __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+        t->policy.quiet_checks = 0;
+        return false;
+    }
+    /* Shared: look now and then whether the others went quiet - for a while,
+     * not just for a few hundred of our transactions (a preempted thread is
+     * not a gone one). */
+    if (t->policy.solo_countdown--)
+        return false;
+    t->policy.solo_countdown = SOLO_CHECK_EVERY;
+    uint64_t others = tk_others_transactions(t);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (others != t->policy.others_seen) {
+        t->policy.others_seen = others;
+        t->policy.others_active_ns = now;
+        t->policy.quiet_checks = 0;
+        return false;
+    }
+    t->policy.quiet_checks++;
+    if (t->policy.quiet_checks >= 2 && now - t->policy.others_active_ns >= SOLO_QUIET_NS) {
+        t->policy.quiet_checks = 0;
+        return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED);
+    }
+    return false;
+}
+
+static inline bool tk_site_skips_htm(tk_thread *t, txkit_site_t *site) {
+    if (TXKIT_UNLIKELY(t->policy.htm_pen_left) && t->policy.htm_pen_site == site) {
+        t->policy.htm_pen_left--;
+        return true;
+    }
+    unsigned n = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
+    if (n == 0)
+        return false;
+    __atomic_store_n(&site->htm_fail, n - 1, __ATOMIC_RELAXED);
+    return true;
+}
+
+
+/* Software attempts left before the serial fallback: aborts of any kind, and
+ * attempts that ran out of their revalidation budget (every transaction must
+ * finish, also one whose reads all stay valid while others keep committing). */
+static inline bool tk_stm_budget_left(const tk_thread *t) {
+    return t->ctl.stm_aborts < tk_cfg.stm_retries && t->ctl.reval_aborts < TK_REVAL_ABORTS;
+}
+
+/* The method of t's next attempt. Owner thread, before each attempt. */
+static inline const struct tk_method *tk_choose_method(tk_thread *t) {
+    if (t->ctl.force_serial)
+        return M_SERIAL;
+    if (t->ctl.irr_token) /* irrevocable from the start, in software */
+        return M_STM;
+    int cfg = tk_configured_method(t);
+    if (TXKIT_UNLIKELY(t->ctl.code != TK_CODE_INSTRUMENTED)) { /* gcc code */
+        unsigned p = t->ctl.code;
+        if (p & TK_CODE_GOES_IRREVOCABLE) /* would abort in hardware, upgrade in software */
+            return M_SERIAL;
+        if (!(p & TK_CODE_INSTRUMENTED)) /* no barriers to run software TM with */
+            return tk_g.hybrid && cfg != TXKIT_SERIAL && cfg != TXKIT_STM &&
+                           t->ctl.htm_tries < tk_cfg.htm_retries
+                       ? M_HTM
+                       : M_SERIAL;
+    }
+    switch (cfg) {
+    case TXKIT_SERIAL:
+        return M_SERIAL;
+    case TXKIT_HTM:
+        return tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries ? M_HTM
+                                                                : M_SERIAL;
+    case TXKIT_STM:
+        return tk_stm_budget_left(t) ? M_STM : M_SERIAL;
+    default:
+        if (TXKIT_UNLIKELY(cfg >= TXKIT_NMETHODS)) /* one selected by name */
+            return tk_method_table[cfg];
+        if (t->ctl.attempts == 0 && tk_auto_solo(t))
+            return M_SERIAL;
+        if (t->ctl.m == M_SERIAL && t->ctl.attempts > 0)
+            return M_SERIAL; /* solo attempt restarted: stay serial */
+        if (tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries &&
+            !(t->ctl.attempts == 0 && tk_site_skips_htm(t, t->ctl.site)))
+            return M_HTM;
+        return tk_stm_budget_left(t) ? M_STM : M_SERIAL;
+    }
+}
+
+#endif /* TK_CHOOSE_H */

@@ -1,0 +1,100 @@
+/* policy.c - which method runs the next attempt, and what a hardware abort
+ * changes for the next one (like libitm's retry.cc): the auto method's solo
+ * mode, the HTM retry policy, sites that skip hardware. */
+#include <time.h>
+
+#include "methods/method.h"
+#include "runtime/choose.h"
+
+#define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
+#define HTM_ZERO_RETRIES 2   /* hardware retries of a status-0 abort (interrupts, faults) */
+
+/* Can this transaction run as software TM (it has barriers)? */
+static bool software_possible(const tk_thread *t) {
+    return t->ctl.code & TK_CODE_INSTRUMENTED;
+}
+
+/* After a hardware abort: decide how the next attempt differs. */
+void tk_htm_policy(tk_thread *t, int cause) {
+    switch (cause) {
+    case TXKIT_CAUSE_LOCKED:
+        if (t->ctl.htm_irr_other) {
+            t->ctl.htm_irr_other = 0;
+            /* Another transaction is irrevocable, maybe for long: go on in
+             * software, whose readers do not wait for it, where possible. */
+            if (software_possible(t)) {
+                t->ctl.htm_tries = tk_cfg.htm_retries;
+                return;
+            }
+            tk_wait_no_irrevocable(t);
+        }
+        /* A serial transaction or a commit ran: wait for it outside, retry. */
+        tk_wait_clock_even();
+        if (++t->ctl.htm_locked_waits % 8 == 0)
+            t->ctl.htm_tries++;
+        return;
+    case TXKIT_CAUSE_UNSUPPORTED:
+        /* Status 0: a system call or an instruction RTM never runs, but also
+         * an interrupt, a first-touch page fault, a TLB shootdown. Retry a
+         * few times; then this thread (not every one) leaves hardware for
+         * this site for a while, longer each time it recurs. */
+        if (++t->ctl.htm_zero <= HTM_ZERO_RETRIES) {
+            t->ctl.htm_tries++;
+            return;
+        }
+        t->ctl.htm_tries = tk_cfg.htm_retries;
+        if (t->ctl.site) {
+            t->policy.htm_pen_len = t->policy.htm_pen_site == t->ctl.site && t->policy.htm_pen_len
+                                 ? (t->policy.htm_pen_len < SITE_HTM_SKIP ? t->policy.htm_pen_len * 2 : SITE_HTM_SKIP)
+                                 : 1;
+            t->policy.htm_pen_site = t->ctl.site;
+            t->policy.htm_pen_left = t->policy.htm_pen_len;
+        }
+        return;
+    case TXKIT_CAUSE_CAPACITY:
+    case TXKIT_CAUSE_NESTED:
+        /* Retrying in hardware will not help (RTM-FACTS: status 0 means never). */
+        t->ctl.htm_tries = tk_cfg.htm_retries;
+        if (t->ctl.site)
+            __atomic_store_n(&t->ctl.site->htm_fail, SITE_HTM_SKIP, __ATOMIC_RELAXED);
+        return;
+    case TXKIT_CAUSE_IRREVOCABLE:
+        /* Run again irrevocable from the start: in software holding the
+         * token for TX_ATOMIC blocks, else (gcc code, which then runs
+         * uninstrumented functions; see tx_irrevocable) serially. */
+        if (t->ctl.kind != TK_KIND_ITM)
+            tk_irr_take(t);
+        else
+            t->ctl.force_serial = 1;
+        return;
+    case TXKIT_CAUSE_CONFLICT:
+        /* The CPU decided that conflict, blind to priorities: with a manager
+         * that orders transactions, retry where it decides (software). */
+        if (tk_vis_on && software_possible(t)) {
+            t->ctl.htm_tries = tk_cfg.htm_retries;
+            return;
+        }
+        t->ctl.htm_tries++;
+        tk_cm->on_abort(t, cause);
+        return;
+    default:
+        t->ctl.htm_tries++;
+        tk_cm->on_abort(t, cause);
+        return;
+    }
+}
+
+/* Serial is the last resort: a transaction gets at most TK_FAULT_SERIAL_MAX
+ * injected serial aborts, so that every one finishes, even at serial=1. */
+bool tk_fault_hit(tk_thread *t, int method) {
+    double p = tk_cfg.fault[method];
+    if (p <= 0.0)
+        return false;
+    if (method == TXKIT_SERIAL && t->ctl.serial_injected >= TK_FAULT_SERIAL_MAX)
+        return false;
+    if ((double)(tk_rand(t) >> 11) * 0x1.0p-53 >= p)
+        return false;
+    if (method == TXKIT_SERIAL)
+        t->ctl.serial_injected++;
+    return true;
+}

@@ -1,0 +1,32 @@
+/* policy.h - the method policy (runtime/policy.c) and its part of the
+ * thread descriptor, tk_thread.policy. */
+#ifndef TK_POLICY_H
+#define TK_POLICY_H
+
+#include "runtime/core.h"
+
+struct tk_method;
+
+/* Written by the owner thread only, in policy.c (choosing a method, after a
+ * hardware abort), except htm_pen_len, which txn.c resets at a hardware commit. */
+struct tk_policy_thread {
+    /* auto method: detecting that this thread runs alone */
+    unsigned solo_countdown; /* transactions until the next check */
+    unsigned quiet_checks;   /* checks in a row that saw no other thread */
+    uint64_t others_seen;    /* others' transactions at the last check */
+    uint64_t others_active_ns; /* when they were last seen moving */
+    /* this thread's hardware penalty for one site after repeated status-0
+     * aborts: transactions left to skip, and the next length, which doubles
+     * while they recur and resets at a hardware commit */
+    txkit_site_t *htm_pen_site;
+    unsigned htm_pen_left, htm_pen_len;
+};
+
+/* The method of t's next attempt: tk_choose_method, runtime/choose.h (inline). */
+/* After a hardware abort with cause: how the next attempt differs (policy.c). Owner thread. */
+TK_HIDDEN void tk_htm_policy(tk_thread *t, int cause);
+/* Whether to inject an abort into t's next attempt, of method (its thread only). */
+TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
+#define TK_FAULT_SERIAL_MAX 8u
+
+#endif /* TK_POLICY_H */

@@ -1,0 +1,34 @@
+/* undo.c - the undo log: old bytes of in-place writes, put back on abort.
+ * Used by the methods that write in place (TK_CAP_UNDO_LOG: serial, glock),
+ * by software TM for memory it writes in place, and by the gcc ABI layer
+ * (nested cancel, _ITM_dropReferences). Owner thread only. */
+#include <string.h>
+
+#include "runtime/internal.h"
+
+void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
+    const char *a = addr;
+    while (size) {
+        size_t n = size < 8 ? size : 8;
+        tk_uentry *u = tk_vec_push(&t->ulog, sizeof *u);
+        if (!u)
+            TK_FATAL("out of memory growing the undo log");
+        u->addr = (void *)a;
+        u->size = (uint32_t)n;
+        u->old = 0;
+        memcpy(&u->old, a, n);
+        a += n;
+        size -= n;
+    }
+}
+
+void tk_undo_apply(tk_thread *t, size_t keep, uintptr_t dead_top) {
+    uintptr_t dead = dead_top > t->stk_lo ? dead_top - t->stk_lo : 0;
+    for (size_t i = t->ulog.len; i-- > keep;) {
+        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
+        if ((uintptr_t)u->addr - t->stk_lo < dead)
+            continue; /* a frame that is gone: maybe the rollback's own now */
+        memcpy(u->addr, &u->old, u->size);
+    }
+    t->ulog.len = keep;
+}
