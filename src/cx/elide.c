@@ -310,8 +310,11 @@ static void fork_child(void) {
     memset(tab, 0, sizeof tab);
 }
 
+static int elide_has_mutex(uint64_t key);
+
 __attribute__((constructor(101))) static void elide_init(void) {
     dl_iterate_phdr(find_self, (void *)(uintptr_t)&elide_init);
+    tk_lock_reported_elsewhere = elide_has_mutex;
     pthread_atfork(NULL, NULL, fork_child);
 }
 
@@ -435,7 +438,7 @@ static double pct(uint64_t n, uint64_t d) { return d ? 100.0 * (double)n / (doub
 
 /* Whether key is a mutex of this table: its lines in the exit summary are
  * _txkit_elide_report's, not tk_seg_print_locks'. */
-int tk_elide_has_mutex(uint64_t key) {
+static int elide_has_mutex(uint64_t key) {
     for (unsigned i = 0; i < EL_TAB_SIZE; i++)
         if (__atomic_load_n(&tab[i].key, __ATOMIC_ACQUIRE) == (uintptr_t)key)
             return 1;

@@ -156,6 +156,8 @@ static struct hook {
 } hooks[TK_NHOOKS][HOOKS_MAX];
 static unsigned nhooks[TK_NHOOKS];
 
+int (*tk_lock_reported_elsewhere)(uint64_t key);
+
 void tk_hook_add(enum tk_hook_point p, int order, tk_hook_fn fn) {
     TK_ASSERT(p < TK_NHOOKS && nhooks[p] < HOOKS_MAX);
     unsigned i = nhooks[p]++;

@@ -173,6 +173,12 @@ TK_HIDDEN void tk_hooks_run(enum tk_hook_point p, tk_thread *t, int arg);
 TK_HIDDEN void tk_hooks_run_reverse(enum tk_hook_point p, tk_thread *t, int arg);
 #define TK_HOOK_ARMED(p) (1u << (p))
 
+/* Set at load time by an extension that prints its own locks' lines in the
+ * exit summary (cx/elide.c: the mutexes the preload elides), so that
+ * stats/segment.c leaves them out: 1 for such a lock key. NULL: none. Called
+ * from any thread; the predicate must be lock-free. */
+extern int (*tk_lock_reported_elsewhere)(uint64_t key) TK_HIDDEN;
+
 /* ------------------------------------------------------------- randomness */
 
 /* Next number of t's generator (owner thread). */

@@ -285,8 +285,6 @@ TK_HIDDEN void tk_seg_sum(struct tks_counters *out, unsigned *threads);
 /* Print one line per cx lock entered, elided mutexes aside (they have their
  * own lines); any thread, takes the segment's lock. */
 TK_HIDDEN void tk_seg_print_locks(FILE *f);
-/* Whether key is a mutex the preload library elides (cx/elide.c). Any thread, lock-free. */
-TK_HIDDEN int tk_elide_has_mutex(uint64_t key);
 /* Threads that counted in the shared slot so far (any thread). */
 TK_HIDDEN unsigned tk_seg_shared_threads(void);
 TK_HIDDEN void tk_seg_unpublish(void);

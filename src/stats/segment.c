@@ -481,7 +481,8 @@ void tk_seg_print_locks(FILE *f) {
         struct tks_site *sites = seg_sites();
         unsigned nthreads = my_nthreads, nsites = my_nsites, shown = 0;
         for (unsigned s = 0; s < nsites; s++) {
-            if (sites[s].kind != TKS_SITE_LOCK || tk_elide_has_mutex(sites[s].key))
+            if (sites[s].kind != TKS_SITE_LOCK ||
+                (tk_lock_reported_elsewhere && tk_lock_reported_elsewhere(sites[s].key)))
                 continue;
             struct tks_counters c;
             memset(&c, 0, sizeof c);
