@@ -3,6 +3,7 @@
  * Environment (each bad value is reported on stderr naming the variable, and
  * ignored; the library never exits the process):
  *   TXKIT_METHOD=auto|htm|stm|serial
+ *   ITM_DEFAULT_METHOD=serialirr|serial|ml_wt|gl_wt|htm  GCC libitm's, without TXKIT_METHOD
  *   TXKIT_HTM_RETRIES=N   hardware attempts after conflicts before software (default 4)
  *   TXKIT_STM_RETRIES=N   software aborts before the serial fallback (default 16)
  *   TXKIT_FAULT=P | htm=P,stm=P,serial=P   abort-injection probabilities
@@ -152,11 +153,43 @@ static void parse_fault(void) {
     }
 }
 
+/* GCC's libitm reads ITM_DEFAULT_METHOD; programs and scripts written for it
+ * set it. Without TXKIT_METHOD, its methods map to ours: the serial ones to
+ * serial, the write-through software ones to stm, htm to htm. */
+static void parse_itm_default_method(void) {
+    const char *v = getenv("ITM_DEFAULT_METHOD");
+    if (!v || !*v)
+        return;
+    static const struct {
+        const char *itm;
+        txkit_method_t m;
+    } map[] = {{"serialirr", TXKIT_SERIAL}, {"serialirr_onwrite", TXKIT_SERIAL},
+               {"serial", TXKIT_SERIAL},    {"ml_wt", TXKIT_STM},
+               {"gl_wt", TXKIT_STM},        {"htm", TXKIT_HTM}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        if (strcasecmp(v, map[i].itm) != 0)
+            continue;
+        if (map[i].m == TXKIT_HTM && !tk_g.hybrid) {
+            char why[160];
+            snprintf(why, sizeof why, "RTM is not usable here (%s); using auto", rtm.reason);
+            env_warn("ITM_DEFAULT_METHOD", v, why);
+            return;
+        }
+        tk_cfg.method = map[i].m;
+        return;
+    }
+    env_warn("ITM_DEFAULT_METHOD", v,
+             "not a GCC libitm method txkit maps (serialirr, serialirr_onwrite, serial: serial; "
+             "ml_wt, gl_wt: stm; htm: htm); using auto");
+}
+
 static void parse_method(void) {
     const char *v = getenv("TXKIT_METHOD");
     txkit_method_t m;
-    if (!v || !*v)
+    if (!v || !*v) {
+        parse_itm_default_method();
         return;
+    }
     if (txkit_method_parse(v, &m) != 0) {
         int hidden = tk_method_lookup(v); /* a method selected by name only (tests) */
         if (hidden >= TXKIT_NMETHODS) {

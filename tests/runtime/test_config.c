@@ -231,6 +231,21 @@ static void test_version_and_rtm_info(void) {
            info.usable, info.reason);
 }
 
+/* ================================================ ITM_DEFAULT_METHOD
+ * Registered as api.config.itm_default.<itm method> with ITM_DEFAULT_METHOD
+ * and ITM_EXPECT (the txkit method it must map to) set, TXKIT_METHOD empty. */
+static void test_itm_default_method(void) {
+    const char *want = getenv("ITM_EXPECT");
+    if (!want) {
+        printf("    (only with ITM_EXPECT set: api.config.itm_default.*)\n");
+        return;
+    }
+    txkit_method_t m;
+    CHECK_EQ(txkit_method_parse(want, &m), 0);
+    CHECK_MSG(txkit_get_method() == m, "ITM_DEFAULT_METHOD=%s: method %s, expected %s",
+              getenv("ITM_DEFAULT_METHOD"), txkit_method_name(txkit_get_method()), want);
+}
+
 /* ================================================================== main */
 
 static const struct tk_test tests[] = {
@@ -239,6 +254,7 @@ static const struct tk_test tests[] = {
     {"fault_progress", test_fault_progress},
     {"set_fault_errors", test_set_fault_errors},
     {"version_and_rtm_info", test_version_and_rtm_info},
+    {"itm_default_method", test_itm_default_method},
 };
 
 int main(int argc, char **argv) {
