@@ -178,6 +178,12 @@ static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
 static TK_NORETURN void itm_resume(tk_thread *t, unsigned depth) {
     (void)depth;
     tk_run_attempts(t);
+    /* The next attempt ran in hardware and was cancelled ([[outer]]): it is
+     * over, outside any transaction. Running the code again from here would
+     * run it with no transaction at all (found on RTM: a software abort, then
+     * a hardware attempt that cancels; apps.vacation.auto). */
+    if (t->ctl.cancelled)
+        tk_longjmp(&t->ctl.jb, TK_A_ABORT | TK_A_RESTORE_LIVE);
     tk_longjmp(&t->ctl.jb, (int)itm_action(t, 1));
 }
 
@@ -332,6 +338,13 @@ TK_EXPORT void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t resuming_id
 }
 
 TK_EXPORT void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
+    /* A hardware attempt forgets its registrations when it aborts, and then
+     * a __transaction_cancel would run none of its undo actions: such a
+     * transaction continues in software (libitm never runs a transaction
+     * that may cancel in hardware). */
+    tk_thread *t = tk_cur;
+    if (t && _txkit_tls.depth && (t->ctl.m->caps & TK_CAP_HARDWARE))
+        t->ctl.m->explicit_abort(t, -TK_XCODE_SOFTWARE);
     if (tx_on_abort(fn, arg) != 0)
         TK_FATAL("out of memory registering an undo action");
 }

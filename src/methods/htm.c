@@ -33,6 +33,9 @@ static int classify(tk_thread *t, unsigned status) {
         case TK_XCODE_SERIAL:
             t->ctl.force_serial = 1;
             return TXKIT_CAUSE_EXPLICIT;
+        case TK_XCODE_SOFTWARE:
+            t->ctl.htm_tries = ~0u / 2; /* the rest of this transaction in software */
+            return TXKIT_CAUSE_UNSUPPORTED;
         default:
             __atomic_store_n(&t->cnt->explicit_code, TK_XA_CODE(status), __ATOMIC_RELAXED);
             return TXKIT_CAUSE_EXPLICIT;
@@ -100,8 +103,8 @@ TK_RTM_FN static int htm_make_irrevocable(tk_thread *t) {
     return TXKIT_CAUSE_IRREVOCABLE; /* not reached */
 }
 
-/* cause: a txkit_cause_t, or minus a TK_XCODE_CANCEL_* code (gcc cancel) or
- * of TK_XCODE_SERIAL. */
+/* cause: a txkit_cause_t, or minus a TK_XCODE_CANCEL_* code (gcc cancel), of
+ * TK_XCODE_SERIAL or of TK_XCODE_SOFTWARE. */
 TK_RTM_FN static void htm_explicit_abort(tk_thread *t, int cause) {
     (void)t;
     switch (cause) {
@@ -116,6 +119,9 @@ TK_RTM_FN static void htm_explicit_abort(tk_thread *t, int cause) {
         break;
     case -TK_XCODE_SERIAL:
         TK_XABORT(TK_XCODE_SERIAL);
+        break;
+    case -TK_XCODE_SOFTWARE:
+        TK_XABORT(TK_XCODE_SOFTWARE);
         break;
     default:
         TK_XABORT(TK_XCODE_RESTART);

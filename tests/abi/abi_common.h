@@ -59,6 +59,10 @@ const char *_ITM_libraryVersion(void) ABI_PURE;
  * with file:line and makes abi_finish() return 1, unless ABI_XFAIL or
  * ABI_MAYFAIL names it. Call it outside transactions. */
 void abi_expect_at(const char *file, int line, const char *name, int ok, const char *detail);
+/* Whether check name is not counted in this run (ABI_MAYFAIL, or
+ * ABI_LIBITM_HTM_MAYFAIL on libitm's HTM method): a SUMMARY leaves out what
+ * it measured. */
+int abi_may_fail(const char *name);
 #define ABI_EXPECT(name, cond, detail) abi_expect_at(__FILE__, __LINE__, name, !!(cond), detail)
 
 /* Runs fn() in a child process (fork) as the named check `name`: it passes
@@ -83,6 +87,10 @@ int abi_finish(void);
 
 /* 1 when the runtime is txkit (drop-in or linked), 0 for libitm. */
 int abi_on_txkit(void);
+
+/* 1 when called inside a hardware (RTM) transaction: the CPU has RTM and
+ * XTEST says so. 0 elsewhere, and on CPUs without RTM. */
+ABI_PURE int abi_in_hardware(void);
 
 /* Counts an attempt of a transaction (call it first thing in the body: an
  * attempt that aborts and runs again counts again). */

@@ -32,6 +32,7 @@ static inline void tk_cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory
 #define TK_XCODE_CANCEL_NESTED 0xf6 /* __transaction_cancel of a nested one: redo in software */
 #define TK_XCODE_SERIAL 0xf7        /* needs an undo log in place (_ITM_dropReferences): serial */
 #define TK_XCODE_IRR_OTHER 0xf8     /* another thread is irrevocable: go on in software */
+#define TK_XCODE_SOFTWARE 0xf9      /* needs what only software keeps (an undo action) */
 
 struct txkit_rtm_info;
 /* Detect once (CPUID, then a probe when CPUID allows); thread-safe. */

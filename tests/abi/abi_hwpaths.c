@@ -1,0 +1,144 @@
+/* abi_hwpaths.c - the gcc ABI's hardware paths on any CPU, in a build whose
+ * RTM instructions go through the simulator (-DTXKIT_SIM_RTM=ON; elsewhere
+ * exit 77). Linked with libtxkit. Found on real RTM first (issue 12):
+ *
+ * usage: abi_hwpaths CASE
+ *   cancel_resume   (auto, two threads) a software attempt aborts, the next
+ *                   one runs in hardware and is cancelled ([[outer]]): the
+ *                   transaction ends there, cancelled. Before the fix the
+ *                   engine resumed the code with no transaction at all, and
+ *                   its cancel then stopped the program with
+ *                   "_ITM_abortTransaction outside a transaction"
+ *                   (apps.vacation.auto.t2 on an RTM machine).
+ *   undo_cancel     (htm) a transaction that registers an undo action and
+ *                   then cancels runs the action once: a hardware attempt
+ *                   forgets its registrations at the abort, so registering
+ *                   one continues in software (abi.actions.*.htm on RTM)
+ *
+ * Each case scripts the XBEGIN outcomes (src/arch/x86_64/rtm.h); simulated
+ * transactions that start run for real, so the bodies cancel before they
+ * write anything shared.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <txkit.h>
+
+#include "abi_common.h"
+
+extern int txkit_sim_rtm_script(const char *script);
+extern unsigned long txkit_sim_rtm_violations(void);
+
+static void need_sim(const char *script) {
+    struct txkit_rtm_info info;
+    txkit_rtm_info(&info);
+    if (strcmp(info.vendor, "simulated") != 0) {
+        printf("SKIP abi_hwpaths: needs a -DTXKIT_SIM_RTM=ON build\n");
+        exit(ABI_SKIP_CODE);
+    }
+    CHECK_EQ(txkit_sim_rtm_script(script), 0);
+}
+
+long x;
+static long attempts;     /* attempts of the current transaction (not undone) */
+long cancel_from = 1000;  /* the attempt that cancels (extern: not folded) */
+
+ABI_PURE static long next_attempt(void) { return ++attempts; }
+
+/* One gcc transaction site for every call: its hardware failures are
+ * remembered per site. */
+__attribute__((noinline)) static void bump_or_cancel(void) {
+    __transaction_atomic {
+        if (next_attempt() >= cancel_from)
+            __transaction_cancel;
+        x++;
+    }
+}
+
+static int partner_phase; /* 1: its transaction is done; 2: it may exit */
+
+/* A second thread that ran a transaction and stays: auto does not run the
+ * main thread alone (serially). */
+static void *partner(void *arg) {
+    (void)arg;
+    __transaction_atomic { x++; }
+    __atomic_store_n(&partner_phase, 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&partner_phase, __ATOMIC_ACQUIRE) != 2)
+        usleep(1000);
+    return NULL;
+}
+
+static void cancel_resume(void) {
+    /* XBEGIN 1 (transaction A): capacity - the site skips hardware for a
+     * while; every later XBEGIN starts. */
+    need_sim("capacity,start");
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, partner, NULL), 0);
+    while (__atomic_load_n(&partner_phase, __ATOMIC_ACQUIRE) != 1)
+        usleep(1000);
+    /* every software commit aborts (injected): A ends serially */
+    CHECK_EQ(txkit_set_fault(TXKIT_STM, 1.0), 0);
+    attempts = 0;
+    bump_or_cancel(); /* A: hardware (capacity), software x16 (injected), serial */
+    CHECK_EQ(x, 2);
+    /* B: software first (the site skips hardware), injected abort, then
+     * hardware (start), which cancels */
+    attempts = 0;
+    cancel_from = 2;
+    bump_or_cancel();
+    CHECK_EQ(attempts, 2);
+    CHECK_EQ(x, 2);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+    __atomic_store_n(&partner_phase, 2, __ATOMIC_RELEASE);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    printf("PASS abi_hwpaths cancel_resume: cancelled in hardware after a software abort, "
+           "%ld attempts\n", attempts);
+}
+
+static int undo_runs;
+static void count_undo(void *arg) {
+    (void)arg;
+    undo_runs++;
+}
+
+static void undo_cancel(void) {
+    need_sim("start");
+    __transaction_atomic {
+        _ITM_addUserUndoAction(count_undo, NULL);
+        if (cancel_from > 0)
+            __transaction_cancel;
+        x++;
+    }
+    CHECK_EQ(undo_runs, 1);
+    CHECK_EQ(x, 0);
+    cancel_from = 0;
+    __transaction_atomic { /* no cancel: committed, no undo */
+        _ITM_addUserUndoAction(count_undo, NULL);
+        if (cancel_from > 0)
+            __transaction_cancel;
+        x++;
+    }
+    CHECK_EQ(undo_runs, 1);
+    CHECK_EQ(x, 1);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+    printf("PASS abi_hwpaths undo_cancel: the undo action of a cancelled transaction ran once\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: abi_hwpaths cancel_resume|undo_cancel\n");
+        return 2;
+    }
+    if (!strcmp(argv[1], "cancel_resume"))
+        cancel_resume();
+    else if (!strcmp(argv[1], "undo_cancel"))
+        undo_cancel();
+    else {
+        fprintf(stderr, "abi_hwpaths: unknown case %s\n", argv[1]);
+        return 2;
+    }
+    return 0;
+}
