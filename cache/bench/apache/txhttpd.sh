@@ -26,7 +26,10 @@
 #                calls bind to it instead of libtxkit. Checked after start: the
 #                child has libitm mapped. (The tests also check that no txkit
 #                transaction is counted in that mode: TxCommits 0 on
-#                /server-status?auto while the cache serves hits.)
+#                /server-status?auto while the cache serves hits.) Its method
+#                is ml_wt unless ITM_DEFAULT_METHOD says otherwise: where the
+#                CPU has RTM, libitm's default is its HTM method, which loses
+#                commit actions, and the cache's references with them.
 #   lock-preload lock with LD_PRELOAD=libtxkit-preload.so (mutex elision)
 #
 # Served: /cgi-bin/man/man2html?SECTION+PAGE (man2html, made cacheable with
@@ -134,6 +137,7 @@ do_start() {
       sync=tx
       preload=$(find_libitm) || true
       [ -n "$preload" ] || { echo "txhttpd: GCC's libitm.so.1 not found" >&2; exit 1; }
+      envs+=("ITM_DEFAULT_METHOD=${ITM_DEFAULT_METHOD:-ml_wt}")
       ;;
     lock-preload)
       sync=lock
