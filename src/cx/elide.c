@@ -61,6 +61,7 @@ static inline bool elidable(const pthread_mutex_t *m) {
 #define EL_WAIT_SPINS 2000u /* spins outside a transaction for a held mutex ... */
 #define EL_BUSY_TRIES 16u   /* ... and how often, before sleeping in the real lock */
 #define EL_MAX_NESTED 8u
+#define EL_MAX_INNER 8u /* distinct inner mutexes a section counts (more: exclusive) */
 
 /* ------------------------------------------------------ per-mutex table */
 
@@ -90,6 +91,13 @@ struct el_tls {
     struct el_ent *ent;                     /* the outermost one's entry */
     struct tks_counters *cnt;               /* ... and its counters */
     unsigned tries;
+    /* Inner mutexes taken inside the section, counted after it commits
+     * (their entries are not looked up in hardware: that may register a
+     * site). ninner distinct ones, inner_n[i] acquisitions of each. */
+    unsigned ninner;
+    pthread_mutex_t *inner[EL_MAX_INNER];
+    void *inner_caller[EL_MAX_INNER];
+    unsigned inner_n[EL_MAX_INNER];
 };
 static __thread struct el_tls el;
 
@@ -245,6 +253,7 @@ static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, 
             el.ent = e;
             el.cnt = c;
             el.tries = *tries;
+            el.ninner = 0;
             return true; /* the section runs in hardware */
         }
         int hopeless;
@@ -331,7 +340,7 @@ static bool enter_elided(pthread_mutex_t *m, void *caller, struct el_ent **ent,
 }
 
 /* Inside an optimistic section: flatten, or abort it. */
-static void nested_lock(pthread_mutex_t *m) {
+static void nested_lock(pthread_mutex_t *m, void *caller) {
     for (unsigned i = 0; i < el.depth; i++)
         if (el.held[i] == m)
             tk_section_abort_exclusive(); /* relock: let the real mutex decide */
@@ -339,14 +348,41 @@ static void nested_lock(pthread_mutex_t *m) {
         tk_section_abort_exclusive();
     if (mutex_word(m) != 0)
         tk_section_abort_busy();
+    unsigned k = 0;
+    while (k < el.ninner && el.inner[k] != m)
+        k++;
+    if (k == el.ninner) {
+        if (k >= EL_MAX_INNER)
+            tk_section_abort_exclusive(); /* more than it can count */
+        el.ninner++;
+        el.inner[k] = m;
+        el.inner_caller[k] = caller;
+        el.inner_n[k] = 0;
+    }
+    el.inner_n[k]++;
     el.held[el.depth++] = m;
+}
+
+/* After a section committed: count the inner mutexes it took (each one an
+ * acquisition, as if taken for real). */
+static void count_inner(void) {
+    unsigned n = el.ninner;
+    el.ninner = 0;
+    if (TXKIT_UNLIKELY(tk_cfg.stats_off))
+        return;
+    for (unsigned k = 0; k < n; k++) {
+        struct el_ent *e = lookup(el.inner[k], el.inner_caller[k]);
+        struct tks_counters *c = counters_of(e);
+        for (unsigned i = 0; i < el.inner_n[k]; i++)
+            count_optimistic(c, 0);
+    }
 }
 
 TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (!elidable(m) || from_self(caller, m))
         return real(m);
     if (el.depth) {
-        nested_lock(m);
+        nested_lock(m, caller);
         return 0;
     }
     struct el_ent *e;
@@ -401,6 +437,8 @@ TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *ca
     if (el.depth == 0) {
         tk_section_end();
         count_optimistic(el.cnt, el.tries);
+        if (TXKIT_UNLIKELY(el.ninner))
+            count_inner();
         adapt(el.ent, 0);
         el.ent = NULL;
         el.cnt = NULL;
