@@ -28,6 +28,8 @@
  *   cx_clock        an optimistic cx section does not run in hardware while a
  *                   serial transaction holds the clock (it would see and
  *                   make writes the software side cannot order)
+ *   cx_irr          nor while another transaction is irrevocable (its reads
+ *                   must stay valid: it cannot abort)
  *   cx_publish      a software transaction subscribed to a cx lock sees the
  *                   commit of an optimistic section that wrote what it read:
  *                   it never returns two different values of one location
@@ -268,6 +270,23 @@ static void cx_clock(void) {
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
 }
 
+/* While another transaction is irrevocable (holding the token, in
+ * software), an optimistic section must not commit writes in hardware: the
+ * irrevocable one cannot abort when they invalidate what it read. */
+static void cx_irr(void) {
+    need_sim("start");
+    alarm(20);
+    pthread_t th = start_partner(irrevocable_waiter);
+    static cx_lock_t l = CX_LOCK_INITIALIZER;
+    cx_optimistic(&l);
+    int mode = cx_mode();
+    cx_unlock(&l);
+    release_partner(th, 2);
+    CHECK(mode != 1); /* not a hardware section under an irrevocable transaction */
+    CHECK_EQ(g_irr_seen, 1);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
 static cx_lock_t pub_lock = CX_LOCK_INITIALIZER;
 static long g_x = 1;
 /* phase 1: the reader read x once, 2: the section committed */
@@ -409,7 +428,7 @@ int main(int argc, char **argv) {
                  {"cx_need_excl", cx_need_excl}, {"cx_busy", cx_busy},
                  {"mutex_explicit", mutex_explicit},
                  {"htm_restart", htm_restart}, {"status_zero", status_zero},
-                 {"irr_reader", irr_reader}, {"cx_clock", cx_clock},
+                 {"irr_reader", irr_reader}, {"cx_clock", cx_clock}, {"cx_irr", cx_irr},
                  {"cx_publish", cx_publish}, {"hw_readonly", hw_readonly},
                  {"hw_free", hw_free}};
     if (argc != 2) {
