@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Thin wrapper around CMake/CTest. The two set-up commands: `make demo`, `make test`.
 BUILD ?= build
 JOBS ?= $(shell nproc)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/run-abi.sh BUILD_DIR - the same gcc -fgnu-tm binaries on GCC's libitm
 # and on txkit's libitm drop-in (the "same binary" comparison of the libitm ABI).
 #

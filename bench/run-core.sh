@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/run-core.sh BUILD_DIR - the core benchmark (what `make demo` runs).
 #
 # Runs, at a small scale (about 65-80 s on 2 cores with the defaults):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/run-cx.sh BUILD_DIR - cx locks against pthread_mutex (txkit-bench-cx).
 #
 # Runs txkit-bench-cx three times, at threads 1,2,4,8 and I/O shares 0,1,10,50%

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # TxkitSanitize.cmake - the ASan+UBSan build (-DTXKIT_SANITIZE=ON).
 #
 # Every target is compiled and linked with -fsanitize=address,undefined,

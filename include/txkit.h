@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txkit.h - umbrella header: everything a C program needs from txkit. */
 #ifndef TXKIT_H
 #define TXKIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // txkit.hpp - C++17 interface: atomic blocks as lambdas, handlers as closures.
 //
 //     int v = txkit::atomic([&] {

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Dependency circles among the library's objects, seen by the linker.
 
 For each object file, `nm` gives the symbols it defines and the symbols it

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Install the Debian packages a make target needs, only those missing.
 #   scripts/deps.sh build   the library: compiler, cmake, pkg-config
 #   scripts/deps.sh test    + what the tests use: spin (model checks), apache2,

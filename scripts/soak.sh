@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/soak.sh SECONDS [ctest arguments...]   (make soak SECONDS=...)
 #
 # Runs every stress test (CTest label "stress": tests/runtime/test_stress,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/test-san.sh [BUILD_DIR]  (make test-san) - the sanitizer lane.
 #
 # Builds txkit with -DTXKIT_SANITIZE=ON (ASan + UBSan, cmake/TxkitSanitize.cmake)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/test-sim.sh [BUILD_DIR]  (make test-sim) - the simulated-RTM lane.
 #
 # Builds txkit with -DTXKIT_SIM_RTM=ON in BUILD_DIR (default build-sim): the

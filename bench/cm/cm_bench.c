@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cm_bench.c - txkit-bench-cm: contention managers and transaction-aware
  * scheduling (txkit/cm.h), after TxLinux's experiments.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/cm/run.sh BUILD_DIR [OUTDIR] - the contention-management benchmarks
 # (txkit-bench-cm inversion, hotcounter, pipeline) over a small default
 # matrix, well under 90 s: CSV, text and PNG (gnuplot) in OUTDIR (default

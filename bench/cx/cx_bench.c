@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cx_bench.c - txkit-bench-cx: cx locks against pthread_mutex.
  *
  * Every operation runs under one lock, of one kind per row:

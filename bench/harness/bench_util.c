@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_util.c - shared machinery of the txkit benchmarks (see bench_util.h). */
 #include "bench_util.h"
 

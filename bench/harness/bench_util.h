@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_util.h - the measurement library of every txkit benchmark (bench/,
  * cache/bench): the one harness.
  *

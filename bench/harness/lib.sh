@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench/harness/lib.sh - the shell side of the benchmark harness, sourced by
 # every runner (bench/run-*.sh, bench/cm/run.sh, cache/bench/*/run.sh):
 # finding the programs, running them, reading their CSV files, ratios, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/harness/selftest.sh BUILD_DIR - checks of the harness (ctest label
 # bench): lib.sh's CSV lookup, ratios and TARGET lines, and one tiny run of
 # txkit-bench-intset through the measurement library: 3 runs per point, the

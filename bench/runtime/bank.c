@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bank.c - txkit-bench-bank: transfers between random accounts, plus an
  * optional share of read-only transactions that sum all accounts.
  *

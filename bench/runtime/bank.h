@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bank.h - the bank's state and its two operations, shared by bank.c and
  * bank_itm.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bank_itm.c - the bank's operations as gcc transactions (libitm).
  *
  * Compiled with -fgnu-tm (only this file and intset_itm.c): the plain

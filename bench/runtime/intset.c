@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* intset.c - txkit-bench-intset: integer-set throughput (sorted list, hash set,
  * red-black tree) under seq, mutex, rwlock, the txkit methods and gcc's libitm.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* intset.h - the integer-set types, shared by intset.c and intset_itm.c.
  *
  * The operations are in intset_ds.h, written once and instantiated per method

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* intset_itm.c - the integer-set operations as gcc transactions (libitm).
  *
  * Compiled with -fgnu-tm (and only this file, with bank_itm.c): the plain

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* itm_probe.h - which libitm mode runs the gcc transactions, sampled.
  *
  * For the -fgnu-tm files only (intset_itm.c, bank_itm.c). A wrapper does

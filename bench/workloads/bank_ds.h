@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bank_ds.h - the bank's two operations, written once for the benchmarks
  * (bench/runtime/bank.c, bank_itm.c) and the ABI test (tests/abi/abi_bank.c).
  *

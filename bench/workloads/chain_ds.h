@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* chain_ds.h - the sorted chain (linked list of increasing keys), written once
  * for the benchmarks' list and hash set (intset_ds.h) and the stress test's
  * list and hash set (tests/runtime/test_stress.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* intset_ds.h - the integer-set data structures, written once: sorted list
  * and hash set over the sorted chain of chain_ds.h, red-black tree.
  *

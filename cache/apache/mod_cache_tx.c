@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mod_cache_tx.c - an Apache 2.4 mod_cache provider ("CacheEnable tx /")
  * over the txcache core (cache/core/txcache.h): the in-memory cache of
  * "Transactifying Apache" (Apache 2.2's mod_mem_cache), whose one hot lock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txcache.c - configuration, entry builders and memory of the cache core.
  * Nothing here touches shared structure: see txcache_core.c for that. */
 #include <errno.h>

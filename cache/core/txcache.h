@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txcache.h - the cache core of mod_cache_tx: a URL-keyed object cache with
  * no Apache types, so it can be unit-tested and benchmarked in-process.
  *

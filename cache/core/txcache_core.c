@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txcache_core.c - the shared structure of the cache, written once.
  *
  * Every function that reads or writes shared state is transaction_safe and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txcache_int.h - private layout of the cache core (txcache.c, txcache_core.c).
  *
  * Who touches what, and how:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check.sh - the manual pages' tests (docs/man/CMakeLists.txt).
 #   check.sh lint PAGE...            groff -ww and man --warnings: no warning
 #   check.sh env TXKIT.7 DIR...      the TXKIT_* variables the C code of DIRs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txkit/cm.h - contention management and transaction-aware scheduling.
  *
  * A contention manager decides conflicts between software transactions:

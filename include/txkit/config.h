@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txkit/config.h - version and export macros shared by every public header. */
 #ifndef TXKIT_CONFIG_H
 #define TXKIT_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txkit/cx.h - cooperative transactional locks (after TxLinux's cxspinlocks).
  *
  * A cx lock protects data exactly like a mutex, but a critical section entered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txkit/stats.h - runtime statistics and machine facts.
  *
  * Every thread counts its own transactions in private counters (no atomics on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txkit/tx.h - atomic blocks, barriers, handlers and method selection.
  *
  * A transaction is written as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* itm.c - the libitm ABI (gcc -fgnu-tm) on txkit's engine: transactions,
  * cancel with closed nesting, modes, ids, user actions, memory, clone tables.
  *

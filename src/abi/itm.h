@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* itm.h - the libitm ABI's constants (values fixed by the ABI, as gcc emits
  * them) and what the ABI layer shares inside txkit. */
 #ifndef TK_ITM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* itm_barriers.c - the libitm ABI's load, store, log and memory barriers.
  *
  * Every barrier has one fast path: when the running attempt needs no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* itm_cxx.c - the C++ parts of the libitm ABI: exceptions thrown inside
  * transactions and transactional operator new/delete.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* itm_thread.h - the gcc ABI layer's (abi/itm.c) part of the thread
  * descriptor: tk_thread.itm. Written by its owner thread only, in itm.c. */
 #ifndef TK_ITM_THREAD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cx.c - cooperative transactional locks (include/txkit/cx.h).
  *
  * The lock word is 0 when free, 1 when held exclusively (test-and-test-and-

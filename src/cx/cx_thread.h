@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cx_thread.h - cx lock sections' (cx/cx.c) part of the thread descriptor:
  * tk_thread.cx. Written by its owner thread only, in cx.c (sections, the
  * subscriptions of its transactions, the hooks after commit and abort). */

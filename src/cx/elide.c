@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elide.c - eliding the pthread mutexes of an unmodified program.
  *
  * The LD_PRELOAD library libtxkit-preload.so (src/preload/preload.c) defines

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* section.h - what cx locks (cx.c) and elided mutexes (elide.c) share: an
  * optimistic section is a hardware transaction that read a lock word and
  * found it free. One set of abort codes, so that a section nested in the

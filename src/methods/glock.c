@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* glock.c - the smallest method: one global lock around each attempt, the
  * clock made odd as a serial transaction does, so that every other method
  * keeps out meanwhile; writes in place with an undo log for tx_restart().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* htm.c - Intel RTM. Barriers are plain accesses (access bits 0), so inside a
  * hardware transaction TX_LOAD/TX_STORE cost one predictable branch.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* method.h - the one interface every TM method implements (one file each).
  *
  * The engine (runtime/txn.c) picks a method per attempt, calls begin(), lets

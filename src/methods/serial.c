@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* serial.c - one transaction at a time: it holds the global clock (odd) for its
  * whole run, so software transactions wait at their next access and hardware
  * ones abort. Stores keep an undo log until the transaction becomes

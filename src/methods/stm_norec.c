@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stm_norec.c - software TM: NOrec (one global sequence lock, value-based
  * validation, write-back at commit).
  *

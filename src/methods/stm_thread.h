@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stm_thread.h - software TM's (NOrec, methods/stm_norec.c) part of the
  * thread descriptor: tk_thread.stm. Written by its owner thread only, in
  * stm_norec.c (thread_init/fini, begin, barriers, commit, rollback);

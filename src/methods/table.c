@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* table.c - the list of methods, written once. A new method is a file of its
  * own that defines a struct tk_method, and a row here. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elide_abi.h - the private interface between the preload library
  * (preload/preload.c, the interposers) and libtxkit (cx/elide.c, the
  * decisions). Both sides include this header. Exported by libtxkit under

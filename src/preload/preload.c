@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* preload.c - libtxkit-preload.so: elides the pthread mutexes of an
  * unmodified program (LD_PRELOAD=.../libtxkit-preload.so, or `txkit run`).
  *

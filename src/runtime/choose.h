@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* choose.h - the part of the method policy (runtime/policy.c) on the
  * engine's per-attempt path: which method runs the next attempt. Inline in
  * the engine (txn.c), as it was before the policy had a file of its own: a

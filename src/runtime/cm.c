@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cm.c - contention managers, the conflict priority of threads, and the
  * waits every manager shares (the clock, the irrevocability token).
  *

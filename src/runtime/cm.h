@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cm.h - contention management (runtime/cm.c): the managers, the conflict
  * priority, backoff; and its part of the thread descriptor, tk_thread.cm. */
 #ifndef TK_CM_H

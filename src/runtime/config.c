@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* config.c - process start-up, environment variables, method selection API.
  *
  * Environment (each bad value is reported on stderr naming the variable, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core.c - the floor of the runtime (core.h): state every file shares and
  * the primitives everyone uses. Calls no other file of the library. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core.h - the floor of the runtime: what every other file may use, and
  * which uses nothing above it (core.c calls no other file of the library).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* handlers.c - what waits for the end of an attempt: commit and abort handlers,
  * tx_malloc'ed blocks (freed on abort) and tx_free'd ones (freed at commit). */
 #include <errno.h>

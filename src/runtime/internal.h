@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* internal.h - the runtime's private types: thread descriptor, logs, globals.
  *
  * Naming: tk_* is internal (hidden), tx_* / txkit_* / _txkit_* are exported.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* policy.c - which method runs the next attempt, and what a hardware abort
  * changes for the next one (like libitm's retry.cc): the auto method's solo
  * mode, the HTM retry policy, sites that skip hardware. */

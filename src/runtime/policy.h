@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* policy.h - the method policy (runtime/policy.c) and its part of the
  * thread descriptor, tk_thread.policy. */
 #ifndef TK_POLICY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reclaim.c - freeing memory that concurrent software transactions may still read.
  *
  * A NOrec transaction may load through a pointer it read before another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.c - transaction-aware scheduling (after TxLinux), in user space.
  *
  * A thread keeps a profile: moving averages of its restarts per transaction

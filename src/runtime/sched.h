@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.h - transaction-aware scheduling (runtime/sched.c) and its part
  * of the thread descriptor, tk_thread.sched. */
 #ifndef TK_SCHED_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* simpoint.c - the stall points of simpoint.h, and their test API:
  *   int txkit_sim_stall(const char *point, unsigned usec)
  *       arms `point`: the next thread to pass it sleeps usec microseconds

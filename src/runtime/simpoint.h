@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* simpoint.h - named points where a test build stalls a thread on request.
  *
  * Some races need one thread to be slow at one exact place (preempted, say)

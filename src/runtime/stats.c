@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c - process totals of the per-thread counters, and their printing. */
 #include <errno.h>
 #include <fcntl.h>

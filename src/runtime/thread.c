@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* thread.c - per-thread descriptors: creation, registry, exit. */
 #include <errno.h>
 #include <pthread.h>

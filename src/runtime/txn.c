@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txn.c - the engine: begin, method policy, commit, abort and restart.
  *
  * Life of an outermost transaction:

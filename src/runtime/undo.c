@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* undo.c - the undo log: old bytes of in-place writes, put back on abort.
  * Used by the methods that write in place (TK_CAP_UNDO_LOG: serial, glock),
  * by software TM for memory it writes in place, and by the gcc ABI layer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vis.c - visible reads for software TM, so that a contention manager
  * can decide conflicts (timestamp, size, prio).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vis.h - visible reads (runtime/vis.c) and its part of the thread
  * descriptor, tk_thread.vis. */
 #ifndef TK_VIS_H

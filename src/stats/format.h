@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format.h - the statistics segment a txkit process publishes, and the dump
  * it writes at exit (TXKIT_STATS=FILE). Shared by the library (the writer)
  * and the txkit command (the reader). Version 1.

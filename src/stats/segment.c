@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* segment.c - publishing this process's statistics (format.h).
  *
  * The segment is created at the first transaction of the process (a program

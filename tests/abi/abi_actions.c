@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_actions.c - user commit and undo actions (_ITM_addUserCommitAction,
  * _ITM_addUserUndoAction) and transaction ids, called directly as a library
  * written for the libitm ABI would.

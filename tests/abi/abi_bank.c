@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_bank.c - bank transfers between threads, read-only audits, and an
  * opacity oracle, all as gcc __transaction_atomic blocks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_barriers.c - every load/store/log barrier type of the libitm ABI, and
  * the memcpy / memmove / memset barriers, committed and cancelled.
  *

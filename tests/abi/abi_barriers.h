@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_barriers.h - the load/store/log barrier checks of abi_barriers, as
  * macros over one type, shared by abi_barriers.c and abi_barriers_avx.c (the
  * 256-bit vectors, compiled with -mavx).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_barriers_avx.c - the 256-bit vector barriers (_ITM_*M256) of
  * abi_barriers. Compiled with -mavx: 256-bit vectors travel in ymm registers,
  * as gcc passes them only when AVX is on. abi_barriers calls this file only

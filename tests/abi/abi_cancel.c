@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_cancel.c - __transaction_cancel: of the outermost transaction, of a
  * nested one (closed nesting: only the nested part is undone, the enclosing
  * transaction goes on and commits), and __transaction_cancel [[outer]] from a

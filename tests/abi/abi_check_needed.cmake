@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # abi_check_needed.cmake - the txkit-linked -fgnu-tm programs must need
 # libtxkit and must not need libitm (gcc links libitm only when -fgnu-tm is on
 # the link line; these are linked without it).

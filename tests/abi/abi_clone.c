@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_clone.c - transaction_safe and transaction_callable functions called
  * inside transactions, directly and through function pointers.
  *

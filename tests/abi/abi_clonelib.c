@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_clonelib.c - a -fgnu-tm shared library that abi_clone dlopens.
  *
  * Its transaction_safe and transaction_callable functions have clones listed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_common.c - runtime identification, checks and the summary line of the
  * libitm-ABI test programs (see abi_common.h). No transactions in here.
  *

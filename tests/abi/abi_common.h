@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_common.h - what the libitm-ABI test programs share (C and C++, built
  * with -fgnu-tm).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # abi_compare.cmake - run one gcc -fgnu-tm program on the system libitm and on
 # txkit, and require the same SUMMARY line from every run.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // abi_cxx.cpp - C++ on the libitm ABI (g++ -fgnu-tm): exceptions and
 // transactions, new/delete inside transactions, and classes with
 // transaction_safe member functions.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // abi_cxx_delete.cpp - C++ delete inside __transaction_atomic must wait for
 // the readers like tx_free (issue 11, defect 3).
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_hwpaths.c - the gcc ABI's hardware paths on any CPU, in a build whose
  * RTM instructions go through the simulator (-DTXKIT_SIM_RTM=ON; elsewhere
  * exit 77). Linked with libtxkit. Found on real RTM first (issue 12):

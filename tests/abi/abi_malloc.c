@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_malloc.c - malloc, calloc and free inside transactions that abort
  * (fault injection, conflicts) or are cancelled.
  *

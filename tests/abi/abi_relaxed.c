@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_relaxed.c - __transaction_relaxed blocks that do I/O (fprintf, write(2),
  * printf), concurrently with atomic transactions on the same data.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_stack.c - stack memory of a transaction's own callees (issue 11.1).
  *
  * gcc instruments stores through pointers in transaction_safe code, also when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_symbols.c - does a library export the whole libitm ABI, each symbol
  * with libitm's version node?
  *

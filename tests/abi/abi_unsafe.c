@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi_unsafe.c - a relaxed transaction that calls code gcc cannot instrument.
  *
  * Before such a call gcc makes the transaction irrevocable and then runs the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* app_common.c - the apps' harness: arguments, runtime identification,
  * rounds, threads with a start barrier, per-thread methods, failure reports.
  * txkit's API is reached through dlsym() only, so the same binary runs on

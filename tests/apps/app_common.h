@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* app_common.h - what the application corpus (tests/apps) shares.
  *
  * Each app is a multi-threaded gcc -fgnu-tm program in the style of a real

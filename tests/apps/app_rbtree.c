@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* app_rbtree.c - red-black tree for the apps (see app_rbtree.h). Leaves are
  * NULL (black); deletion tracks the parent of the moved-up child. */
 #include "app_rbtree.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* app_rbtree.h - a red-black tree map (long key -> void *) for the apps,
  * written to be used inside gcc -fgnu-tm transactions: every operation is
  * transaction_safe, the key order is a transaction_safe function pointer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bayes.c - structure learner (in the style of STAMP's bayes): greedy
  * search for the parents of NVARS binary variables given NRECS records
  * generated from a hidden network (each variable the parity of its true

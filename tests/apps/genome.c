@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* genome.c - gene sequencing (in the style of STAMP's genome): rebuild a
  * random gene of GLEN nucleotides from overlapping segments of SEGLEN.
  *

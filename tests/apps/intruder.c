@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* intruder.c - network intrusion detection (in the style of STAMP's
  * intruder): flows are split into fragments, shuffled, and fed through a
  * shared packet queue; threads reassemble them in a shared map and scan each

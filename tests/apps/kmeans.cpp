@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kmeans.cpp - k-means clustering (in the style of STAMP's kmeans), the
  * C++ app of the corpus: tiny floating-point update transactions plus
  * membership bookkeeping in containers of our own that allocate with

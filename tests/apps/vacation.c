@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vacation.c - a travel reservation system (in the style of STAMP's
  * vacation) on red-black-tree maps: cars, flights, rooms and customers.
  *

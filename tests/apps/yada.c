@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* yada.c - work-list mesh refinement (in the style of STAMP's yada) on a
  * one-dimensional mesh: a doubly linked list of segments [start, end) that
  * tiles [0, L). A segment longer than THRESH is "bad".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cm_stress.c - contention managers under concurrency.
  *
  *   test_cm_stress noinvert CM [THREADS [SECONDS]]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cm_unit.c - contention managers (txkit/cm.h): deterministic decisions
  * on constructed conflicts (_txkit_cm_decide), the order properties the
  * managers promise, and the API (txkit_set_cm, TXKIT_CM, tx_set_priority,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check.h - the one family of checks every txkit test uses: CHECK, CHECK_EQ,
  * CHECK_MSG. Usable from C and C++, needs libc only (the preload test links
  * no txkit; the gcc -fgnu-tm programs also run on GCC's libitm).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cx_model.pml - a model of the cx lock protocol (src/cx/cx.c) for spin.
  *
  * The lock word is 0 when free and 1 when held: an exclusive entry waits for

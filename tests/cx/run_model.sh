@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Check the cx lock protocol model with spin: mutual exclusion (assertions)
 # and no deadlock (invalid end states). Then check that the model can fail:
 # without the abort of optimistic holders on an exclusive acquisition, spin

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Check the hybrid TM protocol model (tm_model.pml) with spin.
 # usage: run_tm_model.sh MODEL.pml holds|violated [-DNAME=VALUE ...]
 #   holds:    every assertion holds and no deadlock (0 errors);

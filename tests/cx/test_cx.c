@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cx.c - cooperative transactional locks: mutual exclusion under mixed
  * holders, with an oracle.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tm_model.pml - txkit's hybrid protocol for spin: hardware transactions
  * (src/methods/htm.c), NOrec software transactions (src/methods/stm_norec.c),
  * the irrevocability token (tk_g.irr_owner) and cx locks (src/cx/cx.c) with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The examples of README.md and docs/*.md work as written. A fenced block is an
 # example when the line before it is a marker:
 #   <!-- example: NAME -->              the block is the file NAME

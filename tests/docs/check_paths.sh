@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The documentation cites only files that exist. Checked: in README.md,
 # docs/*.md and every other README.md, each path in backticks, and in the
 # sources of the txkit command (tools/txkit/*.c: help text, comments) each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Install txkit into a scratch prefix and check the layout, the exported symbols,
 # and that a program builds against it through pkg-config and through CMake.
 # usage: check_install.sh BUILD_DIR SOURCE_DIR

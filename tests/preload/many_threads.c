@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* many_threads.c - more threads than the statistics segment has slots, more
  * mutexes than the elision table holds, more transaction sites than the
  * segment's site table: nothing may stop the program or lose a count.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # many_threads.sh TXKIT MANY_THREADS - 200 threads (more than the statistics
 # segment's 126 thread slots), 5000 mutexes (more than the elision table and
 # the site table), 300 transaction sites (more than the site table), all

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # preload_run.sh TXKIT TEST_PRELOAD - `txkit run` puts libtxkit-preload.so in
 # LD_PRELOAD (not with --no-elide), and the per-mutex statistics see the
 # program's mutex: in the exit summary (--stats) and in a dump (txkit report).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* preload_test.c - a plain pthread program (it does not link txkit) run under
  * libtxkit-preload.so, which elides its default mutexes.
  *

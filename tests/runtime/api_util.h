@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_util.h - what the unit tests of the C API share (test_txn.c,
  * test_txn_barriers.c, test_handlers.c, test_config.c, test_stats.c: each
  * tests the API of the src/runtime file it is named after).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stress_env.h - how long a stress test runs, and its seed, from the
  * environment (plain C, no txkit: also for the gcc -fgnu-tm programs).
  *

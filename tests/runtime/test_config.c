@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_config.c - the settings of src/runtime/config.c (include/txkit/tx.h):
  * method names and parsing, the process's and a thread's method, fault
  * injection (txkit_set_fault, and the serial fallback getting every

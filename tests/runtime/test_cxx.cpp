@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // test_cxx.cpp - the C++ interface (include/txkit.hpp): txkit::atomic with
 // values, nesting, closures as handlers, exceptions, destructors on restart,
 // and a small two-thread stress with an exact oracle.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fork.c - fork() while other threads are inside transactions: the
  * child, which has only the forking thread, must find every token of the
  * runtime free and run writing transactions on every method (issue 11,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_handlers.c - what src/runtime/handlers.c keeps until the end of an
  * attempt (include/txkit/tx.h): commit and abort handlers (order, once only,
  * transactions inside them, copies), tx_malloc'ed blocks freed on abort and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_irrevocable.c - irrevocability does not stop the world.
  *
  * One thread becomes irrevocable and then sleeps (a system call: I/O stands-in)

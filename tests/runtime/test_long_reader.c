@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_long_reader.c - a long read-mostly transaction must finish while
  * another thread commits small transactions that free memory (issue 11,
  * defect 2: a Bayesian-network learner hung at 2 threads).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_method_glock.c - a method selected by name only (methods/glock.c):
  * "a new method is one file and one row of methods/table.c". Runs with
  * TXKIT_METHOD=glock: bank transfers by 3 threads, one of them on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_restart_stack.c - a restart drops stack frames: the stack they used
  * must be usable again by any code.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rtm_paths.c - the hardware paths' control flow (issue 12), on any CPU.
  *
  * usage: test_rtm_paths CASE

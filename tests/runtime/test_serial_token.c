@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_serial_token.c - serial transactions and the irrevocability token
  * must not wait for each other (issue 11, defect 2: every wait bounded).
  *

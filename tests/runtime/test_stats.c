@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stats.c - the statistics of src/runtime/stats.c (include/txkit/stats.h):
  * tx_stats_get totals and their consistency, the retry histogram, time lost to
  * aborts, threads that exited, cause names, the printed summary. See

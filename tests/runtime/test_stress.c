@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stress.c - multi-threaded torture test with oracles.
  *
  *   test_stress --workload bank|opacity|list|hashset [--threads N]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_txn.c - the transactions of src/runtime/txn.c (include/txkit/tx.h):
  * flat nesting, tx_irrevocable, tx_restart, leaving a block by break,
  * continue, return and goto, and the program errors that stop the process.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_txn_barriers.c - the accesses of src/runtime/txn.c (TX_LOAD, TX_STORE,
  * tx_memcpy, tx_memset of include/txkit/tx.h): every type, float bits, mixed
  * widths, rollback, large read and write sets. See api_util.h for how these

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_util.h - what the tests linked with txkit share: the checks
  * (tests/common/check.h), the CTest skip protocol, attempt counting, a small
  * PRNG and the fork-per-case runner. Usable from C and C++.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* env_helper - a txkit process for the environment tests (env_test.sh).
  *
  *   env_helper N [--close-stderr-at-exit]

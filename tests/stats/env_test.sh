@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # env_test.sh CASE TXKIT ENV_HELPER - TXKIT_STATS and TXKIT_FAULT (issue 11, 9).
 #
 #   words     TXKIT_STATS: 1/on/yes/true/stderr print the summary; 0/no/false/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.h - the commands of the txkit command line tool (main.c dispatches). */
 #ifndef TXKIT_CLI_H
 #define TXKIT_CLI_H

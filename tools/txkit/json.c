@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* json.c - a small streaming JSON writer. */
 #include "json.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* json.h - a small streaming JSON writer (commas and escaping handled). */
 #ifndef TXKIT_CLI_JSON_H
 #define TXKIT_CLI_JSON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txkit - command-line front end: `txkit info`, `txkit run`, `txkit stat`,
  * `txkit report` (the last two in stat.c). */
 #include <errno.h>

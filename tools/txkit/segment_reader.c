@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* segment_reader.c - reading statistics segments and dumps (see segment_reader.h). */
 #include "segment_reader.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* segment_reader.h - reading statistics segments and dumps (src/stats/format.h).
  *
  * The reader never blocks or slows a writer: it maps the file read-only,

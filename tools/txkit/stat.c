@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stat.c - `txkit stat` (live processes, like vmstat/top) and `txkit report`
  * (a dump written at exit with TXKIT_STATS=FILE). */
 #include <errno.h>

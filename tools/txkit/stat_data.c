@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stat_data.c - counts over a period, totals, sites merged over processes. */
 #include "stat_data.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stat_data.h - what `txkit stat` and `txkit report` print: per-process
  * counts over a period (since start, or one interval), their total, and the
  * sites merged over the processes. */

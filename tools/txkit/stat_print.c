@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stat_print.c - the tables and JSON documents of `txkit stat` and `txkit report`. */
 #include "stat_print.h"
 

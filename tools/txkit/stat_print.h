@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stat_print.h - the tables and JSON documents of `txkit stat` and `txkit report`. */
 #ifndef TXKIT_CLI_STAT_PRINT_H
 #define TXKIT_CLI_STAT_PRINT_H

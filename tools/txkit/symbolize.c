@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* symbolize.c - symbol+offset (and file:line) for sites dladdr could not name. */
 #include "symbolize.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* symbolize.h - naming code by an object file's ELF symbol tables.
  *
  * The runtime names a site with dladdr(), which sees exported (dynamic)

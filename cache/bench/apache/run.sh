@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # cache/bench/apache/run.sh - the Apache experiment of "Transactifying Apache".
 #
 # A private Apache (cache/bench/apache/txhttpd.sh: worker MPM, one child, THREADS

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # txhttpd.sh - start and stop a private Apache 2.4 instance for the
 # mod_cache_tx tests and the HTTP benchmark. No system service is involved.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cache_bench.c - txkit-bench-cache: Zipf request streams against the cache
  * core of mod_cache_tx (cache/core), in-process, by N threads.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # cache/bench/core/run.sh BUILD_DIR [OUTDIR] - the mod_cache_tx core under Zipf
 # request streams, every sync mode, and tx on both libitm-ABI runtimes.
 #

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- burst.lua - wrk script for test_burst.sh: random requests over N
 -- self-describing files (/b/I.txt: "FILE I LEN\n" then LEN-header bytes of
 -- one letter chosen by I). Every response body is checked; done() prints

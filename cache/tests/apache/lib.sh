@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cache/tests/apache/lib.sh - helpers for the mod_cache_tx end-to-end tests.
 # Sourced by the test scripts, which run as:  TEST BUILD_DIR SOURCE_DIR PORT [MODE]
 # Each test starts its own Apache (cache/bench/apache/txhttpd.sh) in a scratch

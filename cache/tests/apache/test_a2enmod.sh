@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Debian's way of enabling a module: `make install-apache` (the install
 # component apache2) puts mod_cache_tx.so in `apxs -q LIBEXECDIR` and
 # cache_tx.load + cache_tx.conf in mods-available; then `a2enmod cache_tx`

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A bad TxCache* value stops the server at start with a message naming the
 # directive: bad syntax (at parse time) and inconsistent combinations (in
 # post_config). Nothing is left running; a good value then starts fine.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A burst of concurrent requests (wrk, 16 connections, 3 s) over 40 files
 # into a cache limited to 12 objects, so that entries are replaced and
 # evicted while other threads serve them; meanwhile a slow client reads an

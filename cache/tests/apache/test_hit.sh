@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # MISS, then HIT with the identical body: a man2html page (CGI output of
 # unknown length) and a static file; /server-status reports the cache's
 # numbers. In tx modes the txkit transaction counts show who ran the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Malformed and hostile requests against cached URLs: bad methods, garbage
 # request lines, huge headers, very long URLs, Range requests (206 with the
 # right bytes from a cached entry), HEAD (never cached as a body for GET),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The installed module: cmake --install into a scratch prefix puts
 # mod_cache_tx.so and cache_tx.load in <prefix>/lib*/txkit/apache2; the
 # module finds the installed libtxkit (RUNPATH $ORIGIN/../..), and Apache

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Objects above TxCacheMaxObjectSize (64K here) pass through uncached: a
 # static file (length known: create_entity declines) and a CGI that streams
 # its body with no length (the store gives up past the limit, mid-body).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Lifecycle: a graceful restart gives new children with new, empty caches
 # (child_init after fork; post_config checks again); a stop while requests
 # are in flight is clean: no child killed by a signal in the error log, no

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `txkit stat` adds up the cache_tx.* application counters of all Apache
 # children: two children, 200 requests from 4 parallel clients over 5 URLs,
 # each response's X-Cache recorded. Oracle: the summed cache_tx.hits and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Vary: a CGI answers per Accept-Language (Vary: Accept-Language) with a body
 # naming the language and a stamp unique to each run of the CGI. Each language
 # gets its own stored variant: a HIT must return that language's body from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_txcache_torture.c - the cache core under concurrency, with an oracle.
  *
  *   test_txcache_torture --sync lock|tx|cx [--threads N] [--seconds S]

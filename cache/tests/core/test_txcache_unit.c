@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_txcache_unit.c - the cache core, single-threaded, in every sync mode.
  *
  *   test_txcache_unit [--sync lock|tx|cx]   (default: every mode available)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checkpoint.S - the returns-twice entries of a transaction.
  *
  * int _txkit_begin(txkit_site_t *site, unsigned flags)            (TX_ATOMIC)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu.c - RTM detection: CPUID bits first, then a probe of real transactions.
  *
  * XBEGIN raises #UD on a CPU without RTM, so nothing here executes it unless

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu.h - x86-64 specifics: timestamps, spin hints, RTM status bits. */
 #ifndef TK_ARCH_CPU_H
 #define TK_ARCH_CPU_H

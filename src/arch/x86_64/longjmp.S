@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* longjmp.S - the jump back to a checkpoint (checkpoint.S saved it).
  *
  * void tk_longjmp(const tk_jmpbuf *jb, int value)

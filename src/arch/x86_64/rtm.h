@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rtm.h - the one door to Intel RTM: tk_xbegin(), tk_xend(), tk_xtest() and
  * TK_XABORT(code). htm.c, cx.c, elide.c and section.h use nothing else.
  *

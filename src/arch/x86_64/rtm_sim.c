@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rtm_sim.c - the RTM simulator of -DTXKIT_SIM_RTM=ON builds (see rtm.h).
  *
  * Script: TXKIT_SIM_RTM (or txkit_sim_rtm_script()) is a comma-separated list

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program built against an installed txkit, as a user would build it. */
 #include <stdio.h>
 #include <txkit.h>

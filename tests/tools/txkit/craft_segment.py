@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """craft_segment.py KIND OUT [PID] - write a hostile statistics file.
 
 The layout is src/stats/format.h, version 1 (a header of 328 bytes, 64-byte

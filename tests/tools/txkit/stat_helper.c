@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stat_helper - a txkit process with known statistics, for the txkit stat tests.
  *
  *   stat_helper [--tx N] [--threads T] [--name NAME] [--pace-us U] [--no-fault]

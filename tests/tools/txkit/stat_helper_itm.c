@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stat_helper_itm.c - gcc -fgnu-tm transactions for stat_helper_itm (linked
  * with libtxkit, not libitm). The site is the call of _ITM_beginTransaction
  * in stat_itm_work, exported (-rdynamic) so the runtime can name it. */

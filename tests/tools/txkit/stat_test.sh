@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # stat_test.sh CASE TXKIT STAT_HELPER - the txkit stat / txkit report tests.
 #
 # Every case runs in a temporary directory of its own, with TXKIT_STATS_DIR

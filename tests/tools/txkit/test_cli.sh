@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # txkit info and environment-variable errors; every command's --help, usage
 # errors and exit statuses; -V; info --json; run's options.
 # usage: test_cli.sh TXKIT_BINARY
