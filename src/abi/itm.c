@@ -91,13 +91,32 @@ static txkit_site_t *itm_site_for(uintptr_t rip) {
 
 static uint64_t next_txid_block;
 
+/* gcc's uninstrumented code calls operator delete and free directly, at
+ * once: a software reader of another thread may still hold the pointer.
+ * While software attempts may run, an attempt that needs no barriers
+ * (hardware, or serial and irrevocable) runs the instrumented code instead
+ * when there is one (its barriers are plain accesses then), whose deletes
+ * and frees wait for those readers (tk_tx_free_with). In hardware the test is
+ * exact: sw_active, read inside the attempt, aborts it when a software
+ * attempt starts (the sanitizer lane saw a reader use a block a hardware
+ * commit freed: abi.hw.free_hw). Owner thread, inside the attempt. */
+static bool uninstrumented_ok(const tk_thread *t, uint32_t props) {
+    if (!(props & TK_PR_UNINSTRUMENTED))
+        return false;
+    if (!(props & TK_PR_INSTRUMENTED))
+        return true; /* no other code to run */
+    if (t->ctl.m->caps & TK_CAP_HARDWARE)
+        return !tk_g.hybrid || __atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED) == 0;
+    return !__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1;
+}
+
 static uint32_t itm_action(tk_thread *t, int restarted) {
     uint32_t p = t->ctl.props, a;
     const struct tk_method *m = t->ctl.m;
     if (m->caps & TK_CAP_SOFTWARE) {
         a = TK_A_RUN_INSTRUMENTED;
     } else if (m->caps & TK_CAP_UNINSTRUMENTED) {
-        a = (p & TK_PR_UNINSTRUMENTED) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED;
+        a = uninstrumented_ok(t, p) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED;
     } else if ((p & TK_PR_UNINSTRUMENTED) &&
                (!(p & TK_PR_INSTRUMENTED) || (p & TK_PR_HAS_NO_ABORT))) {
         /* Serial without barriers: nothing can be undone, so irrevocable
@@ -106,15 +125,7 @@ static uint32_t itm_action(tk_thread *t, int restarted) {
         _txkit_tls.access = 0;
         if (p & TK_PR_DOES_GO_IRREVOCABLE) /* asked for, not just our choice */
             TK_COUNT(t->cnt->irrevocable, 1);
-        /* gcc's uninstrumented code calls operator delete and free directly,
-         * at once: a software reader of another thread may still hold the
-         * pointer. When software attempts may run, take the instrumented
-         * path (its barriers are plain accesses now), whose deletes and
-         * frees wait for them (tk_tx_free_with). */
-        a = (p & TK_PR_INSTRUMENTED) && __atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) &&
-                    tk_thread_count() > 1
-                ? TK_A_RUN_INSTRUMENTED
-                : TK_A_RUN_UNINSTRUMENTED;
+        a = uninstrumented_ok(t, p) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED;
     } else {
         a = TK_A_RUN_INSTRUMENTED; /* serial with an undo log */
     }
@@ -163,7 +174,7 @@ static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
     }
     _txkit_tls.depth = depth + 1;
     uint32_t a;
-    if (_txkit_tls.access == 0 && (props & TK_PR_UNINSTRUMENTED))
+    if (_txkit_tls.access == 0 && uninstrumented_ok(t, props))
         a = TK_A_RUN_UNINSTRUMENTED; /* hardware or irrevocable: no barriers needed */
     else if (props & TK_PR_INSTRUMENTED)
         a = TK_A_RUN_INSTRUMENTED;

@@ -15,6 +15,16 @@
  *                   then cancels runs the action once: a hardware attempt
  *                   forgets its registrations at the abort, so registering
  *                   one continues in software (abi.actions.*.htm on RTM)
+ *   free_hw         (hybrid, two threads) a hardware attempt of gcc code
+ *                   that frees a block a running software transaction has
+ *                   read the pointer to: the block waits for that reader.
+ *                   gcc's uninstrumented code calls free() at once, so
+ *                   while software transactions run, hardware attempts run
+ *                   the instrumented code, whose frees go through the
+ *                   reclamation (the sanitizer lane found the use after
+ *                   free on RTM: abi.malloc.compare, apps.yada.mixed). The
+ *                   block is large and the test sets glibc's mmap threshold
+ *                   low: an early free unmaps it and the reader faults.
  *
  * Each case scripts the XBEGIN outcomes (src/arch/x86_64/rtm.h); simulated
  * transactions that start run for real, so the bodies cancel before they
@@ -128,15 +138,70 @@ static void undo_cancel(void) {
     printf("PASS abi_hwpaths undo_cancel: the undo action of a cancelled transaction ran once\n");
 }
 
+#define BIG_BLOB (256 * 1024) /* above the test's mmap threshold (64 KiB) */
+struct blob {
+    long val;
+    char pad[BIG_BLOB];
+};
+struct blob *blob_head;
+static int free_phase; /* 1: the reader holds the pointer; 2: the freer committed */
+static long reader_val, reader_attempts;
+
+ABI_PURE static void set_phase(int v) { __atomic_store_n(&free_phase, v, __ATOMIC_RELEASE); }
+ABI_PURE static void wait_phase(int v) {
+    while (__atomic_load_n(&free_phase, __ATOMIC_ACQUIRE) < v)
+        usleep(1000);
+}
+ABI_PURE static long reader_attempt(void) { return ++reader_attempts; }
+
+static void *blob_reader(void *arg) {
+    (void)arg;
+    CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
+    __transaction_atomic {
+        struct blob *p = blob_head;
+        if (reader_attempt() == 1) {
+            set_phase(1);
+            wait_phase(2); /* the freer commits while we hold p */
+        }
+        reader_val = p ? p->val : -1;
+    }
+    return NULL;
+}
+
+static void free_hw(void) {
+    need_sim("start");
+    alarm(30);
+    blob_head = malloc(sizeof *blob_head);
+    CHECK(blob_head != NULL);
+    blob_head->val = 7;
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, blob_reader, NULL), 0);
+    wait_phase(1);
+    CHECK_EQ(txkit_set_thread_method(TXKIT_HTM), 0);
+    __transaction_atomic {
+        struct blob *p = blob_head;
+        blob_head = NULL;
+        free(p);
+    }
+    set_phase(2);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(reader_val, -1); /* it saw the unlink, at its revalidation */
+    CHECK(reader_attempts >= 2);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+    printf("PASS abi_hwpaths free_hw: the reader kept its block, %ld attempts\n", reader_attempts);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "usage: abi_hwpaths cancel_resume|undo_cancel\n");
+        fprintf(stderr, "usage: abi_hwpaths cancel_resume|undo_cancel|free_hw\n");
         return 2;
     }
     if (!strcmp(argv[1], "cancel_resume"))
         cancel_resume();
     else if (!strcmp(argv[1], "undo_cancel"))
         undo_cancel();
+    else if (!strcmp(argv[1], "free_hw"))
+        free_hw();
     else {
         fprintf(stderr, "abi_hwpaths: unknown case %s\n", argv[1]);
         return 2;
