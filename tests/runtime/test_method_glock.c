@@ -35,7 +35,7 @@ static void *worker(void *p) {
         int restart = (rng >> 40) % 16 == 0;
         volatile int tries = 0;
         if ((rng >> 33) % 8 == 0) {
-            long sum = 0;
+            volatile long sum = 0; /* changed in the block, read after it */
             TX_ATOMIC {
                 sum = 0;
                 for (int k = 0; k < ACCOUNTS; k++)
