@@ -22,7 +22,8 @@
 #define TXKIT_HPP
 
 #if !defined(__cplusplus) || __cplusplus < 201703L
-#error "txkit.hpp needs C++17 or later (compile with -std=c++17); from C or older C++, include <txkit.h>"
+#error \
+    "txkit.hpp needs C++17 or later (compile with -std=c++17); from C or older C++, include <txkit.h>"
 #else
 
 #include <txkit.h>
@@ -96,7 +97,9 @@ auto atomic(F &&f, const char *file = __builtin_FILE(), int line = __builtin_LIN
 template <class T> inline T load(const T *p) { return TX_LOAD(p); }
 
 /// Transactional write (a plain write outside transactions).
-template <class T, class U> inline void store(T *p, U &&v) { TX_STORE(p, static_cast<T>(std::forward<U>(v))); }
+template <class T, class U> inline void store(T *p, U &&v) {
+    TX_STORE(p, static_cast<T>(std::forward<U>(v)));
+}
 
 /// Run f once after the transaction commits (at once outside a transaction).
 template <class F> void on_commit(F &&f) {

@@ -18,7 +18,7 @@ if_root=0
 want=(build-essential cmake pkg-config)
 case "$mode" in
   build) ;;
-  test) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db) ;;
+  test) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db clang-format) ;;
   demo) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db gnuplot-nox) ;;
   *) echo "usage: $0 build|test|demo [--if-root]" >&2; exit 2 ;;
 esac

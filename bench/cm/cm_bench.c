@@ -72,15 +72,14 @@ struct opts {
     const char *method; /* NULL: stm */
     /* inversion */
     int slots, touch, work;
-    int api_prio;       /* priorities from tx_set_priority instead of nice */
+    int api_prio; /* priorities from tx_set_priority instead of nice */
     /* pipeline */
     int phases, words, ops;
 };
 
 static char g_cmbuf[256];
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
     fputs("usage: txkit-bench-cm inversion|pipeline|hotcounter [options]\n"
           "  --cm LIST         managers: backoff,timestamp,size,prio (default: all)\n"
           "  --threads LIST    thread counts (default: 2,4,8; pipeline: 4 x CPUs)\n"
@@ -97,8 +96,7 @@ static void usage(FILE *f)
           f);
 }
 
-static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
-{
+static void parse_opts(struct opts *o, const char *sub, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     bench_opts_init(&o->b);
     o->b.no_methods = 1; /* --method is one txkit method here */
@@ -136,7 +134,8 @@ static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
                 while (j < sizeof all_cms / sizeof all_cms[0] && strcmp(tok[k], all_cms[j]) != 0)
                     j++;
                 if (j == sizeof all_cms / sizeof all_cms[0])
-                    bench_die("--cm: unknown manager '%s' (backoff, timestamp, size, prio)", tok[k]);
+                    bench_die("--cm: unknown manager '%s' (backoff, timestamp, size, prio)",
+                              tok[k]);
                 o->cms[k] = all_cms[j];
             }
             o->ncms = n;
@@ -190,16 +189,14 @@ static void parse_opts(struct opts *o, const char *sub, int argc, char **argv)
 
 /* ------------------------------------------------------------ helpers */
 
-static inline uint64_t now_ns(void)
-{
+static inline uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Work inside a transaction that the compiler cannot drop. */
-static inline void spin(int n)
-{
+static inline void spin(int n) {
     for (volatile int k = 0; k < n; k++)
         ;
 }
@@ -208,8 +205,7 @@ static const char *g_sub;
 static const char *g_method_name = "stm";
 
 /* In the measuring child, before its first transaction. */
-static int setup_runtime(const struct opts *o, const char *cm, int sched, char *why, size_t len)
-{
+static int setup_runtime(const struct opts *o, const char *cm, int sched, char *why, size_t len) {
     txkit_method_t m = TXKIT_STM;
     if (o->method)
         txkit_method_parse(o->method, &m);
@@ -231,8 +227,7 @@ static int setup_runtime(const struct opts *o, const char *cm, int sched, char *
     return 0;
 }
 
-static void stats_now(tx_stats_t *s)
-{
+static void stats_now(tx_stats_t *s) {
     memset(s, 0, sizeof *s);
     if (tx_stats_get(s) != 0)
         bench_die("tx_stats_get failed");
@@ -244,11 +239,11 @@ struct txd {
     uint64_t cm_decided, cm_inversions, sched_waits, sched_queued;
 };
 
-static void txd_fill(struct txd *d, const tx_stats_t *b, const tx_stats_t *a)
-{
+static void txd_fill(struct txd *d, const tx_stats_t *b, const tx_stats_t *a) {
     d->commits = tx_stats_commits(a) - tx_stats_commits(b);
     d->aborts = tx_stats_aborts(a) - tx_stats_aborts(b);
-    d->conflicts = a->aborts_by_cause[TXKIT_CAUSE_CONFLICT] - b->aborts_by_cause[TXKIT_CAUSE_CONFLICT];
+    d->conflicts =
+        a->aborts_by_cause[TXKIT_CAUSE_CONFLICT] - b->aborts_by_cause[TXKIT_CAUSE_CONFLICT];
     d->to_serial = a->to_serial - b->to_serial;
     d->ns_aborted = a->ns_aborted - b->ns_aborted;
     d->cm_decided = a->cm_decided - b->cm_decided;
@@ -268,8 +263,7 @@ static void txd_fill(struct txd *d, const tx_stats_t *b, const tx_stats_t *a)
 static int measure_runs(int (*fn)(void *arg, void *out, char *why, size_t len), void *arg,
                         void *runs, size_t size, int nruns, double timeout,
                         double (*key)(const void *result), const char *cm, int sched, int threads,
-                        int *failed)
-{
+                        int *failed) {
     char *res = runs;
     double k[99];
     int good = 0;
@@ -298,8 +292,7 @@ static int measure_runs(int (*fn)(void *arg, void *out, char *why, size_t len), 
     return bench_median_index(k, good);
 }
 
-static void print_header(const struct opts *o, const char *what)
-{
+static void print_header(const struct opts *o, const char *what) {
     char title[64];
     snprintf(title, sizeof title, "txkit-bench-cm %s", g_sub);
     double load1 = bench_print_machine(stdout, title);
@@ -317,8 +310,7 @@ static void print_header(const struct opts *o, const char *what)
     bench_print_load_warning(stdout, load1);
 }
 
-static FILE *open_csv(const struct opts *o, const char *header)
-{
+static FILE *open_csv(const struct opts *o, const char *header) {
     if (!o->b.csv)
         return NULL;
     FILE *f = bench_csv_open(o->b.csv, header);
@@ -332,9 +324,9 @@ static pid_t gettid_(void) { return (pid_t)syscall(SYS_gettid); }
 /* ========================================================== inversion */
 
 struct inv_abort {
-    uint64_t t_abort;   /* the abort handler ran (after the rollback) */
-    uint64_t alive;     /* the attempt's latest reading: still running then */
-    uint32_t n;         /* slots read */
+    uint64_t t_abort; /* the abort handler ran (after the rollback) */
+    uint64_t alive;   /* the attempt's latest reading: still running then */
+    uint32_t n;       /* slots read */
     uint16_t slot[INV_MAX_TOUCH];
     uint64_t t_read[INV_MAX_TOUCH]; /* the read of slot[k] had returned */
 };
@@ -384,22 +376,19 @@ struct inv_result {
     int sched, threads;
 };
 
-static double inv_key(const void *r)
-{
+static double inv_key(const void *r) {
     const struct inv_result *x = r;
     return (double)x->commits / x->secs; /* throughput */
 }
 
 static struct inv_ctx g_inv;
 
-static void inv_note_full(uint64_t t)
-{
+static void inv_note_full(uint64_t t) {
     uint64_t z = 0;
     atomic_compare_exchange_strong(&g_inv.log_full_at, &z, t);
 }
 
-static void inv_on_abort(void *arg)
-{
+static void inv_on_abort(void *arg) {
     struct inv_thr *me = arg;
     uint64_t t = now_ns() - g_inv.t0;
     me->aborts++;
@@ -415,8 +404,7 @@ static void inv_on_abort(void *arg)
     memcpy(a->t_read, me->cur_read, sizeof a->t_read);
 }
 
-static void inv_worker(struct bench_thread *t)
-{
+static void inv_worker(struct bench_thread *t) {
     struct inv_ctx *c = t->ctx;
     struct inv_thr *me = &c->thr[t->id];
     const int K = c->o->touch, work = c->o->work;
@@ -484,15 +472,13 @@ static void inv_worker(struct bench_thread *t)
     t->ops = me->commits;
 }
 
-static int cmp_commit(const void *a, const void *b)
-{
+static int cmp_commit(const void *a, const void *b) {
     uint64_t x = ((const struct inv_commit *)a)->key, y = ((const struct inv_commit *)b)->key;
     return x < y ? -1 : x > y;
 }
 
 /* The oracle, after the threads are joined (see the top of the file). */
-static void inv_judge(struct inv_ctx *c, struct inv_result *r, double secs)
-{
+static void inv_judge(struct inv_ctx *c, struct inv_result *r, double secs) {
     size_t total = 0;
     for (int i = 0; i < c->nthreads; i++)
         total += c->thr[i].clen;
@@ -573,8 +559,7 @@ static void inv_judge(struct inv_ctx *c, struct inv_result *r, double secs)
                         }
                     }
                 r->o_inv_amb += (uint64_t)amb;
-            }
-            else if (c->thr[winner].prio > me->prio)
+            } else if (c->thr[winner].prio > me->prio)
                 r->o_respected++;
             else
                 r->o_tie++;
@@ -585,8 +570,7 @@ static void inv_judge(struct inv_ctx *c, struct inv_result *r, double secs)
 }
 
 /* Address space for a log; pages cost memory only once written. */
-static void *log_map(size_t bytes)
-{
+static void *log_map(size_t bytes) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     return p == MAP_FAILED ? NULL : p;
@@ -598,8 +582,7 @@ struct inv_arg {
     int sched, threads;
 };
 
-static int inv_measure(void *argp, void *outp, char *why, size_t len)
-{
+static int inv_measure(void *argp, void *outp, char *why, size_t len) {
     struct inv_arg *a = argp;
     struct inv_result *r = outp;
     const struct opts *o = a->o;
@@ -673,24 +656,26 @@ static int inv_measure(void *argp, void *outp, char *why, size_t len)
 
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
 
-static int cmd_inversion(const struct opts *o)
-{
+static int cmd_inversion(const struct opts *o) {
     char what[256];
     snprintf(what, sizeof what,
              "inversion: %d slots, %d touched per tx (2 written), work %d; priorities from %s "
              "(thread i at level i%%4: nice 0/5/10/15 -> prio 20/15/10/5), %.2f s, %d run(s)",
-             o->slots, o->touch, o->work, o->api_prio ? "tx_set_priority (emulated)" : "per-thread nice (setpriority)",
+             o->slots, o->touch, o->work,
+             o->api_prio ? "tx_set_priority (emulated)" : "per-thread nice (setpriority)",
              o->b.seconds, o->b.runs);
     print_header(o, what);
-    printf("columns   decided/inverted/inv%%: the runtime's cm_decided / cm_inversions (for backoff\n"
-           "          its estimate: validation failures against the last writer's priority);\n"
-           "          o.cross/o.inv/o.inv%%: the benchmark's own oracle (see cm_bench.c): aborted\n"
-           "          attempts whose first stale-making commit came from another priority, and of\n"
-           "          those, from a lower one; top%%: commits by the highest-priority threads\n");
-    FILE *csv = open_csv(o, "bench,cm,sched,threads,prio_source,method,secs,commits,mtx_per_s,"
-                            "vs_backoff,aborts,to_serial,cm_decided,cm_inversions,cm_inv_pct,"
-                            "oracle_aborts,oracle_cross,oracle_inv,oracle_inv_pct,oracle_ties,"
-                            "oracle_unexplained,oracle_covered,top_level_share,sum_ok,oracle_inv_ambiguous");
+    printf(
+        "columns   decided/inverted/inv%%: the runtime's cm_decided / cm_inversions (for backoff\n"
+        "          its estimate: validation failures against the last writer's priority);\n"
+        "          o.cross/o.inv/o.inv%%: the benchmark's own oracle (see cm_bench.c): aborted\n"
+        "          attempts whose first stale-making commit came from another priority, and of\n"
+        "          those, from a lower one; top%%: commits by the highest-priority threads\n");
+    FILE *csv = open_csv(
+        o, "bench,cm,sched,threads,prio_source,method,secs,commits,mtx_per_s,"
+           "vs_backoff,aborts,to_serial,cm_decided,cm_inversions,cm_inv_pct,"
+           "oracle_aborts,oracle_cross,oracle_inv,oracle_inv_pct,oracle_ties,"
+           "oracle_unexplained,oracle_covered,top_level_share,sum_ok,oracle_inv_ambiguous");
     int failed = 0;
     printf("\n%-9s %-5s %3s %8s %7s %9s %8s %9s %7s | %8s %8s %7s %6s\n", "cm", "sched", "thr",
            "Mtx/s", "vs_bo", "aborts", "decided", "inverted", "inv%", "o.cross", "o.inv", "o.inv%",
@@ -704,7 +689,8 @@ static int cmd_inversion(const struct opts *o)
                 struct inv_arg a = {o, o->cms[ci], o->scheds[si], o->b.threads[ti]};
                 struct inv_result runs[99];
                 int med = measure_runs(inv_measure, &a, runs, sizeof runs[0], o->b.runs,
-                                       30 + 10 * o->b.seconds, inv_key, a.cm, a.sched, a.threads, &failed);
+                                       30 + 10 * o->b.seconds, inv_key, a.cm, a.sched, a.threads,
+                                       &failed);
                 ok[ci] = med >= 0;
                 if (!ok[ci])
                     continue;
@@ -722,9 +708,9 @@ static int cmd_inversion(const struct opts *o)
                 double top = pct(r->commits_by_level[r->levels - 1], r->commits);
                 printf("%-9s %-5s %3d %8.3f %7s %9" PRIu64 " %8s %9s %7s | %8" PRIu64 " %8" PRIu64
                        " %7.2f %5.1f%s\n",
-                       a.cm, a.sched ? "on" : "off", a.threads, mtx, vs, r->d.aborts,
-                       dec, inv, r->d.cm_decided ? invp : "n/a", cross, r->o_inv,
-                       pct(r->o_inv, cross), top, r->sum_ok ? "" : "  SUM WRONG");
+                       a.cm, a.sched ? "on" : "off", a.threads, mtx, vs, r->d.aborts, dec, inv,
+                       r->d.cm_decided ? invp : "n/a", cross, r->o_inv, pct(r->o_inv, cross), top,
+                       r->sum_ok ? "" : "  SUM WRONG");
                 printf("  ran: inversion cm=%s sched=%s threads=%d method=%s duration=%.3fs "
                        "prio by level(low..high)=",
                        a.cm, a.sched ? "on" : "off", a.threads, g_method_name, r->secs);
@@ -742,14 +728,13 @@ static int cmd_inversion(const struct opts *o)
                 if (csv)
                     fprintf(csv,
                             "inversion,%s,%s,%d,%s,%s,%.4f,%" PRIu64 ",%.4f,%s,%" PRIu64 ",%" PRIu64
-                            ",%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64
-                            ",%.3f,%.2f,%d,%" PRIu64 "\n",
+                            ",%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64
+                            ",%" PRIu64 ",%.3f,%.2f,%d,%" PRIu64 "\n",
                             a.cm, a.sched ? "on" : "off", a.threads, o->api_prio ? "api" : "nice",
                             g_method_name, r->secs, r->commits, mtx, base > 0 ? vs : "",
-                            r->d.aborts, r->d.to_serial, dec, inv,
-                            r->d.cm_decided ? invp : "", r->aborts_judged, cross, r->o_inv,
-                            pct(r->o_inv, cross), r->o_tie, r->o_none, r->covered, top, r->sum_ok,
-                            r->o_inv_amb);
+                            r->d.aborts, r->d.to_serial, dec, inv, r->d.cm_decided ? invp : "",
+                            r->aborts_judged, cross, r->o_inv, pct(r->o_inv, cross), r->o_tie,
+                            r->o_none, r->covered, top, r->sum_ok, r->o_inv_amb);
                 if (!r->sum_ok)
                     failed = 1;
             }
@@ -765,16 +750,18 @@ static int cmd_inversion(const struct opts *o)
                        r->threads, r->sched ? "on" : "off", r->d.cm_decided,
                        r->d.cm_inversions == 0 && r->d.cm_decided > 0 ? "PASS" : "MISS",
                        r->d.cm_inversions);
-                printf("TARGET inversion t=%d sched=%s prio oracle: no unambiguous inversion: %s (%" PRIu64
-                       " inversions of %" PRIu64 " cross-priority conflicts, %.2f%%; %" PRIu64
+                printf("TARGET inversion t=%d sched=%s prio oracle: no unambiguous inversion: %s "
+                       "(%" PRIu64 " inversions of %" PRIu64
+                       " cross-priority conflicts, %.2f%%; %" PRIu64
                        " of them ambiguous: a higher priority also committed over the loser)\n",
-                       r->threads, r->sched ? "on" : "off", r->o_inv == r->o_inv_amb ? "PASS" : "MISS",
-                       r->o_inv, cross, pct(r->o_inv, cross), r->o_inv_amb);
+                       r->threads, r->sched ? "on" : "off",
+                       r->o_inv == r->o_inv_amb ? "PASS" : "MISS", r->o_inv, cross,
+                       pct(r->o_inv, cross), r->o_inv_amb);
                 if (base > 0)
                     printf("TARGET inversion t=%d sched=%s prio throughput >= 0.95 x backoff: %s "
                            "(%.3f vs %.3f Mtx/s, ratio %.3f)\n",
-                           r->threads, r->sched ? "on" : "off", mtx >= 0.95 * base ? "PASS" : "MISS",
-                           mtx, base, mtx / base);
+                           r->threads, r->sched ? "on" : "off",
+                           mtx >= 0.95 * base ? "PASS" : "MISS", mtx, base, mtx / base);
             }
         }
     }
@@ -787,9 +774,9 @@ static int cmd_inversion(const struct opts *o)
 
 struct pipe_ctx {
     const struct opts *o;
-    int64_t *words;          /* phases x words, each phase on its own lines */
+    int64_t *words; /* phases x words, each phase on its own lines */
     int64_t shared_word __attribute__((aligned(BENCH_CACHELINE)));
-    int stride;              /* int64_t per phase */
+    int stride; /* int64_t per phase */
     pthread_barrier_t start;
     uint64_t seed;
 };
@@ -801,8 +788,7 @@ struct pipe_thr {
     uint64_t rng, shared_incs;
 } __attribute__((aligned(BENCH_CACHELINE)));
 
-static void *pipe_worker(void *arg)
-{
+static void *pipe_worker(void *arg) {
     struct pipe_thr *me = arg;
     struct pipe_ctx *c = me->c;
     const int W = c->o->words, work = c->o->work;
@@ -842,8 +828,7 @@ struct pipe_arg {
     int sched, threads;
 };
 
-static int pipe_measure(void *argp, void *outp, char *why, size_t len)
-{
+static int pipe_measure(void *argp, void *outp, char *why, size_t len) {
     struct pipe_arg *a = argp;
     struct pipe_result *r = outp;
     const struct opts *o = a->o;
@@ -857,7 +842,8 @@ static int pipe_measure(void *argp, void *outp, char *why, size_t len)
     memset(c, 0, sizeof *c);
     c->o = o;
     c->stride = (o->words + 7) / 8 * 8;
-    c->words = aligned_alloc(BENCH_CACHELINE, sizeof(int64_t) * (size_t)c->stride * (size_t)o->phases);
+    c->words =
+        aligned_alloc(BENCH_CACHELINE, sizeof(int64_t) * (size_t)c->stride * (size_t)o->phases);
     if (!c->words)
         bench_die("out of memory");
     memset(c->words, 0, sizeof(int64_t) * (size_t)c->stride * (size_t)o->phases);
@@ -901,16 +887,16 @@ static int pipe_measure(void *argp, void *outp, char *why, size_t len)
     return r->ok ? 0 : 1;
 }
 
-static int cmd_pipeline(const struct opts *o)
-{
+static int cmd_pipeline(const struct opts *o) {
     char what[256];
     snprintf(what, sizeof what,
              "pipeline: %d phases x %d words, %d tx per thread and phase (read all words, spin %d, "
              "increment one; 1 in 64 also a word shared by all phases), %d run(s), median time",
              o->phases, o->words, o->ops, o->work, o->b.runs);
     print_header(o, what);
-    FILE *csv = open_csv(o, "bench,cm,sched,threads,method,runs,secs,restarts,ms_aborted,"
-                            "sched_waits,sched_queued,to_serial,cm_decided,time_vs_off,restarts_vs_off,ok");
+    FILE *csv =
+        open_csv(o, "bench,cm,sched,threads,method,runs,secs,restarts,ms_aborted,"
+                    "sched_waits,sched_queued,to_serial,cm_decided,time_vs_off,restarts_vs_off,ok");
     int failed = 0;
     printf("\n%-9s %-5s %3s %8s %10s %10s %9s %9s %8s %8s\n", "cm", "sched", "thr", "secs",
            "restarts", "ms_aborted", "waits", "queued", "t_vs_off", "r_vs_off");
@@ -921,8 +907,8 @@ static int cmd_pipeline(const struct opts *o)
             for (int si = 0; si < o->nscheds; si++) {
                 struct pipe_arg a = {o, o->cms[ci], o->scheds[si], o->b.threads[ti]};
                 struct pipe_result runs[99];
-                int med = measure_runs(pipe_measure, &a, runs, sizeof runs[0], o->b.runs, 120, pipe_key,
-                                       a.cm, a.sched, a.threads, &failed);
+                int med = measure_runs(pipe_measure, &a, runs, sizeof runs[0], o->b.runs, 120,
+                                       pipe_key, a.cm, a.sched, a.threads, &failed);
                 if (med < 0)
                     continue;
                 struct pipe_result *r = &runs[med];
@@ -937,29 +923,32 @@ static int cmd_pipeline(const struct opts *o)
                 } else {
                     off = *r, have_off = 1;
                 }
-                printf("%-9s %-5s %3d %8.3f %10" PRIu64 " %10.1f %9" PRIu64 " %9" PRIu64 " %8s %8s%s\n",
+                printf("%-9s %-5s %3d %8.3f %10" PRIu64 " %10.1f %9" PRIu64 " %9" PRIu64
+                       " %8s %8s%s\n",
                        a.cm, a.sched ? "on" : "off", a.threads, r->secs, r->d.aborts,
                        (double)r->d.ns_aborted / 1e6, r->d.sched_waits, r->d.sched_queued, tv, rv,
                        r->ok ? "" : "  CHECK FAILED");
-                printf("  ran: pipeline cm=%s sched=%s threads=%d method=%s duration=%.3fs (median of "
-                       "%d; all:",
-                       a.cm, a.sched ? "on" : "off", a.threads, g_method_name, r->secs, o->b.runs);
+                printf(
+                    "  ran: pipeline cm=%s sched=%s threads=%d method=%s duration=%.3fs (median of "
+                    "%d; all:",
+                    a.cm, a.sched ? "on" : "off", a.threads, g_method_name, r->secs, o->b.runs);
                 for (int x = 0; x < o->b.runs; x++)
                     printf(" %.3f", runs[x].secs);
                 printf(") to_serial %" PRIu64 " cm_decided %" PRIu64 "\n", r->d.to_serial,
                        r->d.cm_decided);
                 if (csv)
-                    fprintf(csv, "pipeline,%s,%s,%d,%s,%d,%.4f,%" PRIu64 ",%.2f,%" PRIu64 ",%" PRIu64
-                                 ",%" PRIu64 ",%" PRIu64 ",%s,%s,%d\n",
-                            a.cm, a.sched ? "on" : "off", a.threads, g_method_name, o->b.runs, r->secs,
-                            r->d.aborts, (double)r->d.ns_aborted / 1e6, r->d.sched_waits,
+                    fprintf(csv,
+                            "pipeline,%s,%s,%d,%s,%d,%.4f,%" PRIu64 ",%.2f,%" PRIu64 ",%" PRIu64
+                            ",%" PRIu64 ",%" PRIu64 ",%s,%s,%d\n",
+                            a.cm, a.sched ? "on" : "off", a.threads, g_method_name, o->b.runs,
+                            r->secs, r->d.aborts, (double)r->d.ns_aborted / 1e6, r->d.sched_waits,
                             r->d.sched_queued, r->d.to_serial, r->d.cm_decided, tv, rv, r->ok);
                 if (!r->ok)
                     failed = 1;
             }
             if (have_on && have_off) {
-                printf("TARGET pipeline cm=%s t=%d sched on: fewer restarts: %s (%" PRIu64 " vs %" PRIu64
-                       "), less time: %s (%.3f vs %.3f s, ratio %.3f)\n",
+                printf("TARGET pipeline cm=%s t=%d sched on: fewer restarts: %s (%" PRIu64
+                       " vs %" PRIu64 "), less time: %s (%.3f vs %.3f s, ratio %.3f)\n",
                        o->cms[ci], o->b.threads[ti], on.d.aborts < off.d.aborts ? "PASS" : "MISS",
                        on.d.aborts, off.d.aborts, on.secs < off.secs ? "PASS" : "MISS", on.secs,
                        off.secs, on.secs / off.secs);
@@ -978,8 +967,7 @@ static int cmd_pipeline(const struct opts *o)
 #define H_SUB 32
 #define H_BUCKETS (64 + 40 * H_SUB)
 
-static int h_index(uint64_t v)
-{
+static int h_index(uint64_t v) {
     if (v < 64)
         return (int)v;
     int e = 63 - __builtin_clzll(v); /* >= 6 */
@@ -1006,8 +994,7 @@ struct hot_ctx {
     struct hot_thr *thr;
 };
 
-static void hot_worker(struct bench_thread *t)
-{
+static void hot_worker(struct bench_thread *t) {
     struct hot_ctx *c = t->ctx;
     struct hot_thr *me = &c->thr[t->id];
     while (!bench_stopped()) {
@@ -1032,8 +1019,7 @@ struct hot_result {
     int ok;
 };
 
-static double hot_key(const void *r)
-{
+static double hot_key(const void *r) {
     const struct hot_result *x = r;
     return (double)x->commits / x->secs; /* throughput */
 }
@@ -1044,8 +1030,7 @@ struct hot_arg {
     int sched, threads;
 };
 
-static int hot_measure(void *argp, void *outp, char *why, size_t len)
-{
+static int hot_measure(void *argp, void *outp, char *why, size_t len) {
     struct hot_arg *a = argp;
     struct hot_result *r = outp;
     memset(r, 0, sizeof *r);
@@ -1115,19 +1100,20 @@ static int hot_measure(void *argp, void *outp, char *why, size_t len)
 #define HOT_MIN_FAIRNESS 0.25
 #define HOT_MAX_P999_US 100.0
 
-static int cmd_hotcounter(const struct opts *o)
-{
+static int cmd_hotcounter(const struct opts *o) {
     char what[256];
     snprintf(what, sizeof what,
              "hotcounter: one word incremented by every thread, %.2f s, %d run(s); latency = "
-             "the whole TX_ATOMIC incl. retries (and preemption)", o->b.seconds, o->b.runs);
+             "the whole TX_ATOMIC incl. retries (and preemption)",
+             o->b.seconds, o->b.runs);
     print_header(o, what);
     FILE *csv = open_csv(o, "bench,cm,sched,threads,method,secs,commits,mtx_per_s,vs_backoff_off,"
                             "min_commits,max_commits,min_max_ratio,p50_ns,p99_ns,p999_ns,max_ns,"
                             "aborts,sched_waits,sched_queued,cm_decided,over32_retries,ok");
     int failed = 0;
     printf("\n%-9s %-5s %3s %8s %7s %9s %9s %6s %8s %8s %9s %10s %9s\n", "cm", "sched", "thr",
-           "Mtx/s", "vs_bo", "min", "max", "min/max", "p50ns", "p99ns", "p999ns", "max_ns", "aborts");
+           "Mtx/s", "vs_bo", "min", "max", "min/max", "p50ns", "p99ns", "p999ns", "max_ns",
+           "aborts");
     for (int ti = 0; ti < o->b.nthreads; ti++) {
         double base = 0;
         for (int ci = 0; ci < o->ncms; ci++) {
@@ -1135,7 +1121,8 @@ static int cmd_hotcounter(const struct opts *o)
                 struct hot_arg a = {o, o->cms[ci], o->scheds[si], o->b.threads[ti]};
                 struct hot_result runs[99];
                 int med = measure_runs(hot_measure, &a, runs, sizeof runs[0], o->b.runs,
-                                       30 + 10 * o->b.seconds, hot_key, a.cm, a.sched, a.threads, &failed);
+                                       30 + 10 * o->b.seconds, hot_key, a.cm, a.sched, a.threads,
+                                       &failed);
                 if (med < 0)
                     continue;
                 struct hot_result *r = &runs[med];
@@ -1145,30 +1132,33 @@ static int cmd_hotcounter(const struct opts *o)
                 double fair = r->cmax ? (double)r->cmin / (double)r->cmax : 0;
                 char vs[16];
                 snprintf(vs, sizeof vs, base > 0 ? "%.3f" : "n/a", base > 0 ? mtx / base : 0);
-                printf("%-9s %-5s %3d %8.3f %7s %9" PRIu64 " %9" PRIu64 " %6.3f %8" PRIu64 " %8" PRIu64
-                       " %9" PRIu64 " %10" PRIu64 " %9" PRIu64 "%s\n",
-                       a.cm, a.sched ? "on" : "off", a.threads, mtx, vs, r->cmin, r->cmax, fair, r->p50,
-                       r->p99, r->p999, r->max, r->d.aborts, r->ok ? "" : "  COUNTER WRONG");
+                printf("%-9s %-5s %3d %8.3f %7s %9" PRIu64 " %9" PRIu64 " %6.3f %8" PRIu64
+                       " %8" PRIu64 " %9" PRIu64 " %10" PRIu64 " %9" PRIu64 "%s\n",
+                       a.cm, a.sched ? "on" : "off", a.threads, mtx, vs, r->cmin, r->cmax, fair,
+                       r->p50, r->p99, r->p999, r->max, r->d.aborts,
+                       r->ok ? "" : "  COUNTER WRONG");
                 printf("  ran: hotcounter cm=%s sched=%s threads=%d method=%s duration=%.3fs "
                        "sched_waits %" PRIu64 " sched_queued %" PRIu64 " to_serial %" PRIu64 "\n",
                        a.cm, a.sched ? "on" : "off", a.threads, g_method_name, r->secs,
                        r->d.sched_waits, r->d.sched_queued, r->d.to_serial);
                 int pass = fair >= HOT_MIN_FAIRNESS && (double)r->p999 / 1e3 <= HOT_MAX_P999_US &&
                            r->over32 == 0;
-                printf("TARGET hotcounter cm=%s sched=%s t=%d no starvation (min/max >= %.2f), bounded "
+                printf("TARGET hotcounter cm=%s sched=%s t=%d no starvation (min/max >= %.2f), "
+                       "bounded "
                        "latency (p99.9 <= %.0f us, no tx over 32 retries): %s (min/max %.3f, p99.9 "
                        "%.1f us, %" PRIu64 " over 32 retries; max %.2f ms incl. preemption)\n",
                        a.cm, a.sched ? "on" : "off", a.threads, HOT_MIN_FAIRNESS, HOT_MAX_P999_US,
                        pass ? "PASS" : "MISS", fair, (double)r->p999 / 1e3, r->over32,
                        (double)r->max / 1e6);
                 if (csv)
-                    fprintf(csv, "hotcounter,%s,%s,%d,%s,%.4f,%" PRIu64 ",%.4f,%s,%" PRIu64 ",%" PRIu64
-                                 ",%.4f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                                 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d\n",
-                            a.cm, a.sched ? "on" : "off", a.threads, g_method_name, r->secs, r->commits,
-                            mtx, base > 0 ? vs : "", r->cmin, r->cmax, fair, r->p50, r->p99, r->p999,
-                            r->max, r->d.aborts, r->d.sched_waits, r->d.sched_queued,
-                            r->d.cm_decided, r->over32, r->ok);
+                    fprintf(csv,
+                            "hotcounter,%s,%s,%d,%s,%.4f,%" PRIu64 ",%.4f,%s,%" PRIu64 ",%" PRIu64
+                            ",%.4f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                            ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d\n",
+                            a.cm, a.sched ? "on" : "off", a.threads, g_method_name, r->secs,
+                            r->commits, mtx, base > 0 ? vs : "", r->cmin, r->cmax, fair, r->p50,
+                            r->p99, r->p999, r->max, r->d.aborts, r->d.sched_waits,
+                            r->d.sched_queued, r->d.cm_decided, r->over32, r->ok);
                 if (!r->ok)
                     failed = 1;
             }
@@ -1181,8 +1171,7 @@ static int cmd_hotcounter(const struct opts *o)
 
 /* ================================================================ main */
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

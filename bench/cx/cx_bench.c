@@ -67,21 +67,18 @@ static struct mode_count g_modes[BENCH_MAX_THREADS];
 
 /* ------------------------------------------------------------- hash set */
 
-static struct node **bucket_of(struct shared *s, long key)
-{
+static struct node **bucket_of(struct shared *s, long key) {
     return &s->buckets[key % s->nbuckets];
 }
 
-static int hash_contains(struct shared *s, long key)
-{
+static int hash_contains(struct shared *s, long key) {
     const struct node *n = *bucket_of(s, key);
     while (n && n->key < key)
         n = n->next;
     return n && n->key == key;
 }
 
-static int hash_insert(struct shared *s, long key)
-{
+static int hash_insert(struct shared *s, long key) {
     struct node **pp = bucket_of(s, key);
     while (*pp && (*pp)->key < key)
         pp = &(*pp)->next;
@@ -96,8 +93,7 @@ static int hash_insert(struct shared *s, long key)
     return 1;
 }
 
-static int hash_delete(struct shared *s, long key)
-{
+static int hash_delete(struct shared *s, long key) {
     struct node **pp = bucket_of(s, key);
     while (*pp && (*pp)->key < key)
         pp = &(*pp)->next;
@@ -111,8 +107,7 @@ static int hash_delete(struct shared *s, long key)
 
 /* Return: the number of keys, or -1 when a chain is unsorted or holds a key
  * of another bucket or out of range. */
-static long hash_check(struct shared *s)
-{
+static long hash_check(struct shared *s) {
     long count = 0;
     for (long b = 0; b < s->nbuckets; b++) {
         long prev = -1;
@@ -127,8 +122,7 @@ static long hash_check(struct shared *s)
     return count;
 }
 
-static void hash_free(struct shared *s)
-{
+static void hash_free(struct shared *s) {
     for (long b = 0; b < s->nbuckets; b++) {
         struct node *n = s->buckets[b];
         while (n) {
@@ -143,8 +137,7 @@ static void hash_free(struct shared *s)
 /* ------------------------------------------------------------ operation */
 
 /* The critical section's body. Return: the change in the set's size. */
-static inline long body(struct shared *s, int op, long key)
-{
+static inline long body(struct shared *s, int op, long key) {
     switch (s->workload) {
     case W_HASH:
         if (op == OP_INSERT)
@@ -163,14 +156,12 @@ static inline long body(struct shared *s, int op, long key)
 }
 
 /* One write(2) of one byte to /dev/null. Return: 1 if it failed. */
-static inline int do_io(struct shared *s)
-{
+static inline int do_io(struct shared *s) {
     static const char byte = 'x';
     return write(s->devnull, &byte, 1) != 1;
 }
 
-static void worker(struct bench_thread *t)
-{
+static void worker(struct bench_thread *t) {
     struct shared *s = t->ctx;
     struct mode_count *mc = &g_modes[t->id];
     uint64_t ops = 0, bad = 0;
@@ -241,8 +232,7 @@ struct measure_ctx {
 /* In the measurement's child. The sample's itm_* fields carry the cx mode
  * sample (bench_sample has no cx fields): itm_attempts = sections sampled,
  * itm_commits[0] = optimistic, itm_commits[1] = exclusive. */
-static int measure(void *ctx, const struct bench_row *row, int run, struct bench_sample *out)
-{
+static int measure(void *ctx, const struct bench_row *row, int run, struct bench_sample *out) {
     const struct measure_ctx *c = ctx;
     const struct cx_opts *o = c->o;
     const struct row_desc *d = &c->descs[row - c->rows];
@@ -302,7 +292,8 @@ static int measure(void *ctx, const struct bench_row *row, int run, struct bench
     if (d->workload == W_HASH) {
         long n = hash_check(s);
         if (n != o->size + delta) {
-            fprintf(stderr, "check: FAIL: hash set has %ld keys, expected %ld + %ld net inserts%s\n", n,
+            fprintf(stderr,
+                    "check: FAIL: hash set has %ld keys, expected %ld + %ld net inserts%s\n", n,
                     o->size, delta, n < 0 ? " (a chain is corrupt)" : "");
             failed = 1;
         }
@@ -330,8 +321,7 @@ static int g_preload;
 
 /* Which object pthread_mutex_lock binds to in this process: the preload
  * library, glibc, or something else. */
-static void detect_mutex(void)
-{
+static void detect_mutex(void) {
     void *p = dlsym(RTLD_DEFAULT, "pthread_mutex_lock");
     Dl_info info;
     const char *file = "?";
@@ -340,7 +330,8 @@ static void detect_mutex(void)
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
     g_preload = strstr(base, "txkit-preload") != NULL;
-    int other = !g_preload && strncmp(base, "libc.so", 7) != 0 && strncmp(base, "libpthread", 10) != 0;
+    int other =
+        !g_preload && strncmp(base, "libc.so", 7) != 0 && strncmp(base, "libpthread", 10) != 0;
     snprintf(g_mutex_label, sizeof g_mutex_label, "mutex%s%s%s", g_preload ? "+preload" : "",
              other ? "+interposed" : "", bench_elision_requested() ? "+elision" : "");
     char real[PATH_MAX];
@@ -349,23 +340,18 @@ static void detect_mutex(void)
     snprintf(g_mutex_where, sizeof g_mutex_where, "%s", real);
 }
 
-static const char *lock_label(int lock)
-{
-    return lock == L_CX ? "cx" : g_mutex_label;
-}
+static const char *lock_label(int lock) { return lock == L_CX ? "cx" : g_mutex_label; }
 
 /* --------------------------------------------------------------- report */
 
-static double median_mops(const struct bench_row *r, double *min, double *max)
-{
+static double median_mops(const struct bench_row *r, double *min, double *max) {
     double v[BENCH_MAX_RUNS];
     for (int i = 0; i < r->nsamples; i++)
         v[i] = r->s[i].mops;
     return bench_median(v, r->nsamples, min, max);
 }
 
-static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *ri)
-{
+static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *ri) {
     char io[64] = "", wl[64] = "", locks[128] = "";
     for (int i = 0; i < o->nio; i++)
         snprintf(io + strlen(io), sizeof io - strlen(io), "%s%d", i ? "," : "", o->io[i]);
@@ -384,11 +370,13 @@ static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *r
                      : "");
     if (bench_elision_requested())
         printf("elision   glibc elision requested (GLIBC_TUNABLES), %s\n",
-               bench_elision_active() ? "active" : "NOT active (glibc elides only where RTM is usable)");
+               bench_elision_active() ? "active"
+                                      : "NOT active (glibc elides only where RTM is usable)");
     printf("workloads %s; hash: %ld buckets, %ld keys initially, key range %ld, %d%% updates\n", wl,
            o->buckets, o->size, 2 * o->size, o->update_pct);
     printf("io        %s%% of operations write 1 byte to /dev/null inside the section "
-           "(cx: after cx_need_exclusive())\n", io);
+           "(cx: after cx_need_exclusive())\n",
+           io);
     bench_print_run(stdout, o->b.threads, o->b.nthreads, o->b.seconds, o->b.runs);
     bench_print_load_warning(stdout, load1);
     if (!ri->usable)
@@ -397,9 +385,8 @@ static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *r
     fflush(stdout);
 }
 
-static int report(const struct cx_opts *o, const struct row_desc *descs, const struct bench_row *rows,
-                  int nrows, const struct txkit_rtm_info *ri)
-{
+static int report(const struct cx_opts *o, const struct row_desc *descs,
+                  const struct bench_row *rows, int nrows, const struct txkit_rtm_info *ri) {
     FILE *csv = NULL;
     if (o->b.csv)
         csv = bench_csv_open(o->b.csv, "bench,host,rtm,workload,lock,threads,io_pct,mops,ns_per_op,"
@@ -408,8 +395,8 @@ static int report(const struct cx_opts *o, const struct row_desc *descs, const s
 
     char vs[64];
     snprintf(vs, sizeof vs, "vs %s", g_mutex_label);
-    printf("\n%-11s %4s %-22s %7s %10s %6s %10s %13s %8s  %s\n", "workload", "io%", "lock", "threads",
-           "Mops/s", "spread", "ns/op", vs, "cx opt%", "check");
+    printf("\n%-11s %4s %-22s %7s %10s %6s %10s %13s %8s  %s\n", "workload", "io%", "lock",
+           "threads", "Mops/s", "spread", "ns/op", vs, "cx opt%", "check");
     for (int i = 0; i < nrows; i++) {
         const struct row_desc *d = &descs[i];
         const struct bench_row *r = &rows[i];
@@ -445,13 +432,14 @@ static int report(const struct cx_opts *o, const struct row_desc *descs, const s
         if (d->lock == L_CX && sampled > 0)
             snprintf(optpct, sizeof optpct, "%.1f", 100.0 * (double)opt / (double)sampled);
         int over = bench_oversubscribed(d->threads);
-        printf("%-11s %4d %-22s %7d %10s %6s %10s %13s %8s  %s%s%s%s\n", workload_names[d->workload],
-               d->io_pct, lock_label(d->lock), d->threads, mo, spread, ns, ratio, optpct, status,
-               r->note[0] ? ": " : "", r->note, over ? " (oversubscribed)" : "");
+        printf("%-11s %4d %-22s %7d %10s %6s %10s %13s %8s  %s%s%s%s\n",
+               workload_names[d->workload], d->io_pct, lock_label(d->lock), d->threads, mo, spread,
+               ns, ratio, optpct, status, r->note[0] ? ": " : "", r->note,
+               over ? " (oversubscribed)" : "");
         if (csv)
             fprintf(csv, "cx,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%d,%s,%.6f,%.6f,%d\n", bench_host(),
-                    ri->usable ? "usable" : "none", workload_names[d->workload], lock_label(d->lock),
-                    d->threads, d->io_pct, r->nsamples && mops > 0 ? mo : "",
+                    ri->usable ? "usable" : "none", workload_names[d->workload],
+                    lock_label(d->lock), d->threads, d->io_pct, r->nsamples && mops > 0 ? mo : "",
                     r->nsamples && mops > 0 ? ns : "", base > 0 && mops > 0 ? ratio_csv : "",
                     d->lock == L_CX && sampled ? optpct : "", r->nsamples, status, mn, mx, over);
     }
@@ -467,8 +455,7 @@ static int report(const struct cx_opts *o, const struct row_desc *descs, const s
 
 /* ----------------------------------------------------------------- main */
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
     fputs("usage: txkit-bench-cx [options]\n"
           "  -w, --workload W[,W...] hash, counter, uncontended, or all (default all)\n"
           "  -l, --lock L[,L...]     mutex, cx, or all (default all). mutex is labelled\n"
@@ -488,8 +475,7 @@ static void usage(FILE *f)
           f);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     static const char *const lock_names[L_COUNT] = {"mutex", "cx"};
     struct cx_opts o;
     memset(&o, 0, sizeof o);
@@ -504,7 +490,8 @@ int main(int argc, char **argv)
         if (bench_opt(argc, argv, &i, "--workload", &v) || bench_opt(argc, argv, &i, "-w", &v)) {
             o.nworkloads = bench_parse_names("--workload", v, workload_names, W_COUNT, o.workloads);
         } else if (bench_opt(argc, argv, &i, "--lock", &v) || bench_opt(argc, argv, &i, "-l", &v) ||
-                   bench_opt(argc, argv, &i, "--method", &v) || bench_opt(argc, argv, &i, "-m", &v)) {
+                   bench_opt(argc, argv, &i, "--method", &v) ||
+                   bench_opt(argc, argv, &i, "-m", &v)) {
             o.nlocks = bench_parse_names("--lock", v, lock_names, L_COUNT, o.locks);
         } else if (bench_opt(argc, argv, &i, "--io", &v)) {
             o.nio = bench_parse_ints("--io", v, o.io, MAX_IO, 0, 100);
@@ -514,7 +501,8 @@ int main(int argc, char **argv)
             o.buckets = bench_parse_long("--buckets", v, 1, 1L << 24);
         } else if (bench_opt(argc, argv, &i, "--update", &v)) {
             o.update_pct = (int)bench_parse_long("--update", v, 0, 100);
-        } else if (bench_opt(argc, argv, &i, "--help", NULL) || bench_opt(argc, argv, &i, "-h", NULL)) {
+        } else if (bench_opt(argc, argv, &i, "--help", NULL) ||
+                   bench_opt(argc, argv, &i, "-h", NULL)) {
             usage(stdout);
             return 0;
         } else if (!bench_parse_common(&o.b, argc, argv, &i)) {
@@ -561,7 +549,8 @@ int main(int argc, char **argv)
                     d->io_pct = wl == W_UNCONTENDED ? 0 : o.io[k];
                     d->lock = o.locks[l];
                     d->threads = wl == W_UNCONTENDED ? 1 : o.b.threads[t];
-                    rows[nrows].method = BM_MUTEX; /* only names the row in bench_measure's messages */
+                    rows[nrows].method =
+                        BM_MUTEX; /* only names the row in bench_measure's messages */
                     rows[nrows].threads = d->threads;
                     nrows++;
                 }

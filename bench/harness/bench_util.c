@@ -47,8 +47,7 @@ static const char *const bm_names[BM_COUNT] = {
 
 #define LIBITM_PREFIX "itm@libitm:"
 
-const char *bm_name(int m)
-{
+const char *bm_name(int m) {
     if (bench_elision_requested()) {
         if (m == BM_MUTEX)
             return "mutex+elision";
@@ -58,8 +57,7 @@ const char *bm_name(int m)
     return (m >= 0 && m < BM_COUNT) ? bm_names[m] : "?";
 }
 
-int bm_parse(const char *name)
-{
+int bm_parse(const char *name) {
     for (int m = 0; m < BM_COUNT; m++)
         if (strcmp(name, bm_names[m]) == 0)
             return m;
@@ -71,8 +69,7 @@ int bm_parse(const char *name)
     return -1;
 }
 
-const char *bm_itm_env(int m)
-{
+const char *bm_itm_env(int m) {
     if (!bm_is_itm_libitm(m) || m == BM_ITM_DEFAULT)
         return NULL;
     return bm_names[m] + sizeof LIBITM_PREFIX - 1;
@@ -80,8 +77,7 @@ const char *bm_itm_env(int m)
 
 /* ----------------------------------------------------- glibc lock elision */
 
-int bench_elision_requested(void)
-{
+int bench_elision_requested(void) {
     static int requested = -1;
     if (requested >= 0)
         return requested;
@@ -100,8 +96,7 @@ int bench_elision_requested(void)
     return requested;
 }
 
-int bench_elision_active(void)
-{
+int bench_elision_active(void) {
 #ifdef __GLIBC__
     /* glibc marks a default mutex for elision at its first lock when elision is
      * on (FORCE_ELISION: PTHREAD_MUTEX_ELISION_NP, 256, in __kind). */
@@ -115,28 +110,36 @@ int bench_elision_active(void)
 #endif
 }
 
-static txkit_method_t bm_to_txkit(int m)
-{
+static txkit_method_t bm_to_txkit(int m) {
     switch (m) {
-    case BM_HTM: case BM_ITMTK_HTM: return TXKIT_HTM;
-    case BM_STM: case BM_ITMTK_STM: return TXKIT_STM;
-    case BM_SERIAL: case BM_ITMTK_SERIAL: return TXKIT_SERIAL;
-    default: return TXKIT_AUTO;
+    case BM_HTM:
+    case BM_ITMTK_HTM:
+        return TXKIT_HTM;
+    case BM_STM:
+    case BM_ITMTK_STM:
+        return TXKIT_STM;
+    case BM_SERIAL:
+    case BM_ITMTK_SERIAL:
+        return TXKIT_SERIAL;
+    default:
+        return TXKIT_AUTO;
     }
 }
 
-static int txkit_to_itmtk(txkit_method_t t)
-{
+static int txkit_to_itmtk(txkit_method_t t) {
     switch (t) {
-    case TXKIT_HTM: return BM_ITMTK_HTM;
-    case TXKIT_STM: return BM_ITMTK_STM;
-    case TXKIT_SERIAL: return BM_ITMTK_SERIAL;
-    default: return BM_ITMTK_AUTO;
+    case TXKIT_HTM:
+        return BM_ITMTK_HTM;
+    case TXKIT_STM:
+        return BM_ITMTK_STM;
+    case TXKIT_SERIAL:
+        return BM_ITMTK_SERIAL;
+    default:
+        return BM_ITMTK_AUTO;
     }
 }
 
-int bench_itm_runtime(char *buf, size_t len)
-{
+int bench_itm_runtime(char *buf, size_t len) {
     static char where[2 * PATH_MAX + 64];
     static int rt = -1;
 #ifdef BENCH_NO_ITM
@@ -166,14 +169,15 @@ int bench_itm_runtime(char *buf, size_t len)
             /* The same object as txkit's own API: the loader mapped the
              * drop-in and libtxkit.so.0 once (same file). */
             int is_txkit = dladdr((void *)txkit_version, &tk) && tk.dli_fbase == di.dli_fbase;
-            rt = is_txkit ? ITM_RT_TXKIT
+            rt = is_txkit                             ? ITM_RT_TXKIT
                  : strncmp(base, "libitm.so", 9) == 0 ? ITM_RT_LIBITM
                                                       : ITM_RT_OTHER;
             if (strcmp(name, di.dli_fname) != 0)
                 snprintf(where, sizeof where, "%s -> %s%s", di.dli_fname, name,
                          is_txkit ? " (txkit's libitm ABI)" : "");
             else
-                snprintf(where, sizeof where, "%s%s", name, is_txkit ? " (txkit's libitm ABI)" : "");
+                snprintf(where, sizeof where, "%s%s", name,
+                         is_txkit ? " (txkit's libitm ABI)" : "");
         }
     }
     if (buf && len)
@@ -181,8 +185,7 @@ int bench_itm_runtime(char *buf, size_t len)
     return rt;
 }
 
-void bench_itm_prepare(int m)
-{
+void bench_itm_prepare(int m) {
     const char *v = bm_itm_env(m);
     if (!bm_is_itm_libitm(m))
         return;
@@ -193,8 +196,7 @@ void bench_itm_prepare(int m)
 }
 
 /* The file name of the object the itm probe found, for short notes. */
-static const char *itm_object_base(void)
-{
+static const char *itm_object_base(void) {
     static char where[2 * PATH_MAX + 64];
     bench_itm_runtime(where, sizeof where);
     char *arrow = strstr(where, " -> ");
@@ -204,8 +206,7 @@ static const char *itm_object_base(void)
     return base ? base + 1 : where;
 }
 
-int bench_select_method(int m, char *why, size_t whylen)
-{
+int bench_select_method(int m, char *why, size_t whylen) {
     if (bm_is_itm(m)) {
         char where[2 * PATH_MAX + 64];
         int rt = bench_itm_runtime(where, sizeof where);
@@ -260,8 +261,7 @@ int bench_select_method(int m, char *why, size_t whylen)
 
 /* ------------------------------------------------------------------ options */
 
-void bench_die(const char *fmt, ...)
-{
+void bench_die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("error: ", stderr);
@@ -271,16 +271,14 @@ void bench_die(const char *fmt, ...)
     exit(2);
 }
 
-void bench_opts_init(struct bench_opts *o)
-{
+void bench_opts_init(struct bench_opts *o) {
     memset(o, 0, sizeof *o);
     o->seconds = 1.0;
     o->runs = 3; /* a median and its spread */
     o->seed = 0x7478b17ULL;
 }
 
-void bench_opts_init_methods(struct bench_opts *o)
-{
+void bench_opts_init_methods(struct bench_opts *o) {
     bench_opts_init(o);
     o->methods[0] = BM_SEQ;
     o->methods[1] = BM_MUTEX;
@@ -290,8 +288,7 @@ void bench_opts_init_methods(struct bench_opts *o)
     o->nthreads = 1;
 }
 
-void bench_outcome(const struct bench_row *rows, int nrows, struct bench_outcome *out)
-{
+void bench_outcome(const struct bench_row *rows, int nrows, struct bench_outcome *out) {
     memset(out, 0, sizeof *out);
     for (int k = 0; k < nrows; k++) {
         out->crashed |= rows[k].state == ROW_CRASH || rows[k].state == ROW_TIMEOUT;
@@ -304,8 +301,7 @@ void bench_outcome(const struct bench_row *rows, int nrows, struct bench_outcome
         printf("FAIL: a measurement crashed or timed out (see the table)\n");
 }
 
-int bench_opt(int argc, char **argv, int *i, const char *name, const char **val)
-{
+int bench_opt(int argc, char **argv, int *i, const char *name, const char **val) {
     const char *a = argv[*i];
     size_t n = strlen(name);
     if (strncmp(a, name, n) != 0)
@@ -325,8 +321,7 @@ int bench_opt(int argc, char **argv, int *i, const char *name, const char **val)
     return 0;
 }
 
-long bench_parse_long(const char *opt, const char *s, long lo, long hi)
-{
+long bench_parse_long(const char *opt, const char *s, long lo, long hi) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 0);
@@ -335,8 +330,7 @@ long bench_parse_long(const char *opt, const char *s, long lo, long hi)
     return v;
 }
 
-double bench_parse_double(const char *opt, const char *s, double lo, double hi)
-{
+double bench_parse_double(const char *opt, const char *s, double lo, double hi) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
@@ -345,8 +339,7 @@ double bench_parse_double(const char *opt, const char *s, double lo, double hi)
     return v;
 }
 
-int bench_split_list(const char *opt, char *buf, char **tok, int max)
-{
+int bench_split_list(const char *opt, char *buf, char **tok, int max) {
     int n = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (n == max)
@@ -358,8 +351,7 @@ int bench_split_list(const char *opt, char *buf, char **tok, int max)
     return n;
 }
 
-int bench_parse_ints(const char *opt, const char *arg, int *out, int max, long lo, long hi)
-{
+int bench_parse_ints(const char *opt, const char *arg, int *out, int max, long lo, long hi) {
     char buf[512], *tok[64];
     if (strlen(arg) >= sizeof buf)
         bench_die("%s: list too long", opt);
@@ -376,8 +368,7 @@ int bench_parse_ints(const char *opt, const char *arg, int *out, int max, long l
 }
 
 int bench_parse_names(const char *opt, const char *arg, const char *const *names, int nnames,
-                      int *out)
-{
+                      int *out) {
     char buf[512], *tok[64];
     if (strlen(arg) >= sizeof buf)
         bench_die("%s: list too long", opt);
@@ -401,8 +392,7 @@ int bench_parse_names(const char *opt, const char *arg, const char *const *names
     return n;
 }
 
-static void add_method(struct bench_opts *o, int m)
-{
+static void add_method(struct bench_opts *o, int m) {
     for (int k = 0; k < o->nmethods; k++)
         if (o->methods[k] == m)
             return;
@@ -412,8 +402,7 @@ static void add_method(struct bench_opts *o, int m)
 /* "itm@libitm": the libitm method of the environment (ITM_DEFAULT_METHOD as
  * inherited, with libitm's syntax: blanks around the name), or
  * itm@libitm:default. */
-static int itm_from_env(void)
-{
+static int itm_from_env(void) {
     const char *e = getenv("ITM_DEFAULT_METHOD");
     if (!e)
         return BM_ITM_DEFAULT;
@@ -428,24 +417,22 @@ static int itm_from_env(void)
             return m;
     }
     bench_die("--method itm: ITM_DEFAULT_METHOD='%s' is not a libitm method "
-              "(serial, serialirr, serialirr_onwrite, ml_wt, gl_wt, htm)", e);
+              "(serial, serialirr, serialirr_onwrite, ml_wt, gl_wt, htm)",
+              e);
 }
 
 /* "itm" alone and "itm:all": the runtime the probe found (GCC's libitm when
  * there is none: its rows then say why they are n/a). */
-static int itm_bound_txkit(void)
-{
-    return bench_itm_runtime(NULL, 0) == ITM_RT_TXKIT;
-}
+static int itm_bound_txkit(void) { return bench_itm_runtime(NULL, 0) == ITM_RT_TXKIT; }
 
-static void parse_methods(struct bench_opts *o, const char *arg)
-{
+static void parse_methods(struct bench_opts *o, const char *arg) {
     char buf[512];
     if (strlen(arg) >= sizeof buf)
         bench_die("--method: list too long");
     snprintf(buf, sizeof buf, "%s", arg);
     o->nmethods = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
         int m;
         if (strcmp(tok, "all") == 0) {
             for (m = 0; m <= BM_SERIAL; m++)
@@ -482,33 +469,34 @@ static void parse_methods(struct bench_opts *o, const char *arg)
         if (strcmp(tok, "mutex+elision") == 0 || strcmp(tok, "rwlock+elision") == 0) {
             /* glibc reads its tunables at start-up: nothing to switch here */
             if (!bench_elision_requested())
-                bench_die("--method %s: start the program with GLIBC_TUNABLES=glibc.elision.enable=1 "
-                          "(glibc reads it at start-up); mutex and rwlock are then labelled +elision",
-                          tok);
+                bench_die(
+                    "--method %s: start the program with GLIBC_TUNABLES=glibc.elision.enable=1 "
+                    "(glibc reads it at start-up); mutex and rwlock are then labelled +elision",
+                    tok);
             add_method(o, tok[0] == 'm' ? BM_MUTEX : BM_RWLOCK);
             continue;
         }
         m = bm_parse(tok);
         if (m < 0)
-            bench_die("--method: unknown method '%s' (seq, mutex, rwlock, auto, htm, stm, serial, "
-                      "itm, itm@libitm[:default|serial|serialirr|serialirr_onwrite|ml_wt|gl_wt|htm|all], "
-                      "itm@txkit[:auto|htm|stm|serial|all], itm:all, all)",
-                      tok);
+            bench_die(
+                "--method: unknown method '%s' (seq, mutex, rwlock, auto, htm, stm, serial, "
+                "itm, itm@libitm[:default|serial|serialirr|serialirr_onwrite|ml_wt|gl_wt|htm|all], "
+                "itm@txkit[:auto|htm|stm|serial|all], itm:all, all)",
+                tok);
         add_method(o, m);
     }
     if (o->nmethods == 0)
         bench_die("--method: empty list");
 }
 
-int bench_parse_common(struct bench_opts *o, int argc, char **argv, int *i)
-{
+int bench_parse_common(struct bench_opts *o, int argc, char **argv, int *i) {
     const char *v;
     if (!o->no_methods &&
         (bench_opt(argc, argv, i, "--method", &v) || bench_opt(argc, argv, i, "-m", &v))) {
         parse_methods(o, v);
     } else if (bench_opt(argc, argv, i, "--threads", &v) || bench_opt(argc, argv, i, "-t", &v)) {
-        o->nthreads = bench_parse_ints("--threads", v, o->threads, BENCH_MAX_TCOUNTS, 1,
-                                       BENCH_MAX_THREADS);
+        o->nthreads =
+            bench_parse_ints("--threads", v, o->threads, BENCH_MAX_TCOUNTS, 1, BENCH_MAX_THREADS);
     } else if (bench_opt(argc, argv, i, "--seconds", &v) || bench_opt(argc, argv, i, "-s", &v)) {
         o->seconds = bench_parse_double("--seconds", v, 0.001, 86400.0);
     } else if (bench_opt(argc, argv, i, "--runs", &v) || bench_opt(argc, argv, i, "-r", &v)) {
@@ -529,8 +517,7 @@ int bench_parse_common(struct bench_opts *o, int argc, char **argv, int *i)
     return 1;
 }
 
-void bench_usage_common(FILE *f)
-{
+void bench_usage_common(FILE *f) {
     fputs("  -m, --method M[,M...]  seq, mutex, rwlock, auto, htm, stm, serial, itm..., or all\n"
           "                         (seq: plain sequential code, measured at 1 thread only;\n"
           "                         auto..serial: txkit's API; all: seq..serial and the\n"
@@ -569,8 +556,7 @@ void bench_usage_common(FILE *f)
 
 /* -------------------------------------------------------------------- PRNG */
 
-uint64_t rng_seed(uint64_t seed, uint64_t stream)
-{
+uint64_t rng_seed(uint64_t seed, uint64_t stream) {
     /* splitmix64 finalizer over seed and stream */
     uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (stream + 1);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -584,8 +570,7 @@ uint64_t rng_seed(uint64_t seed, uint64_t stream)
 static int g_cpus[CPU_SETSIZE];
 static int g_ncpus = -1;
 
-static void load_cpus(void)
-{
+static void load_cpus(void) {
     if (g_ncpus >= 0)
         return;
     cpu_set_t set;
@@ -602,14 +587,12 @@ static void load_cpus(void)
     }
 }
 
-int bench_ncpus(void)
-{
+int bench_ncpus(void) {
     load_cpus();
     return g_ncpus;
 }
 
-double bench_now(void)
-{
+double bench_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -617,8 +600,7 @@ double bench_now(void)
 
 static pthread_barrier_t g_start;
 
-static void *thread_main(void *arg)
-{
+static void *thread_main(void *arg) {
     struct bench_thread *t = arg;
     if (t->cpu >= 0) {
         cpu_set_t set;
@@ -633,8 +615,7 @@ static void *thread_main(void *arg)
 }
 
 double bench_run_threads(struct bench_thread *th, int nthreads, void (*fn)(struct bench_thread *),
-                         double seconds, uint64_t seed)
-{
+                         double seconds, uint64_t seed) {
     load_cpus();
     int pin = nthreads <= g_ncpus;
     atomic_store(&bench_stop_flag, 0);
@@ -678,8 +659,7 @@ double bench_run_threads(struct bench_thread *th, int nthreads, void (*fn)(struc
 
 /* ------------------------------------------------------------------- stats */
 
-void bench_stats_delta(const tx_stats_t *b, const tx_stats_t *a, tx_stats_t *d)
-{
+void bench_stats_delta(const tx_stats_t *b, const tx_stats_t *a, tx_stats_t *d) {
     memset(d, 0, sizeof *d);
     d->threads = a->threads - b->threads;
     d->transactions = a->transactions - b->transactions;
@@ -698,8 +678,8 @@ void bench_stats_delta(const tx_stats_t *b, const tx_stats_t *a, tx_stats_t *d)
     d->explicit_code = a->explicit_code;
 }
 
-void bench_sample_threads(struct bench_sample *s, const struct bench_thread *th, int n, double secs)
-{
+void bench_sample_threads(struct bench_sample *s, const struct bench_thread *th, int n,
+                          double secs) {
     s->secs = secs;
     s->ops = 0;
     s->ops_min = UINT64_MAX;
@@ -721,8 +701,7 @@ void bench_sample_threads(struct bench_sample *s, const struct bench_thread *th,
 
 /* ------------------------------------------------------------ measurements */
 
-struct bench_row *bench_rows_make(const struct bench_opts *o, int *nrows)
-{
+struct bench_row *bench_rows_make(const struct bench_opts *o, int *nrows) {
     struct bench_row *rows = calloc((size_t)(o->nmethods * o->nthreads), sizeof *rows);
     int n = 0;
     if (!rows)
@@ -744,8 +723,7 @@ struct bench_row *bench_rows_make(const struct bench_opts *o, int *nrows)
     return rows;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
+static int write_all(int fd, const void *buf, size_t len) {
     const char *p = buf;
     while (len) {
         ssize_t n = write(fd, p, len);
@@ -763,8 +741,7 @@ static int write_all(int fd, const void *buf, size_t len)
 
 int bench_isolate(int (*fn)(void *arg, void *out, char *why, size_t whylen), void *arg, void *out,
                   size_t size, double timeout, size_t mem_hint, int nofork, int *state, char *why,
-                  size_t whylen)
-{
+                  size_t whylen) {
     if (why && whylen)
         why[0] = '\0';
     if (nofork)
@@ -785,7 +762,8 @@ int bench_isolate(int (*fn)(void *arg, void *out, char *why, size_t whylen), voi
         struct rlimit rl;
         if (mem_hint != BENCH_NO_MEMLIMIT) {
             rlim_t lim = (rlim_t)(2048ull << 20) + (rlim_t)mem_hint;
-            if (getrlimit(RLIMIT_AS, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > lim)) {
+            if (getrlimit(RLIMIT_AS, &rl) == 0 &&
+                (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > lim)) {
                 rl.rlim_cur = lim;
                 setrlimit(RLIMIT_AS, &rl);
             }
@@ -847,7 +825,8 @@ int bench_isolate(int (*fn)(void *arg, void *out, char *why, size_t whylen), voi
     if (timed_out)
         snprintf(why, whylen, "TIMEOUT: no result after %.0f s (killed)", timeout);
     else if (WIFSIGNALED(status))
-        snprintf(why, whylen, "CRASHED: signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        snprintf(why, whylen, "CRASHED: signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
     else
         snprintf(why, whylen, "CRASHED: exit status %d (see stderr)",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -859,16 +838,14 @@ struct measure_shim {
     void *arg;
 };
 
-static int measure_shim(void *arg, void *out, char *why, size_t whylen)
-{
+static int measure_shim(void *arg, void *out, char *why, size_t whylen) {
     const struct measure_shim *m = arg;
     (void)why, (void)whylen;
     return m->fn(m->arg, out);
 }
 
 int bench_measure(const struct bench_opts *o, struct bench_row *row, int run,
-                  int (*fn)(void *arg, struct bench_sample *out), void *arg, size_t mem_hint)
-{
+                  int (*fn)(void *arg, struct bench_sample *out), void *arg, size_t mem_hint) {
     struct bench_sample *out = &row->s[row->nsamples];
     memset(out, 0, sizeof *out);
     struct measure_shim m = {fn, arg};
@@ -896,8 +873,7 @@ struct run_shim {
 };
 
 /* Runs in the measurement's child (in this process with --no-fork). */
-static int shim(void *arg, struct bench_sample *out)
-{
+static int shim(void *arg, struct bench_sample *out) {
     struct run_shim *s = arg;
     if (bm_is_itm_libitm(s->row->method))
         bench_itm_prepare(s->row->method);
@@ -905,9 +881,9 @@ static int shim(void *arg, struct bench_sample *out)
 }
 
 int bench_run_rows(const struct bench_opts *o, struct bench_row *rows, int nrows,
-                   int (*fn)(void *ctx, const struct bench_row *row, int run, struct bench_sample *out),
-                   void *ctx, size_t mem_hint)
-{
+                   int (*fn)(void *ctx, const struct bench_row *row, int run,
+                             struct bench_sample *out),
+                   void *ctx, size_t mem_hint) {
     int bad = 0;
     int itm_here = -1; /* --no-fork: the itm method libitm was started with here */
     for (int run = 0; run < o->runs; run++) {
@@ -949,8 +925,7 @@ int bench_run_rows(const struct bench_opts *o, struct bench_row *rows, int nrows
 static char g_host[256];
 static char g_stamp[32];
 
-void bench_cpu_model(char *buf, size_t len)
-{
+void bench_cpu_model(char *buf, size_t len) {
     snprintf(buf, len, "unknown");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f)
@@ -973,8 +948,7 @@ void bench_cpu_model(char *buf, size_t len)
 }
 
 /* Return: the 1-minute load average, or -1. */
-static double load_average(char *buf, size_t len)
-{
+static double load_average(char *buf, size_t len) {
     double a = -1, b, c;
     snprintf(buf, len, "?");
     FILE *f = fopen("/proc/loadavg", "r");
@@ -988,23 +962,20 @@ static double load_average(char *buf, size_t len)
     return a;
 }
 
-static void join_methods(const struct bench_opts *o, char *buf, size_t len)
-{
+static void join_methods(const struct bench_opts *o, char *buf, size_t len) {
     size_t n = 0;
     buf[0] = '\0';
     for (int k = 0; k < o->nmethods && n < len; k++)
         n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? "," : "", bm_name(o->methods[k]));
 }
 
-void bench_csv_field(char *s)
-{
+void bench_csv_field(char *s) {
     for (; *s; s++)
         if (*s == ',')
             *s = ';';
 }
 
-const char *bench_host(void)
-{
+const char *bench_host(void) {
     if (!g_host[0]) {
         if (gethostname(g_host, sizeof g_host) != 0)
             snprintf(g_host, sizeof g_host, "unknown");
@@ -1014,8 +985,7 @@ const char *bench_host(void)
     return g_host;
 }
 
-const char *bench_stamp(void)
-{
+const char *bench_stamp(void) {
     if (!g_stamp[0]) {
         time_t now = time(NULL);
         struct tm tm;
@@ -1025,13 +995,9 @@ const char *bench_stamp(void)
     return g_stamp;
 }
 
-int bench_oversubscribed(int threads)
-{
-    return threads > bench_ncpus();
-}
+int bench_oversubscribed(int threads) { return threads > bench_ncpus(); }
 
-double bench_print_machine(FILE *f, const char *title)
-{
+double bench_print_machine(FILE *f, const char *title) {
     char cpu[256], load[64];
     struct utsname un;
     struct txkit_rtm_info ri;
@@ -1050,13 +1016,13 @@ double bench_print_machine(FILE *f, const char *title)
             ri.usable ? "usable" : "NOT usable", ri.reason[0] ? ri.reason : "no reason given",
             ri.vendor[0] ? ri.vendor : "?", ri.cpuid_rtm, ri.cpuid_hle, ri.probe_commits,
             ri.probe_tries);
-    fprintf(f, "txkit     %s%s%s\n", txkit_version(), envm ? ", TXKIT_METHOD=" : "", envm ? envm : "");
+    fprintf(f, "txkit     %s%s%s\n", txkit_version(), envm ? ", TXKIT_METHOD=" : "",
+            envm ? envm : "");
     fprintf(f, "when      %s, load average %s\n", bench_stamp(), load);
     return load1;
 }
 
-void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, int runs)
-{
+void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, int runs) {
     char thr[256] = "";
     int over = 0;
     for (int k = 0; k < nthreads; k++) {
@@ -1070,15 +1036,13 @@ void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, 
             runs, runs > 1 ? "s" : "", runs > 1 ? " (median and spread; runs interleaved)" : "");
 }
 
-void bench_print_load_warning(FILE *f, double load1)
-{
+void bench_print_load_warning(FILE *f, double load1) {
     if (load1 > 0.5 * bench_ncpus())
         fprintf(f, "WARNING   the machine is busy (load %.2f on %d CPUs): expect noisy numbers\n",
                 load1, bench_ncpus());
 }
 
-FILE *bench_csv_open(const char *path, const char *header)
-{
+FILE *bench_csv_open(const char *path, const char *header) {
     FILE *f = fopen(path, "a");
     if (!f) {
         fprintf(stderr, "error: cannot open %s: %s\n", path, strerror(errno));
@@ -1090,17 +1054,16 @@ FILE *bench_csv_open(const char *path, const char *header)
     return f;
 }
 
-int bench_target(FILE *f, const char *label, double value, const char *cmp, double goal, int valid)
-{
+int bench_target(FILE *f, const char *label, double value, const char *cmp, double goal,
+                 int valid) {
     int met = cmp[0] == '<' ? value <= goal : value >= goal;
     int pass = valid && met;
-    fprintf(f, "TARGET %-44s (target %s %g): %s  %.3f%s\n", label, cmp, goal, pass ? "PASS" : "MISS",
-            value, valid ? "" : " [not a valid result: a check failed]");
+    fprintf(f, "TARGET %-44s (target %s %g): %s  %.3f%s\n", label, cmp, goal,
+            pass ? "PASS" : "MISS", value, valid ? "" : " [not a valid result: a check failed]");
     return pass;
 }
 
-void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_opts *o)
-{
+void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_opts *o) {
     char meth[512], title[128];
     struct txkit_rtm_info ri;
     memset(&ri, 0, sizeof ri);
@@ -1125,32 +1088,39 @@ void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_
         if (rt == ITM_RT_NONE)
             fprintf(f, "itm       n/a: %s\n", where);
         else
-            fprintf(f, "itm       gcc -fgnu-tm transactions, run by %s: _ITM_beginTransaction from %s\n",
-                    rt == ITM_RT_LIBITM  ? "GCC's libitm"
-                    : rt == ITM_RT_TXKIT ? "txkit (the libitm drop-in)"
-                                         : "neither libitm nor txkit (itm rows n/a)",
-                    where);
+            fprintf(
+                f,
+                "itm       gcc -fgnu-tm transactions, run by %s: _ITM_beginTransaction from %s\n",
+                rt == ITM_RT_LIBITM  ? "GCC's libitm"
+                : rt == ITM_RT_TXKIT ? "txkit (the libitm drop-in)"
+                                     : "neither libitm nor txkit (itm rows n/a)",
+                where);
         if (rt == ITM_RT_LIBITM && any_txkit)
             fprintf(f, "          itm@txkit rows n/a: run the binary under `txkit run` (txkit's "
-                    "libitm.so.1 first on LD_LIBRARY_PATH)\n");
+                       "libitm.so.1 first on LD_LIBRARY_PATH)\n");
         if (rt == ITM_RT_TXKIT && any_libitm)
             fprintf(f, "          itm@libitm rows n/a: txkit's libitm.so.1 drop-in is loaded in "
-                    "place of GCC's\n");
+                       "place of GCC's\n");
         if (rt == ITM_RT_LIBITM && any_libitm) {
-            fprintf(f, "          ITM_DEFAULT_METHOD set per row in each measurement's child, before "
-                    "its first transaction%s%s%s\n", inh ? " (the inherited '" : "", inh ? inh : "",
+            fprintf(f,
+                    "          ITM_DEFAULT_METHOD set per row in each measurement's child, before "
+                    "its first transaction%s%s%s\n",
+                    inh ? " (the inherited '" : "", inh ? inh : "",
                     inh ? "' only chose what a bare --method itm means)" : "");
             if (itm_default)
-                fprintf(f, "          itm@libitm:default: libitm's choice, serialirr while one "
+                fprintf(f,
+                        "          itm@libitm:default: libitm's choice, serialirr while one "
                         "thread is registered, then %s\n",
                         ri.cpuid_rtm ? "htm (CPUID has RTM)" : "ml_wt (no RTM)");
-            fprintf(f, "          itm@libitm rows: htm%% stm%% serial%% = libitm mode the committing "
+            fprintf(f,
+                    "          itm@libitm rows: htm%% stm%% serial%% = libitm mode the committing "
                     "attempt ended in (RTM fast path, instrumented, irrevocable), aborts/c = "
-                    "restarts; sampled, 1 transaction in %d\n", BENCH_ITM_SAMPLE);
+                    "restarts; sampled, 1 transaction in %d\n",
+                    BENCH_ITM_SAMPLE);
         }
         if (rt == ITM_RT_TXKIT && any_txkit)
             fprintf(f, "          itm@txkit:M rows: txkit_set_method(M) before each measurement; "
-                    "commits, aborts/c and htm%% stm%% serial%% from txkit's statistics\n");
+                       "commits, aborts/c and htm%% stm%% serial%% from txkit's statistics\n");
     }
     if (bench_elision_requested())
         fprintf(f, "elision   GLIBC_TUNABLES asks for glibc lock elision: %s\n",
@@ -1161,16 +1131,15 @@ void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_
     fflush(f);
 }
 
-void bench_progress(const struct bench_opts *o, int run, const struct bench_row *r)
-{
+void bench_progress(const struct bench_opts *o, int run, const struct bench_row *r) {
     if (o->quiet || !isatty(STDERR_FILENO))
         return;
-    fprintf(stderr, "\r  run %d/%d: %-6s x%-3d ...   ", run + 1, o->runs, bm_name(r->method), r->threads);
+    fprintf(stderr, "\r  run %d/%d: %-6s x%-3d ...   ", run + 1, o->runs, bm_name(r->method),
+            r->threads);
     fflush(stderr);
 }
 
-void bench_progress_done(const struct bench_opts *o)
-{
+void bench_progress_done(const struct bench_opts *o) {
     if (o->quiet || !isatty(STDERR_FILENO))
         return;
     fprintf(stderr, "\r%40s\r", "");
@@ -1181,18 +1150,16 @@ void bench_progress_done(const struct bench_opts *o)
 
 struct row_summary {
     double mops, mops_min, mops_max;
-    const struct bench_sample *med;  /* the run whose throughput is the (lower) median */
+    const struct bench_sample *med; /* the run whose throughput is the (lower) median */
 };
 
-static int cmp_sample(const void *a, const void *b)
-{
+static int cmp_sample(const void *a, const void *b) {
     const struct bench_sample *x = *(const struct bench_sample *const *)a;
     const struct bench_sample *y = *(const struct bench_sample *const *)b;
     return (x->mops > y->mops) - (x->mops < y->mops);
 }
 
-static void summarize(const struct bench_row *r, struct row_summary *out)
-{
+static void summarize(const struct bench_row *r, struct row_summary *out) {
     const struct bench_sample *v[BENCH_MAX_RUNS];
     memset(out, 0, sizeof *out);
     if (r->state != ROW_OK || r->nsamples == 0)
@@ -1207,8 +1174,7 @@ static void summarize(const struct bench_row *r, struct row_summary *out)
     out->mops_max = v[n - 1]->mops;
 }
 
-double bench_median(const double *v, int n, double *min, double *max)
-{
+double bench_median(const double *v, int n, double *min, double *max) {
     double w[BENCH_MAX_RUNS > 99 ? BENCH_MAX_RUNS : 99];
     if (n <= 0 || n > (int)(sizeof w / sizeof w[0])) {
         if (min)
@@ -1231,8 +1197,7 @@ double bench_median(const double *v, int n, double *min, double *max)
     return n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
 }
 
-int bench_median_index(const double *v, int n)
-{
+int bench_median_index(const double *v, int n) {
     for (int x = 0; x < n; x++) {
         int below = 0, equal_before = 0;
         for (int y = 0; y < n; y++) {
@@ -1246,26 +1211,23 @@ int bench_median_index(const double *v, int n)
     return n > 0 ? 0 : -1;
 }
 
-void bench_fmt_spread(char *buf, size_t len, double median, double min, double max, int runs)
-{
+void bench_fmt_spread(char *buf, size_t len, double median, double min, double max, int runs) {
     if (runs > 1 && median > 0)
         snprintf(buf, len, "%.0f%%", 100.0 * (max - min) / median);
     else
         snprintf(buf, len, "-");
 }
 
-static int find_row(const struct bench_row *rows, int nrows, int method, int threads)
-{
+static int find_row(const struct bench_row *rows, int nrows, int method, int threads) {
     for (int k = 0; k < nrows; k++)
-        if (rows[k].method == method && rows[k].threads == threads &&
-            rows[k].state == ROW_OK && rows[k].nsamples > 0)
+        if (rows[k].method == method && rows[k].threads == threads && rows[k].state == ROW_OK &&
+            rows[k].nsamples > 0)
             return k;
     return -1;
 }
 
 /* The two largest abort causes, as "conflict 93%, locked 7%". */
-static void abort_causes(const tx_stats_t *s, char *buf, size_t len)
-{
+static void abort_causes(const tx_stats_t *s, char *buf, size_t len) {
     uint64_t total = 0;
     int first = -1, second = -1;
     buf[0] = '\0';
@@ -1290,16 +1252,14 @@ static void abort_causes(const tx_stats_t *s, char *buf, size_t len)
                  100.0 * (double)s->aborts_by_cause[second] / (double)total);
 }
 
-static void fmt_ratio(char *buf, size_t len, double num, double den)
-{
+static void fmt_ratio(char *buf, size_t len, double num, double den) {
     if (den > 0 && num >= 0)
         snprintf(buf, len, "%.2fx", num / den);
     else
         snprintf(buf, len, "-");
 }
 
-static void csv_ratio(char *buf, size_t len, double num, double den)
-{
+static void csv_ratio(char *buf, size_t len, double num, double den) {
     if (den > 0 && num >= 0)
         snprintf(buf, len, "%.4f", num / den);
     else
@@ -1314,8 +1274,7 @@ struct share_fields {
 
 /* @apc < 0: no data ("-" in the table, empty in the CSV). @by: commits by
  * htm, stm (instrumented), serial, of @total. */
-static void fmt_shares(struct share_fields *f, double apc, const uint64_t *by, uint64_t total)
-{
+static void fmt_shares(struct share_fields *f, double apc, const uint64_t *by, uint64_t total) {
     if (apc < 0 || !total) {
         snprintf(f->apc, sizeof f->apc, "-");
         f->c_apc[0] = '\0';
@@ -1340,8 +1299,7 @@ static const char csv_header[] =
     "host,timestamp,oversubscribed";
 
 int bench_report(const struct bench_desc *d, const struct bench_opts *o,
-                 const struct bench_row *rows, int nrows)
-{
+                 const struct bench_row *rows, int nrows) {
     struct row_summary sum[nrows > 0 ? nrows : 1];
     for (int k = 0; k < nrows; k++)
         summarize(&rows[k], &sum[k]);
@@ -1453,11 +1411,12 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
                notes[0] ? "  " : "", notes);
         if (csv) {
             bench_csv_field(notes);
-            fprintf(csv, "%s,%s,%ld,%g,%s,%d,%g,%d,%.6f,%.6f,%.6f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d\n",
-                    d->bench, d->structure, d->size, d->update_pct, bm_name(r->method),
-                    r->threads, o->seconds, o->runs, s->mops, s->mops_min, s->mops_max, c_mu,
-                    c_seq, c_commits, c_apc, c_ph, c_ps, c_pz, r->check_failed ? "fail" : "ok",
-                    notes, bench_host(), bench_stamp(), bench_oversubscribed(r->threads));
+            fprintf(csv,
+                    "%s,%s,%ld,%g,%s,%d,%g,%d,%.6f,%.6f,%.6f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d\n",
+                    d->bench, d->structure, d->size, d->update_pct, bm_name(r->method), r->threads,
+                    o->seconds, o->runs, s->mops, s->mops_min, s->mops_max, c_mu, c_seq, c_commits,
+                    c_apc, c_ph, c_ps, c_pz, r->check_failed ? "fail" : "ok", notes, bench_host(),
+                    bench_stamp(), bench_oversubscribed(r->threads));
         }
     }
     fflush(stdout);

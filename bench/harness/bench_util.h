@@ -23,17 +23,17 @@
 #include <txkit.h>
 
 #define BENCH_MAX_THREADS 256
-#define BENCH_MAX_TCOUNTS 16  /* distinct thread counts on one command line */
+#define BENCH_MAX_TCOUNTS 16 /* distinct thread counts on one command line */
 #define BENCH_MAX_RUNS 64
 #define BENCH_CACHELINE 64
 
 /* ------------------------------------------------------------------ methods */
 
 enum bench_method {
-    BM_SEQ = 0,    /* uninstrumented sequential code, 1 thread, no synchronization */
-    BM_MUTEX,      /* one pthread_mutex around each operation */
-    BM_RWLOCK,     /* one pthread_rwlock: read lock for read-only operations */
-    BM_AUTO,       /* txkit methods (TX_ATOMIC, TX_LOAD / TX_STORE) */
+    BM_SEQ = 0, /* uninstrumented sequential code, 1 thread, no synchronization */
+    BM_MUTEX,   /* one pthread_mutex around each operation */
+    BM_RWLOCK,  /* one pthread_rwlock: read lock for read-only operations */
+    BM_AUTO,    /* txkit methods (TX_ATOMIC, TX_LOAD / TX_STORE) */
     BM_HTM,
     BM_STM,
     BM_SERIAL,
@@ -103,10 +103,10 @@ void bench_itm_prepare(int m);
 
 /* The runtime that runs the gcc transactions of this process. */
 enum bench_itm_rt {
-    ITM_RT_NONE = 0,    /* no libitm ABI found, or built without -fgnu-tm */
-    ITM_RT_LIBITM,      /* GCC's libitm */
-    ITM_RT_TXKIT,       /* txkit's libitm ABI (the drop-in libitm.so.1 is libtxkit) */
-    ITM_RT_OTHER,       /* some other object defines _ITM_beginTransaction */
+    ITM_RT_NONE = 0, /* no libitm ABI found, or built without -fgnu-tm */
+    ITM_RT_LIBITM,   /* GCC's libitm */
+    ITM_RT_TXKIT,    /* txkit's libitm ABI (the drop-in libitm.so.1 is libtxkit) */
+    ITM_RT_OTHER,    /* some other object defines _ITM_beginTransaction */
 };
 
 /**
@@ -144,7 +144,7 @@ int bench_elision_active(void);
 /* ------------------------------------------------------------------ options */
 
 struct bench_opts {
-    int no_methods;     /* set before parsing: --method is the benchmark's own */
+    int no_methods; /* set before parsing: --method is the benchmark's own */
     int methods[BM_COUNT];
     int nmethods;
     int threads[BENCH_MAX_TCOUNTS];
@@ -153,9 +153,9 @@ struct bench_opts {
     int runs;
     const char *csv;
     uint64_t seed;
-    int quiet;          /* no progress lines on stderr */
-    int nofork;         /* measure in this process (for debuggers) */
-    double timeout;     /* seconds before a measurement is killed; 0 = automatic */
+    int quiet;      /* no progress lines on stderr */
+    int nofork;     /* measure in this process (for debuggers) */
+    double timeout; /* seconds before a measurement is killed; 0 = automatic */
 };
 
 void bench_opts_init(struct bench_opts *o);
@@ -216,8 +216,7 @@ __attribute__((noreturn, format(printf, 1, 2))) void bench_die(const char *fmt, 
 /* -------------------------------------------------------------------- PRNG */
 
 /* xorshift64* (Vigna): one 64-bit word of state per thread. */
-static inline uint64_t rng_next(uint64_t *s)
-{
+static inline uint64_t rng_next(uint64_t *s) {
     uint64_t x = *s;
     x ^= x >> 12;
     x ^= x << 25;
@@ -227,8 +226,7 @@ static inline uint64_t rng_next(uint64_t *s)
 }
 
 /* A value in [0, n): high half of a 64x64 product, no division. */
-static inline uint64_t rng_below(uint64_t *s, uint64_t n)
-{
+static inline uint64_t rng_below(uint64_t *s, uint64_t n) {
     return (uint64_t)(((unsigned __int128)rng_next(s) * n) >> 64);
 }
 
@@ -241,20 +239,19 @@ uint64_t rng_seed(uint64_t seed, uint64_t stream);
 struct bench_thread {
     pthread_t handle;
     int id;
-    int cpu;            /* pinned CPU, or -1 */
+    int cpu; /* pinned CPU, or -1 */
     uint64_t rng;
-    void *ctx;          /* the benchmark's shared state */
-    uint64_t ops;       /* operations completed (set by the worker) */
-    long delta;         /* benchmark-defined (intset: net inserts) */
-    uint64_t bad;       /* benchmark-defined failure count */
+    void *ctx;    /* the benchmark's shared state */
+    uint64_t ops; /* operations completed (set by the worker) */
+    long delta;   /* benchmark-defined (intset: net inserts) */
+    uint64_t bad; /* benchmark-defined failure count */
     void (*fn)(struct bench_thread *);
 } __attribute__((aligned(BENCH_CACHELINE)));
 
 extern atomic_int bench_stop_flag;
 
 /* Checked by the workers between batches of operations. */
-static inline int bench_stopped(void)
-{
+static inline int bench_stopped(void) {
     return atomic_load_explicit(&bench_stop_flag, memory_order_relaxed);
 }
 
@@ -280,29 +277,30 @@ struct bench_sample {
     double mops;
     double secs;
     uint64_t ops;
-    uint64_t ops_min;   /* fewest / most operations done by one thread */
+    uint64_t ops_min; /* fewest / most operations done by one thread */
     uint64_t ops_max;
-    uint64_t anomalies; /* benchmark-defined (intset: inconsistent views; bank: wrong sums) */
-    tx_stats_t tx;      /* txkit statistics delta over the run */
-    uint64_t itm_attempts;    /* itm methods: see bench_itm_attempts */
-    uint64_t itm_commits[3];  /* itm methods: see bench_itm_commits */
+    uint64_t anomalies;      /* benchmark-defined (intset: inconsistent views; bank: wrong sums) */
+    tx_stats_t tx;           /* txkit statistics delta over the run */
+    uint64_t itm_attempts;   /* itm methods: see bench_itm_attempts */
+    uint64_t itm_commits[3]; /* itm methods: see bench_itm_commits */
 };
 
 /* Fill ops, ops_min, ops_max, secs and mops from the threads of one run. */
-void bench_sample_threads(struct bench_sample *s, const struct bench_thread *th, int n, double secs);
+void bench_sample_threads(struct bench_sample *s, const struct bench_thread *th, int n,
+                          double secs);
 
 enum bench_row_state {
     ROW_OK = 0,
-    ROW_NA,             /* cannot run here (e.g. htm without RTM) */
-    ROW_CRASH,          /* a measurement died (signal or exit status) */
-    ROW_TIMEOUT,        /* a measurement did not finish in time and was killed */
+    ROW_NA,      /* cannot run here (e.g. htm without RTM) */
+    ROW_CRASH,   /* a measurement died (signal or exit status) */
+    ROW_TIMEOUT, /* a measurement did not finish in time and was killed */
 };
 
 struct bench_row {
     int method;
     int threads;
-    int state;          /* enum bench_row_state; note says why */
-    int check_failed;   /* a run failed its correctness check (numbers still shown) */
+    int state;        /* enum bench_row_state; note says why */
+    int check_failed; /* a run failed its correctness check (numbers still shown) */
     char note[112];
     int nsamples;
     struct bench_sample s[BENCH_MAX_RUNS];
@@ -367,11 +365,11 @@ void bench_stats_delta(const tx_stats_t *before, const tx_stats_t *after, tx_sta
 
 /* What the report needs to describe the run. */
 struct bench_desc {
-    const char *bench;      /* "intset", "bank" */
-    const char *structure;  /* "hash", "list", "tree", "bank" */
-    long size;              /* keys / accounts */
-    double update_pct;      /* intset: updates; bank: transfers */
-    const char *params;     /* extra header lines, each ending in '\n' */
+    const char *bench;     /* "intset", "bank" */
+    const char *structure; /* "hash", "list", "tree", "bank" */
+    long size;             /* keys / accounts */
+    double update_pct;     /* intset: updates; bank: transfers */
+    const char *params;    /* extra header lines, each ending in '\n' */
 };
 
 /* Header: host, CPU, RTM, txkit version, what runs. */
@@ -430,7 +428,8 @@ void bench_progress_done(const struct bench_opts *o);
  * Return: 1 if any row crashed, timed out or failed its check, else 0.
  */
 int bench_run_rows(const struct bench_opts *o, struct bench_row *rows, int nrows,
-                   int (*fn)(void *ctx, const struct bench_row *row, int run, struct bench_sample *out),
+                   int (*fn)(void *ctx, const struct bench_row *row, int run,
+                             struct bench_sample *out),
                    void *ctx, size_t mem_hint);
 
 /**
@@ -442,10 +441,10 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
 
 /* What the rows of a finished run say, for the closing lines. */
 struct bench_outcome {
-    int crashed;        /* a measurement crashed or timed out */
-    int check_failed;   /* a run failed its correctness check */
-    int anomalies;      /* a run counted anomalies */
-    int runs;           /* samples taken */
+    int crashed;      /* a measurement crashed or timed out */
+    int check_failed; /* a run failed its correctness check */
+    int anomalies;    /* a run counted anomalies */
+    int runs;         /* samples taken */
 };
 
 /* Fill @out from the rows; print the FAIL line when a measurement crashed. */

@@ -24,20 +24,17 @@ BANK_DEFINE(tx, TX_LOAD, TX_STORE)
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t g_rwlock = PTHREAD_RWLOCK_INITIALIZER;
 
-static __attribute__((noinline)) void transfer_txop(long *from, long *to, long amount)
-{
-    TX_ATOMIC
-    {
+static __attribute__((noinline)) void transfer_txop(long *from, long *to, long amount) {
+    TX_ATOMIC {
         transfer_tx(from, to, amount);
     }
 }
 
 /* --syscall, txkit's API: the system call after tx_irrevocable(), as the
  * gcc version (transfer_sys_itmop()) gets it from the compiler. */
-static __attribute__((noinline)) void transfer_sys_txop(long *from, long *to, long amount, int sys)
-{
-    TX_ATOMIC
-    {
+static __attribute__((noinline)) void transfer_sys_txop(long *from, long *to, long amount,
+                                                        int sys) {
+    TX_ATOMIC {
         transfer_tx(from, to, amount);
         if (sys) {
             tx_irrevocable();
@@ -46,11 +43,9 @@ static __attribute__((noinline)) void transfer_sys_txop(long *from, long *to, lo
     }
 }
 
-static __attribute__((noinline)) long total_txop(const struct bank *bk)
-{
+static __attribute__((noinline)) long total_txop(const struct bank *bk) {
     volatile long s = 0; /* assigned inside the block: -Wclobbered */
-    TX_ATOMIC
-    {
+    TX_ATOMIC {
         s = total_tx(bk->acc, bk->n, bk->stride);
     }
     return s;
@@ -65,11 +60,11 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
             (void)getppid();           \
     } while (0)
 #define TOTAL_SEQ(bk) total_plain(bk->acc, bk->n, bk->stride)
-#define TRANSFER_MUTEX(f, t, a)          \
-    do {                                 \
-        pthread_mutex_lock(&g_mutex);    \
-        transfer_plain(f, t, a);         \
-        pthread_mutex_unlock(&g_mutex);  \
+#define TRANSFER_MUTEX(f, t, a)         \
+    do {                                \
+        pthread_mutex_lock(&g_mutex);   \
+        transfer_plain(f, t, a);        \
+        pthread_mutex_unlock(&g_mutex); \
     } while (0)
 #define TRANSFER_SYS_MUTEX(f, t, a, sys) \
     do {                                 \
@@ -77,31 +72,31 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
         TRANSFER_SYS_SEQ(f, t, a, sys);  \
         pthread_mutex_unlock(&g_mutex);  \
     } while (0)
-#define TOTAL_MUTEX(bk)                  \
-    __extension__({                      \
-        pthread_mutex_lock(&g_mutex);    \
-        long _s = total_plain(bk->acc, bk->n, bk->stride);       \
-        pthread_mutex_unlock(&g_mutex);  \
-        _s;                              \
+#define TOTAL_MUTEX(bk)                                    \
+    __extension__({                                        \
+        pthread_mutex_lock(&g_mutex);                      \
+        long _s = total_plain(bk->acc, bk->n, bk->stride); \
+        pthread_mutex_unlock(&g_mutex);                    \
+        _s;                                                \
     })
-#define TRANSFER_RWLOCK(f, t, a)           \
-    do {                                   \
-        pthread_rwlock_wrlock(&g_rwlock);  \
-        transfer_plain(f, t, a);           \
-        pthread_rwlock_unlock(&g_rwlock);  \
+#define TRANSFER_RWLOCK(f, t, a)          \
+    do {                                  \
+        pthread_rwlock_wrlock(&g_rwlock); \
+        transfer_plain(f, t, a);          \
+        pthread_rwlock_unlock(&g_rwlock); \
     } while (0)
 #define TRANSFER_SYS_RWLOCK(f, t, a, sys) \
-    do {                                   \
-        pthread_rwlock_wrlock(&g_rwlock);  \
-        TRANSFER_SYS_SEQ(f, t, a, sys);    \
-        pthread_rwlock_unlock(&g_rwlock);  \
+    do {                                  \
+        pthread_rwlock_wrlock(&g_rwlock); \
+        TRANSFER_SYS_SEQ(f, t, a, sys);   \
+        pthread_rwlock_unlock(&g_rwlock); \
     } while (0)
-#define TOTAL_RWLOCK(bk)                   \
-    __extension__({                        \
-        pthread_rwlock_rdlock(&g_rwlock);  \
-        long _s = total_plain(bk->acc, bk->n, bk->stride);         \
-        pthread_rwlock_unlock(&g_rwlock);  \
-        _s;                                \
+#define TOTAL_RWLOCK(bk)                                   \
+    __extension__({                                        \
+        pthread_rwlock_rdlock(&g_rwlock);                  \
+        long _s = total_plain(bk->acc, bk->n, bk->stride); \
+        pthread_rwlock_unlock(&g_rwlock);                  \
+        _s;                                                \
     })
 #define TRANSFER_TX(f, t, a) transfer_txop(f, t, a)
 #define TRANSFER_SYS_TX(f, t, a, sys) transfer_sys_txop(f, t, a, sys)
@@ -116,48 +111,47 @@ static __attribute__((noinline)) long total_txop(const struct bank *bk)
 
 struct bank_ctx {
     struct bank *bk;
-    long *net;      /* threads x accounts: net amount each thread's transfers moved */
+    long *net; /* threads x accounts: net amount each thread's transfers moved */
 };
 
 /* With --syscall, every transfer is the _SYS variant, and sys_bp in 10000 of
  * them make the system call (drawn here, outside the transaction); without,
  * the plain variant and no extra draw. */
-#define DEFINE_WORKER(FAM, TRANSFER, TRANSFER_SYS, TOTAL)                      \
-    static void worker_##FAM(struct bench_thread *t)                           \
-    {                                                                          \
-        struct bank_ctx *c = t->ctx;                                           \
-        struct bank *bk = c->bk;                                               \
-        long *net = c->net + (size_t)t->id * (size_t)bk->n;                    \
-        uint64_t rng = t->rng, ops = 0, bad = 0;                               \
+#define DEFINE_WORKER(FAM, TRANSFER, TRANSFER_SYS, TOTAL)                       \
+    static void worker_##FAM(struct bench_thread *t) {                          \
+        struct bank_ctx *c = t->ctx;                                            \
+        struct bank *bk = c->bk;                                                \
+        long *net = c->net + (size_t)t->id * (size_t)bk->n;                     \
+        uint64_t rng = t->rng, ops = 0, bad = 0;                                \
         uint64_t n = (uint64_t)bk->n, sum_bp = bk->sum_bp, sys_bp = bk->sys_bp; \
-        long stride = bk->stride, expect = bk->expect;                         \
-        while (!bench_stopped()) {                                             \
-            for (int b = 0; b < BATCH; b++) {                                  \
-                if (sum_bp && rng_below(&rng, 10000) < sum_bp) {               \
-                    if (TOTAL(bk) != expect)                                   \
-                        bad++;                                                 \
-                    continue;                                                  \
-                }                                                              \
-                uint64_t i = rng_below(&rng, n);                               \
-                uint64_t j = rng_below(&rng, n - 1);                           \
-                j += j >= i;                                                   \
-                long amount = 1 + (long)rng_below(&rng, bk->max_amount);       \
-                long *from = &bk->acc[(long)i * stride];                       \
-                long *to = &bk->acc[(long)j * stride];                         \
-                if (sys_bp) {                                                  \
-                    int sys = rng_below(&rng, 10000) < sys_bp;                 \
-                    TRANSFER_SYS(from, to, amount, sys);                       \
-                } else {                                                       \
-                    TRANSFER(from, to, amount);                                \
-                }                                                              \
-                net[i] -= amount;                                              \
-                net[j] += amount;                                              \
-            }                                                                  \
-            ops += BATCH;                                                      \
-        }                                                                      \
-        t->ops = ops;                                                          \
-        t->bad = bad;                                                          \
-        t->rng = rng;                                                          \
+        long stride = bk->stride, expect = bk->expect;                          \
+        while (!bench_stopped()) {                                              \
+            for (int b = 0; b < BATCH; b++) {                                   \
+                if (sum_bp && rng_below(&rng, 10000) < sum_bp) {                \
+                    if (TOTAL(bk) != expect)                                    \
+                        bad++;                                                  \
+                    continue;                                                   \
+                }                                                               \
+                uint64_t i = rng_below(&rng, n);                                \
+                uint64_t j = rng_below(&rng, n - 1);                            \
+                j += j >= i;                                                    \
+                long amount = 1 + (long)rng_below(&rng, bk->max_amount);        \
+                long *from = &bk->acc[(long)i * stride];                        \
+                long *to = &bk->acc[(long)j * stride];                          \
+                if (sys_bp) {                                                   \
+                    int sys = rng_below(&rng, 10000) < sys_bp;                  \
+                    TRANSFER_SYS(from, to, amount, sys);                        \
+                } else {                                                        \
+                    TRANSFER(from, to, amount);                                 \
+                }                                                               \
+                net[i] -= amount;                                               \
+                net[j] += amount;                                               \
+            }                                                                   \
+            ops += BATCH;                                                       \
+        }                                                                       \
+        t->ops = ops;                                                           \
+        t->bad = bad;                                                           \
+        t->rng = rng;                                                           \
     }
 DEFINE_WORKER(seq, TRANSFER_SEQ, TRANSFER_SYS_SEQ, TOTAL_SEQ)
 DEFINE_WORKER(mutex, TRANSFER_MUTEX, TRANSFER_SYS_MUTEX, TOTAL_MUTEX)
@@ -165,13 +159,16 @@ DEFINE_WORKER(rwlock, TRANSFER_RWLOCK, TRANSFER_SYS_RWLOCK, TOTAL_RWLOCK)
 DEFINE_WORKER(tx, TRANSFER_TX, TRANSFER_SYS_TX, TOTAL_TX)
 DEFINE_WORKER(itm, TRANSFER_ITM, TRANSFER_SYS_ITM, TOTAL_ITM)
 
-static void (*pick_worker(int method))(struct bench_thread *)
-{
+static void (*pick_worker(int method))(struct bench_thread *) {
     switch (method) {
-    case BM_SEQ: return worker_seq;
-    case BM_MUTEX: return worker_mutex;
-    case BM_RWLOCK: return worker_rwlock;
-    default: return bm_is_itm(method) ? worker_itm : worker_tx;
+    case BM_SEQ:
+        return worker_seq;
+    case BM_MUTEX:
+        return worker_mutex;
+    case BM_RWLOCK:
+        return worker_rwlock;
+    default:
+        return bm_is_itm(method) ? worker_itm : worker_tx;
     }
 }
 
@@ -183,8 +180,7 @@ struct bank_run {
 };
 
 /* One run of one row. 0, or 1 if the total or a read-only sum was wrong. */
-static int bank_measure(void *arg, const struct bench_row *r, int run, struct bench_sample *out)
-{
+static int bank_measure(void *arg, const struct bench_row *r, int run, struct bench_sample *out) {
     const struct bank_run *br = arg;
     struct bank *bk = br->bk;
     const struct bench_opts *o = br->o;
@@ -194,12 +190,14 @@ static int bank_measure(void *arg, const struct bench_row *r, int run, struct be
     if (!th)
         bench_die("out of memory");
     memset(th, 0, sizeof *th * (size_t)r->threads);
-    struct bank_ctx ctx = {.bk = bk, .net = calloc((size_t)r->threads * (size_t)bk->n, sizeof(long))};
+    struct bank_ctx ctx = {.bk = bk,
+                           .net = calloc((size_t)r->threads * (size_t)bk->n, sizeof(long))};
     if (!ctx.net)
         bench_die("out of memory");
     for (int i = 0; i < r->threads; i++)
         th[i].ctx = &ctx;
-    uint64_t seed = o->seed + (uint64_t)run * 1000003u + ((uint64_t)(r->method * 64 + r->threads) << 32);
+    uint64_t seed =
+        o->seed + (uint64_t)run * 1000003u + ((uint64_t)(r->method * 64 + r->threads) << 32);
 
     tx_stats_t before, after;
     tx_stats_get(&before);
@@ -231,8 +229,8 @@ static int bank_measure(void *arg, const struct bench_row *r, int run, struct be
         fprintf(stderr,
                 "FAIL: %s, %d threads, run %d: %ld accounts differ from the transfers that "
                 "returned (lost or phantom updates); e.g. account %ld is %ld, expected %ld\n",
-                bm_name(r->method), r->threads, run + 1, wrong, first,
-                bk->acc[first * bk->stride], want);
+                bm_name(r->method), r->threads, run + 1, wrong, first, bk->acc[first * bk->stride],
+                want);
     }
     free(ctx.net);
     if (total != bk->expect)
@@ -246,8 +244,7 @@ static int bank_measure(void *arg, const struct bench_row *r, int run, struct be
 
 /* -------------------------------------------------------------------- main */
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
     fputs("usage: txkit-bench-bank [options]\n"
           "Bank: transfers between random pairs of accounts, and read-only transactions\n"
           "that sum all accounts; the total must never change.\n"
@@ -265,8 +262,7 @@ static void usage(FILE *f)
     bench_usage_common(f);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     struct bench_opts o;
     long accounts = 1024, initial = 1000, amount = 100;
     double sum_pct = 0, sys_pct = 0;
@@ -290,7 +286,8 @@ int main(int argc, char **argv)
             sys_pct = bench_parse_double("--syscall", v, 0, 100);
         } else if (bench_opt(argc, argv, &i, "--pad", NULL)) {
             pad = 1;
-        } else if (bench_opt(argc, argv, &i, "--help", NULL) || bench_opt(argc, argv, &i, "-h", NULL)) {
+        } else if (bench_opt(argc, argv, &i, "--help", NULL) ||
+                   bench_opt(argc, argv, &i, "-h", NULL)) {
             usage(stdout);
             return 0;
         } else {
@@ -318,7 +315,8 @@ int main(int argc, char **argv)
     char params[1024];
     snprintf(params, sizeof params,
              "accounts  %ld (%s), initial balance %ld, total %ld\n"
-             "ops       %.4g%% transfers of 1..%ld between random pairs, %.4g%% read-only sums of all accounts\n",
+             "ops       %.4g%% transfers of 1..%ld between random pairs, %.4g%% read-only sums of "
+             "all accounts\n",
              accounts, pad ? "one per cache line" : "packed longs", initial, bk.expect,
              100.0 - sum_pct, amount, sum_pct);
     if (bk.sys_bp) {
@@ -349,11 +347,12 @@ int main(int argc, char **argv)
     struct bench_outcome oc;
     bench_outcome(rows, nrows, &oc);
     if (oc.check_failed)
-        printf("check: FAIL (a balance, the total or a read-only sum was wrong; details on stderr)\n");
+        printf(
+            "check: FAIL (a balance, the total or a read-only sum was wrong; details on stderr)\n");
     else
         printf("check: ok (after each of %d runs: total %ld unchanged, every balance equal to "
-               "initial + the transfers that returned%s)\n", oc.runs, bk.expect,
-               bk.sum_bp ? ", every read-only sum equal to the total" : "");
+               "initial + the transfers that returned%s)\n",
+               oc.runs, bk.expect, bk.sum_bp ? ", every read-only sum equal to the total" : "");
     free(rows);
     free(bk.acc);
     return failed ? 1 : rc ? 2 : 0;

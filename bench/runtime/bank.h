@@ -12,14 +12,14 @@
 #include "bench_util.h"
 
 struct bank {
-    long *acc;      /* account i is acc[i * stride] */
+    long *acc; /* account i is acc[i * stride] */
     long n;
     long stride;
     long initial;
-    long expect;    /* n * initial */
-    uint64_t sum_bp;    /* read-only sums per 10000 operations */
+    long expect;     /* n * initial */
+    uint64_t sum_bp; /* read-only sums per 10000 operations */
     uint64_t max_amount;
-    uint64_t sys_bp;    /* --syscall: transfers per 10000 that make a system call */
+    uint64_t sys_bp; /* --syscall: transfers per 10000 that make a system call */
 };
 
 /* bank_itm.c: each operation one __transaction_atomic around the plain

@@ -16,22 +16,19 @@
 
 /* Built without gcc's -fgnu-tm / libitm: the itm rows are n/a (see
  * bench_select_method()), so these are never called. */
-void transfer_itmop(long *from, long *to, long amount)
-{
+void transfer_itmop(long *from, long *to, long amount) {
     (void)from;
     (void)to;
     (void)amount;
     abort();
 }
 
-long total_itmop(const struct bank *bk)
-{
+long total_itmop(const struct bank *bk) {
     (void)bk;
     abort();
 }
 
-void transfer_sys_itmop(long *from, long *to, long amount, int sys)
-{
+void transfer_sys_itmop(long *from, long *to, long amount, int sys) {
     (void)from;
     (void)to;
     (void)amount;
@@ -45,11 +42,9 @@ void transfer_sys_itmop(long *from, long *to, long amount, int sys)
 
 BANK_DEFINE(plain, PLAIN_LD, PLAIN_ST)
 
-__attribute__((noinline)) void transfer_itmop(long *from, long *to, long amount)
-{
+__attribute__((noinline)) void transfer_itmop(long *from, long *to, long amount) {
     int probe = itm_probe_pick();
-    __transaction_atomic
-    {
+    __transaction_atomic {
         if (probe)
             itm_probe_attempt();
         transfer_plain(from, to, amount);
@@ -60,12 +55,10 @@ __attribute__((noinline)) void transfer_itmop(long *from, long *to, long amount)
         itm_probe_commit();
 }
 
-__attribute__((noinline)) long total_itmop(const struct bank *bk)
-{
+__attribute__((noinline)) long total_itmop(const struct bank *bk) {
     long s;
     int probe = itm_probe_pick();
-    __transaction_atomic
-    {
+    __transaction_atomic {
         if (probe)
             itm_probe_attempt();
         s = total_plain(bk->acc, bk->n, bk->stride);
@@ -81,11 +74,9 @@ __attribute__((noinline)) long total_itmop(const struct bank *bk)
  * the rest of such a transaction serial and irrevocable, with every other
  * transaction stopped (its serial lock, taken for writing); the 99 transfers
  * in 100 without it run as usual. */
-__attribute__((noinline)) void transfer_sys_itmop(long *from, long *to, long amount, int sys)
-{
+__attribute__((noinline)) void transfer_sys_itmop(long *from, long *to, long amount, int sys) {
     int probe = itm_probe_pick();
-    __transaction_relaxed
-    {
+    __transaction_relaxed {
         if (probe)
             itm_probe_attempt();
         transfer_plain(from, to, amount);

@@ -34,8 +34,7 @@ static const char *const struct_names[] = {"list", "hash", "tree"};
  * by a transaction that read an inconsistent state: count it and retry (an
  * opaque TM never gets there; the count is reported as a runtime problem). */
 static atomic_ulong g_inconsistent;
-static void tx_inconsistent(void)
-{
+static void tx_inconsistent(void) {
     atomic_fetch_add_explicit(&g_inconsistent, 1, memory_order_relaxed);
     tx_restart();
 }
@@ -58,15 +57,13 @@ static void tx_inconsistent(void)
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t g_rwlock = PTHREAD_RWLOCK_INITIALIZER;
 
-#define DEFINE_TXOP(S, op)                                              \
-    static __attribute__((noinline)) int S##_##op##_txop(struct intset *s, long key) \
-    {                                                                   \
-        volatile int r = 0; /* assigned inside the block: -Wclobbered */ \
-        TX_ATOMIC                                                       \
-        {                                                               \
-            r = S##_##op##_tx(s, key);                                  \
-        }                                                               \
-        return r;                                                       \
+#define DEFINE_TXOP(S, op)                                                             \
+    static __attribute__((noinline)) int S##_##op##_txop(struct intset *s, long key) { \
+        volatile int r = 0; /* assigned inside the block: -Wclobbered */               \
+        TX_ATOMIC {                                                                    \
+            r = S##_##op##_tx(s, key);                                                 \
+        }                                                                              \
+        return r;                                                                      \
     }
 #define DEFINE_TXOPS(S) DEFINE_TXOP(S, contains) DEFINE_TXOP(S, insert) DEFINE_TXOP(S, delete)
 DEFINE_TXOPS(list)
@@ -74,22 +71,22 @@ DEFINE_TXOPS(hash)
 DEFINE_TXOPS(tree)
 
 #define OP_SEQ(S, op, s, k) S##_##op##_plain(s, k)
-#define OP_MUTEX(S, op, s, k)                      \
-    __extension__({                                \
-        pthread_mutex_lock(&g_mutex);              \
-        int _r = S##_##op##_plain(s, k);           \
-        pthread_mutex_unlock(&g_mutex);            \
-        _r;                                        \
+#define OP_MUTEX(S, op, s, k)            \
+    __extension__({                      \
+        pthread_mutex_lock(&g_mutex);    \
+        int _r = S##_##op##_plain(s, k); \
+        pthread_mutex_unlock(&g_mutex);  \
+        _r;                              \
     })
 #define RWLOCK_contains pthread_rwlock_rdlock
 #define RWLOCK_insert pthread_rwlock_wrlock
 #define RWLOCK_delete pthread_rwlock_wrlock
-#define OP_RWLOCK(S, op, s, k)                     \
-    __extension__({                                \
-        RWLOCK_##op(&g_rwlock);                    \
-        int _r = S##_##op##_plain(s, k);           \
-        pthread_rwlock_unlock(&g_rwlock);          \
-        _r;                                        \
+#define OP_RWLOCK(S, op, s, k)            \
+    __extension__({                       \
+        RWLOCK_##op(&g_rwlock);           \
+        int _r = S##_##op##_plain(s, k);  \
+        pthread_rwlock_unlock(&g_rwlock); \
+        _r;                               \
     })
 #define OP_TX(S, op, s, k) S##_##op##_txop(s, k)
 #define OP_ITM(S, op, s, k) S##_##op##_itm(s, k)
@@ -98,8 +95,8 @@ DEFINE_TXOPS(tree)
 
 struct intset_ctx {
     struct intset *set;
-    uint64_t range;      /* keys are in [0, range) */
-    uint64_t upd_bp;     /* updates per 10000 operations */
+    uint64_t range;  /* keys are in [0, range) */
+    uint64_t upd_bp; /* updates per 10000 operations */
 };
 
 /* Operations between looks at the stop flag: few, so that slow operations (a
@@ -107,37 +104,36 @@ struct intset_ctx {
 #define BATCH 4
 
 /* Draw an operation: updates are upd_bp in 10000, half inserts, half deletes. */
-#define DEFINE_WORKER(S, FAM, OP)                                               \
-    static void worker_##S##_##FAM(struct bench_thread *t)                      \
-    {                                                                           \
-        struct intset_ctx *c = t->ctx;                                          \
-        struct intset *s = c->set;                                              \
-        uint64_t rng = t->rng, ops = 0, range = c->range, upd = c->upd_bp;      \
-        long delta = 0;                                                         \
-        while (!bench_stopped()) {                                              \
-            for (int b = 0; b < BATCH; b++) {                                   \
-                long key = (long)rng_below(&rng, range);                        \
-                uint64_t r = rng_below(&rng, 10000);                            \
-                if (r < upd) {                                                  \
-                    if (r & 1)                                                  \
-                        delta += OP(S, insert, s, key);                         \
-                    else                                                        \
-                        delta -= OP(S, delete, s, key);                         \
-                } else {                                                        \
-                    (void)OP(S, contains, s, key);                              \
-                }                                                               \
-            }                                                                   \
-            ops += BATCH;                                                       \
-        }                                                                       \
-        t->ops = ops;                                                           \
-        t->delta = delta;                                                       \
-        t->rng = rng;                                                           \
+#define DEFINE_WORKER(S, FAM, OP)                                          \
+    static void worker_##S##_##FAM(struct bench_thread *t) {               \
+        struct intset_ctx *c = t->ctx;                                     \
+        struct intset *s = c->set;                                         \
+        uint64_t rng = t->rng, ops = 0, range = c->range, upd = c->upd_bp; \
+        long delta = 0;                                                    \
+        while (!bench_stopped()) {                                         \
+            for (int b = 0; b < BATCH; b++) {                              \
+                long key = (long)rng_below(&rng, range);                   \
+                uint64_t r = rng_below(&rng, 10000);                       \
+                if (r < upd) {                                             \
+                    if (r & 1)                                             \
+                        delta += OP(S, insert, s, key);                    \
+                    else                                                   \
+                        delta -= OP(S, delete, s, key);                    \
+                } else {                                                   \
+                    (void)OP(S, contains, s, key);                         \
+                }                                                          \
+            }                                                              \
+            ops += BATCH;                                                  \
+        }                                                                  \
+        t->ops = ops;                                                      \
+        t->delta = delta;                                                  \
+        t->rng = rng;                                                      \
     }
-#define DEFINE_WORKERS(S)                  \
-    DEFINE_WORKER(S, seq, OP_SEQ)          \
-    DEFINE_WORKER(S, mutex, OP_MUTEX)      \
-    DEFINE_WORKER(S, rwlock, OP_RWLOCK)    \
-    DEFINE_WORKER(S, tx, OP_TX)            \
+#define DEFINE_WORKERS(S)               \
+    DEFINE_WORKER(S, seq, OP_SEQ)       \
+    DEFINE_WORKER(S, mutex, OP_MUTEX)   \
+    DEFINE_WORKER(S, rwlock, OP_RWLOCK) \
+    DEFINE_WORKER(S, tx, OP_TX)         \
     DEFINE_WORKER(S, itm, OP_ITM)
 DEFINE_WORKERS(list)
 DEFINE_WORKERS(hash)
@@ -145,8 +141,7 @@ DEFINE_WORKERS(tree)
 
 typedef void (*worker_fn)(struct bench_thread *);
 
-static worker_fn pick_worker(int kind, int method)
-{
+static worker_fn pick_worker(int kind, int method) {
     static const worker_fn table[3][5] = {
         {worker_list_seq, worker_list_mutex, worker_list_rwlock, worker_list_tx, worker_list_itm},
         {worker_hash_seq, worker_hash_mutex, worker_hash_rwlock, worker_hash_tx, worker_hash_itm},
@@ -162,19 +157,20 @@ static worker_fn pick_worker(int kind, int method)
 
 /* ------------------------------------------------------- build, check, free */
 
-static int set_insert_plain(struct intset *s, long key)
-{
+static int set_insert_plain(struct intset *s, long key) {
     switch (s->kind) {
-    case S_LIST: return list_insert_plain(s, key);
-    case S_HASH: return hash_insert_plain(s, key);
-    default: return tree_insert_plain(s, key);
+    case S_LIST:
+        return list_insert_plain(s, key);
+    case S_HASH:
+        return hash_insert_plain(s, key);
+    default:
+        return tree_insert_plain(s, key);
     }
 }
 
 /* N distinct keys from [0, range), inserted in descending order (so the list
  * and the hash chains are built by prepending). */
-static struct intset *set_build(int kind, long nbuckets, long size, long range, uint64_t seed)
-{
+static struct intset *set_build(int kind, long nbuckets, long size, long range, uint64_t seed) {
     struct intset *s = aligned_alloc(BENCH_CACHELINE, sizeof *s);
     if (!s)
         bench_die("out of memory");
@@ -212,8 +208,7 @@ static struct intset *set_build(int kind, long nbuckets, long size, long range, 
     return s;
 }
 
-static void set_free(struct intset *s)
-{
+static void set_free(struct intset *s) {
     if (s->kind == S_TREE) {
         /* iterative: rotate left children up until none is left */
         struct tnode *n = s->root;
@@ -245,8 +240,7 @@ static void set_free(struct intset *s)
 }
 
 /* Checks for --verify. Return: number of keys, or -1 (with a message). */
-static long chain_check(const struct lnode *n, long range, long bucket, long nbuckets)
-{
+static long chain_check(const struct lnode *n, long range, long bucket, long nbuckets) {
     long count = 0, prev = -1;
     for (; n; n = n->next, count++) {
         if (n->key <= prev) {
@@ -267,8 +261,8 @@ static long chain_check(const struct lnode *n, long range, long bucket, long nbu
 }
 
 /* Black height of the subtree, or -1. Keys must lie in (lo, hi). */
-static long tree_check(const struct tnode *n, long lo, long hi, int parent_red, long *count, int depth)
-{
+static long tree_check(const struct tnode *n, long lo, long hi, int parent_red, long *count,
+                       int depth) {
     if (!n)
         return 1;
     if (depth > TREE_MAXH) {
@@ -299,8 +293,7 @@ static long tree_check(const struct tnode *n, long lo, long hi, int parent_red, 
     return bl + !n->red;
 }
 
-static long set_check(const struct intset *s, long range)
-{
+static long set_check(const struct intset *s, long range) {
     if (s->kind == S_LIST)
         return chain_check(s->head, range, 0, 0);
     if (s->kind == S_HASH) {
@@ -333,8 +326,7 @@ struct intset_run {
 };
 
 /* One run of one row: build, run the threads, check. 0, or 1 if the check failed. */
-static int intset_measure(void *arg, const struct bench_row *r, int run, struct bench_sample *out)
-{
+static int intset_measure(void *arg, const struct bench_row *r, int run, struct bench_sample *out) {
     const struct intset_run *ir = arg;
     const struct bench_opts *o = ir->o;
     uint64_t seed = o->seed + (uint64_t)run * 1000003u;
@@ -385,8 +377,7 @@ static int intset_measure(void *arg, const struct bench_row *r, int run, struct 
 
 /* -------------------------------------------------------------------- main */
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
     fputs("usage: txkit-bench-intset [options]\n"
           "Integer set: each thread runs lookups and updates on random keys for a fixed time.\n"
           "  -S, --struct list|hash|tree  sorted linked list, chained hash set, red-black tree\n"
@@ -400,11 +391,11 @@ static void usage(FILE *f)
           f);
     bench_usage_common(f);
     fputs("Environment: TXKIT_METHOD is overridden by --method for the txkit rows (and\n"
-          "the itm@txkit rows), ITM_DEFAULT_METHOD for the itm@libitm rows.\n", f);
+          "the itm@txkit rows), ITM_DEFAULT_METHOD for the itm@libitm rows.\n",
+          f);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     struct bench_opts o;
     int kind = S_HASH, verify = 0;
     long size = 4096, nbuckets = 1024;
@@ -423,13 +414,17 @@ int main(int argc, char **argv)
                 bench_die("--struct: '%s' is not list, hash or tree", v);
         } else if (bench_opt(argc, argv, &i, "--size", &v) || bench_opt(argc, argv, &i, "-n", &v)) {
             size = bench_parse_long("--size", v, 1, 1L << 30);
-        } else if (bench_opt(argc, argv, &i, "--update", &v) || bench_opt(argc, argv, &i, "-u", &v)) {
+        } else if (bench_opt(argc, argv, &i, "--update", &v) ||
+                   bench_opt(argc, argv, &i, "-u", &v)) {
             update = bench_parse_double("--update", v, 0, 100);
-        } else if (bench_opt(argc, argv, &i, "--buckets", &v) || bench_opt(argc, argv, &i, "-b", &v)) {
+        } else if (bench_opt(argc, argv, &i, "--buckets", &v) ||
+                   bench_opt(argc, argv, &i, "-b", &v)) {
             nbuckets = bench_parse_long("--buckets", v, 1, 1L << 30);
-        } else if (bench_opt(argc, argv, &i, "--verify", NULL) || bench_opt(argc, argv, &i, "-V", NULL)) {
+        } else if (bench_opt(argc, argv, &i, "--verify", NULL) ||
+                   bench_opt(argc, argv, &i, "-V", NULL)) {
             verify = 1;
-        } else if (bench_opt(argc, argv, &i, "--help", NULL) || bench_opt(argc, argv, &i, "-h", NULL)) {
+        } else if (bench_opt(argc, argv, &i, "--help", NULL) ||
+                   bench_opt(argc, argv, &i, "-h", NULL)) {
             usage(stdout);
             return 0;
         } else {
@@ -448,7 +443,7 @@ int main(int argc, char **argv)
              "size      %ld initial keys, key range [0, %ld)\n"
              "update    %.4g%% (half inserts, half deletes; lookups otherwise)\n"
              "verify    %s\n",
-             kind == S_LIST ? "sorted linked list"
+             kind == S_LIST   ? "sorted linked list"
              : kind == S_HASH ? "chained hash set, sorted chains"
                               : "red-black tree (no parent pointers)",
              size, range, update, verify ? "yes (after every run)" : "no");
@@ -467,8 +462,13 @@ int main(int argc, char **argv)
     bench_print_header(stdout, &desc, &o);
 
     struct intset_run ir = {
-        .o = &o, .kind = kind, .verify = verify, .size = size, .range = range,
-        .nbuckets = nbuckets, .update_bp = (uint64_t)(update * 100.0 + 0.5),
+        .o = &o,
+        .kind = kind,
+        .verify = verify,
+        .size = size,
+        .range = range,
+        .nbuckets = nbuckets,
+        .update_bp = (uint64_t)(update * 100.0 + 0.5),
     };
     int nrows;
     struct bench_row *rows = bench_rows_make(&o, &nrows);
@@ -482,8 +482,9 @@ int main(int argc, char **argv)
         printf("WARNING: transactions saw an impossible structure shape (see 'anomalies'): "
                "the TM let a transaction read an inconsistent state\n");
     if (verify)
-        printf("verify: %s\n", oc.check_failed ? "FAIL (details above on stderr)"
-                                             : "ok (structure invariants and size after every run)");
+        printf("verify: %s\n", oc.check_failed
+                                   ? "FAIL (details above on stderr)"
+                                   : "ok (structure invariants and size after every run)");
     free(rows);
     return failed ? 1 : rc ? 2 : 0;
 }

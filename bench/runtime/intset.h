@@ -39,9 +39,9 @@ struct intset {
 /* intset_itm.c: each operation one __transaction_atomic around the plain
  * instantiation of intset_ds.h. Return: as the operation (1 found / inserted
  * / deleted, else 0). */
-#define INTSET_ITM_DECLARE(S)                                   \
-    int S##_contains_itm(struct intset *s, long key);           \
-    int S##_insert_itm(struct intset *s, long key);             \
+#define INTSET_ITM_DECLARE(S)                         \
+    int S##_contains_itm(struct intset *s, long key); \
+    int S##_insert_itm(struct intset *s, long key);   \
     int S##_delete_itm(struct intset *s, long key);
 INTSET_ITM_DECLARE(list)
 INTSET_ITM_DECLARE(hash)

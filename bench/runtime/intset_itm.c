@@ -17,12 +17,11 @@
 #ifdef BENCH_NO_ITM
 /* Built without gcc's -fgnu-tm / libitm: the itm rows are n/a (see
  * bench_select_method()), so these are never called. */
-#define DEFINE_ITMOP(S, op)                                     \
-    int S##_##op##_itm(struct intset *s, long key)              \
-    {                                                           \
-        (void)s;                                                \
-        (void)key;                                              \
-        abort();                                                \
+#define DEFINE_ITMOP(S, op)                          \
+    int S##_##op##_itm(struct intset *s, long key) { \
+        (void)s;                                     \
+        (void)key;                                   \
+        abort();                                     \
     }
 #else
 #include "itm_probe.h"
@@ -35,8 +34,7 @@
  * an inconsistent state). transaction_pure: called without instrumentation
  * from inside the transaction, which it ends with the process (the measurement
  * is then reported as crashed, with this message on stderr). */
-__attribute__((transaction_pure, noreturn, cold)) static void itm_die(const char *what)
-{
+__attribute__((transaction_pure, noreturn, cold)) static void itm_die(const char *what) {
     static const char pre[] = "error: intset (itm): ";
     ssize_t rc = write(STDERR_FILENO, pre, sizeof pre - 1);
     rc = write(STDERR_FILENO, what, strlen(what));
@@ -56,22 +54,20 @@ __attribute__((transaction_pure, noreturn, cold)) static void itm_die(const char
 
 /* One transaction per operation, a separate function as for txkit's TX_ATOMIC
  * wrappers in intset.c. */
-#define DEFINE_ITMOP(S, op)                                     \
-    __attribute__((noinline)) int S##_##op##_itm(struct intset *s, long key) \
-    {                                                           \
-        int r;                                                  \
-        int probe = itm_probe_pick();                           \
-        __transaction_atomic                                    \
-        {                                                       \
-            if (probe)                                          \
-                itm_probe_attempt();                            \
-            r = S##_##op##_plain(s, key);                       \
-            if (probe)                                          \
-                itm_probe_end();                                \
-        }                                                       \
-        if (probe)                                              \
-            itm_probe_commit();                                 \
-        return r;                                               \
+#define DEFINE_ITMOP(S, op)                                                    \
+    __attribute__((noinline)) int S##_##op##_itm(struct intset *s, long key) { \
+        int r;                                                                 \
+        int probe = itm_probe_pick();                                          \
+        __transaction_atomic {                                                 \
+            if (probe)                                                         \
+                itm_probe_attempt();                                           \
+            r = S##_##op##_plain(s, key);                                      \
+            if (probe)                                                         \
+                itm_probe_end();                                               \
+        }                                                                      \
+        if (probe)                                                             \
+            itm_probe_commit();                                                \
+        return r;                                                              \
     }
 #endif /* BENCH_NO_ITM */
 

@@ -33,29 +33,23 @@ static __thread unsigned itm_probe_tick;
 static __thread int itm_probe_last;
 
 /* Outside the transaction: is this one sampled? */
-static inline int itm_probe_pick(void)
-{
-    return (++itm_probe_tick & (BENCH_ITM_SAMPLE - 1)) == 0;
-}
+static inline int itm_probe_pick(void) { return (++itm_probe_tick & (BENCH_ITM_SAMPLE - 1)) == 0; }
 
 /* First thing in the transaction, at every attempt. Pure: the counter is
  * written without instrumentation, so an abort keeps the count. */
-__attribute__((transaction_pure)) static inline void itm_probe_attempt(void)
-{
+__attribute__((transaction_pure)) static inline void itm_probe_attempt(void) {
     atomic_fetch_add_explicit(&bench_itm_attempts, 1, memory_order_relaxed);
 }
 
 /* Last thing in the transaction: the mode this attempt runs in now (kept in
  * a thread-local, uninstrumented: the committing attempt writes it last). */
-__attribute__((transaction_pure)) static inline void itm_probe_end(void)
-{
+__attribute__((transaction_pure)) static inline void itm_probe_end(void) {
     int how = _ITM_inTransaction();
     itm_probe_last = how >= 0 && how < 3 ? how : 0;
 }
 
 /* After the commit. */
-static inline void itm_probe_commit(void)
-{
+static inline void itm_probe_commit(void) {
     atomic_fetch_add_explicit(&bench_itm_commits[itm_probe_last], 1, memory_order_relaxed);
 }
 

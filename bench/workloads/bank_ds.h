@@ -13,20 +13,18 @@
 #ifndef TXKIT_WORKLOADS_BANK_DS_H
 #define TXKIT_WORKLOADS_BANK_DS_H
 
-#define BANK_DEFINE(SUF, LD, ST)                                                 \
-    static inline void transfer_##SUF(long *from, long *to, long amount)          \
-    {                                                                            \
-        long a = LD(from);                                                       \
-        long b = LD(to);                                                         \
-        ST(from, a - amount);                                                    \
-        ST(to, b + amount);                                                      \
-    }                                                                            \
-    static inline long total_##SUF(const long *acc, long n, long stride)         \
-    {                                                                            \
-        long s = 0;                                                              \
-        for (long i = 0; i < n; i++)                                             \
-            s += LD(&acc[i * stride]);                                           \
-        return s;                                                                \
+#define BANK_DEFINE(SUF, LD, ST)                                           \
+    static inline void transfer_##SUF(long *from, long *to, long amount) { \
+        long a = LD(from);                                                 \
+        long b = LD(to);                                                   \
+        ST(from, a - amount);                                              \
+        ST(to, b + amount);                                                \
+    }                                                                      \
+    static inline long total_##SUF(const long *acc, long n, long stride) { \
+        long s = 0;                                                        \
+        for (long i = 0; i < n; i++)                                       \
+            s += LD(&acc[i * stride]);                                     \
+        return s;                                                          \
     }
 
 #define PLAIN_LD(p) (*(p))

@@ -41,8 +41,7 @@ struct lnode {
 /* The link where key belongs in the chain at *headp: *curp is the first node
  * with a key >= key (NULL at the end), *kp its key. */
 static inline struct lnode **DS_NAME(chain_find)(struct lnode **headp, long key,
-                                                 struct lnode **curp, long *kp)
-{
+                                                 struct lnode **curp, long *kp) {
     struct lnode **pp = headp;
     struct lnode *n = DS_LD(pp);
     long k = 0, last = -1 - 0x7fffffffffffffffL, steps = 0;
@@ -65,8 +64,7 @@ static inline struct lnode **DS_NAME(chain_find)(struct lnode **headp, long key,
 }
 
 /* Is key in the chain that starts at *headp? */
-static inline int DS_NAME(chain_contains)(struct lnode **headp, long key)
-{
+static inline int DS_NAME(chain_contains)(struct lnode **headp, long key) {
     struct lnode *n;
     long k;
     DS_NAME(chain_find)(headp, key, &n, &k);
@@ -74,8 +72,7 @@ static inline int DS_NAME(chain_contains)(struct lnode **headp, long key)
 }
 
 /* Return: 1 if key was inserted, 0 if it was there. */
-static inline int DS_NAME(chain_insert)(struct lnode **headp, long key)
-{
+static inline int DS_NAME(chain_insert)(struct lnode **headp, long key) {
     struct lnode *n;
     long k;
     struct lnode **pp = DS_NAME(chain_find)(headp, key, &n, &k);
@@ -91,8 +88,7 @@ static inline int DS_NAME(chain_insert)(struct lnode **headp, long key)
 }
 
 /* Return: 1 if key was removed (its node freed), 0 if it was not there. */
-static inline int DS_NAME(chain_delete)(struct lnode **headp, long key)
-{
+static inline int DS_NAME(chain_delete)(struct lnode **headp, long key) {
     struct lnode *n;
     long k;
     struct lnode **pp = DS_NAME(chain_find)(headp, key, &n, &k);

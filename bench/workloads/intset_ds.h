@@ -30,41 +30,34 @@
 
 /* -------------------------------------------------------------- sorted list */
 
-static int DS_NAME(list_contains)(struct intset *s, long key)
-{
+static int DS_NAME(list_contains)(struct intset *s, long key) {
     return DS_NAME(chain_contains)(&s->head, key);
 }
 
-static int DS_NAME(list_insert)(struct intset *s, long key)
-{
+static int DS_NAME(list_insert)(struct intset *s, long key) {
     return DS_NAME(chain_insert)(&s->head, key);
 }
 
-static int DS_NAME(list_delete)(struct intset *s, long key)
-{
+static int DS_NAME(list_delete)(struct intset *s, long key) {
     return DS_NAME(chain_delete)(&s->head, key);
 }
 
 /* ----------------------------------------------------------------- hash set */
 
 /* The bucket array and its size never change during a run: plain reads. */
-static inline struct lnode **DS_NAME(hash_bucket)(struct intset *s, long key)
-{
+static inline struct lnode **DS_NAME(hash_bucket)(struct intset *s, long key) {
     return &s->buckets[(unsigned long)key % s->nbuckets];
 }
 
-static int DS_NAME(hash_contains)(struct intset *s, long key)
-{
+static int DS_NAME(hash_contains)(struct intset *s, long key) {
     return DS_NAME(chain_contains)(DS_NAME(hash_bucket)(s, key), key);
 }
 
-static int DS_NAME(hash_insert)(struct intset *s, long key)
-{
+static int DS_NAME(hash_insert)(struct intset *s, long key) {
     return DS_NAME(chain_insert)(DS_NAME(hash_bucket)(s, key), key);
 }
 
-static int DS_NAME(hash_delete)(struct intset *s, long key)
-{
+static int DS_NAME(hash_delete)(struct intset *s, long key) {
     return DS_NAME(chain_delete)(DS_NAME(hash_bucket)(s, key), key);
 }
 
@@ -75,15 +68,11 @@ static int DS_NAME(hash_delete)(struct intset *s, long key)
  * recolors or rotates. NULL children are the black leaves.
  */
 
-static inline int DS_NAME(t_red)(const struct tnode *n)
-{
-    return n && DS_LD(&n->red);
-}
+static inline int DS_NAME(t_red)(const struct tnode *n) { return n && DS_LD(&n->red); }
 
 /* Make nw take old's place under parent (NULL parent: the root). */
 static inline void DS_NAME(t_replace)(struct intset *s, struct tnode *parent, struct tnode *old,
-                                      struct tnode *nw)
-{
+                                      struct tnode *nw) {
     if (!parent)
         DS_ST(&s->root, nw);
     else if (DS_LD(&parent->left) == old)
@@ -93,8 +82,7 @@ static inline void DS_NAME(t_replace)(struct intset *s, struct tnode *parent, st
 }
 
 /* x's right child y takes x's place; x becomes y's left child. */
-static inline void DS_NAME(t_rotl)(struct intset *s, struct tnode *x, struct tnode *parent)
-{
+static inline void DS_NAME(t_rotl)(struct intset *s, struct tnode *x, struct tnode *parent) {
     struct tnode *y = DS_LD(&x->right);
     DS_ST(&x->right, DS_LD(&y->left));
     DS_ST(&y->left, x);
@@ -102,16 +90,14 @@ static inline void DS_NAME(t_rotl)(struct intset *s, struct tnode *x, struct tno
 }
 
 /* x's left child y takes x's place; x becomes y's right child. */
-static inline void DS_NAME(t_rotr)(struct intset *s, struct tnode *x, struct tnode *parent)
-{
+static inline void DS_NAME(t_rotr)(struct intset *s, struct tnode *x, struct tnode *parent) {
     struct tnode *y = DS_LD(&x->left);
     DS_ST(&x->left, DS_LD(&y->right));
     DS_ST(&y->right, x);
     DS_NAME(t_replace)(s, parent, x, y);
 }
 
-static int DS_NAME(tree_contains)(struct intset *s, long key)
-{
+static int DS_NAME(tree_contains)(struct intset *s, long key) {
     const struct tnode *n = DS_LD(&s->root);
     int depth = 0;
     while (n) {
@@ -125,8 +111,7 @@ static int DS_NAME(tree_contains)(struct intset *s, long key)
     return 0;
 }
 
-static int DS_NAME(tree_insert)(struct intset *s, long key)
-{
+static int DS_NAME(tree_insert)(struct intset *s, long key) {
     struct tnode *path[TREE_MAXH + 1];
     int d = 0;
     struct tnode *n = DS_LD(&s->root);
@@ -202,8 +187,7 @@ static int DS_NAME(tree_insert)(struct intset *s, long key)
     return 1;
 }
 
-static int DS_NAME(tree_delete)(struct intset *s, long key)
-{
+static int DS_NAME(tree_delete)(struct intset *s, long key) {
     struct tnode *path[TREE_MAXH + 2];
     int d = 0;
     struct tnode *z = DS_LD(&s->root);

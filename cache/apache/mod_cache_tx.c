@@ -70,11 +70,18 @@ static const char *parse_u64(cmd_parms *cmd, const char *arg, int sizes, uint64_
     uint64_t mult = 1;
     if (*s && sizes) {
         switch (apr_toupper(*s)) {
-        case 'K': mult = 1ull << 10; break;
-        case 'M': mult = 1ull << 20; break;
-        case 'G': mult = 1ull << 30; break;
+        case 'K':
+            mult = 1ull << 10;
+            break;
+        case 'M':
+            mult = 1ull << 20;
+            break;
+        case 'G':
+            mult = 1ull << 30;
+            break;
         default:
-            return apr_psprintf(cmd->pool, "%s: '%s' has an unknown suffix (use K, M or G)", name, arg);
+            return apr_psprintf(cmd->pool, "%s: '%s' has an unknown suffix (use K, M or G)", name,
+                                arg);
         }
         s++;
     }
@@ -111,7 +118,8 @@ static const char *set_policy(cmd_parms *cmd, void *d, const char *arg) {
     if (err)
         return err;
     if (txc_policy_parse(arg, &c->cfg.policy) != 0)
-        return apr_psprintf(cmd->pool, "TxCacheRemovalAlgorithm: '%s' is not one of LRU, GDSF", arg);
+        return apr_psprintf(cmd->pool, "TxCacheRemovalAlgorithm: '%s' is not one of LRU, GDSF",
+                            arg);
     return NULL;
 }
 
@@ -128,8 +136,9 @@ static const char *set_number(cmd_parms *cmd, void *d, const char *arg) {
 
 #define FIELD(f) ((void *)offsetof(struct txc_config, f))
 static const command_rec txm_cmds[] = {
-    AP_INIT_TAKE1("TxCacheSync", set_sync, NULL, RSRC_CONF,
-                  "How the cache is synchronized: lock, tx (gcc transactions) or cx (txkit cx lock)"),
+    AP_INIT_TAKE1(
+        "TxCacheSync", set_sync, NULL, RSRC_CONF,
+        "How the cache is synchronized: lock, tx (gcc transactions) or cx (txkit cx lock)"),
     AP_INIT_TAKE1("TxCacheRemovalAlgorithm", set_policy, NULL, RSRC_CONF,
                   "Eviction priority: LRU or GDSF"),
     AP_INIT_TAKE1("TxCacheMaxObjects", set_number, FIELD(max_objects), RSRC_CONF,
@@ -145,13 +154,27 @@ static const command_rec txm_cmds[] = {
 
 /* ------------------------------------------------------- per-process state */
 
-static txc_cache *g_cache;           /* this child's cache; NULL in the parent */
+static txc_cache *g_cache; /* this child's cache; NULL in the parent */
 static const struct txc_config *g_cfg;
 
 /* txkit application counters, summed over the children by `txkit stat`. */
-enum { C_HITS, C_MISSES, C_REVALIDATIONS, C_STORES, C_NOT_STORED, C_TOO_LARGE,
-       C_EVICTIONS, C_REMOVALS, C_OBJECTS, C_BYTES, C_COUNT };
-static const struct { const char *name; int kind; } counter_defs[C_COUNT] = {
+enum {
+    C_HITS,
+    C_MISSES,
+    C_REVALIDATIONS,
+    C_STORES,
+    C_NOT_STORED,
+    C_TOO_LARGE,
+    C_EVICTIONS,
+    C_REMOVALS,
+    C_OBJECTS,
+    C_BYTES,
+    C_COUNT
+};
+static const struct {
+    const char *name;
+    int kind;
+} counter_defs[C_COUNT] = {
     [C_HITS] = {"cache_tx.hits", TXKIT_COUNTER_EVENTS},
     [C_MISSES] = {"cache_tx.misses", TXKIT_COUNTER_EVENTS},
     [C_REVALIDATIONS] = {"cache_tx.revalidations", TXKIT_COUNTER_EVENTS},
@@ -203,14 +226,14 @@ struct txm_meta {
 };
 
 typedef struct {
-    const char *name;    /* mod_cache's key */
-    const char *key;     /* the cache key: name, or name plus Vary values */
-    txc_entry *entry;    /* an opened entry (a reference): recall_body's source */
-    txc_entry *builder;  /* an entry being stored */
-    apr_off_t expected;  /* the body length announced to create_entity, or -1 */
-    apr_off_t body_len;  /* bytes appended so far */
-    int done;            /* the body is complete (EOS seen, or copied) */
-    int failed;          /* give up storing this response */
+    const char *name;   /* mod_cache's key */
+    const char *key;    /* the cache key: name, or name plus Vary values */
+    txc_entry *entry;   /* an opened entry (a reference): recall_body's source */
+    txc_entry *builder; /* an entry being stored */
+    apr_off_t expected; /* the body length announced to create_entity, or -1 */
+    apr_off_t body_len; /* bytes appended so far */
+    int done;           /* the body is complete (EOS seen, or copied) */
+    int failed;         /* give up storing this response */
 } txm_obj;
 
 static apr_status_t obj_cleanup(void *data) {
@@ -261,9 +284,7 @@ static void *buf_claim(txm_buf *b, size_t n) {
     return at;
 }
 
-static void buf_put(txm_buf *b, const void *data, size_t n) {
-    memcpy(buf_claim(b, n), data, n);
-}
+static void buf_put(txm_buf *b, const void *data, size_t n) { memcpy(buf_claim(b, n), data, n); }
 
 /* Serialize headers as [name\0value\0]*, counted in *n. */
 static void put_table(txm_buf *b, apr_table_t *t, uint32_t *n) {
@@ -375,9 +396,14 @@ static apr_status_t txm_bucket_read(apr_bucket *b, const char **str, apr_size_t 
 }
 
 static const apr_bucket_type_t txm_bucket_type = {
-    "TXCACHE", 5, APR_BUCKET_DATA,
-    txm_bucket_destroy, txm_bucket_read, apr_bucket_setaside_noop,
-    apr_bucket_shared_split, apr_bucket_shared_copy,
+    "TXCACHE",
+    5,
+    APR_BUCKET_DATA,
+    txm_bucket_destroy,
+    txm_bucket_read,
+    apr_bucket_setaside_noop,
+    apr_bucket_shared_split,
+    apr_bucket_shared_copy,
 };
 
 static apr_bucket *txm_bucket_create(txc_entry *e, const char *body, apr_size_t len,
@@ -404,12 +430,14 @@ static int txm_create_entity(cache_handle_t *h, request_rec *r, const char *key,
     /* Whole bodies only: a 206 from a backend is not the entity. */
     if (r->status == HTTP_PARTIAL_CONTENT)
         return DECLINED;
-    if (len >= 0 && ((uint64_t)len > g_cfg->max_object_size || (uint64_t)len < g_cfg->min_object_size)) {
+    if (len >= 0 &&
+        ((uint64_t)len > g_cfg->max_object_size || (uint64_t)len < g_cfg->min_object_size)) {
         if ((uint64_t)len > g_cfg->max_object_size)
             count(C_TOO_LARGE, 1);
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       "cache_tx: %s: body of %" APR_OFF_T_FMT " bytes is outside "
-                      "TxCacheMinObjectSize..TxCacheMaxObjectSize, not cached", key, len);
+                      "TxCacheMinObjectSize..TxCacheMaxObjectSize, not cached",
+                      key, len);
         return DECLINED;
     }
     txm_obj *o = obj_new(h, r, key);
@@ -459,7 +487,8 @@ static int txm_open_entity(cache_handle_t *h, request_rec *r, const char *key) {
     }
     h->req_hdrs = apr_table_make(r->pool, 8);
     h->resp_hdrs = apr_table_make(r->pool, 16);
-    if (get_table(&p, end, m.nresp, h->resp_hdrs) != 0 || get_table(&p, end, m.nreq, h->req_hdrs) != 0)
+    if (get_table(&p, end, m.nresp, h->resp_hdrs) != 0 ||
+        get_table(&p, end, m.nreq, h->req_hdrs) != 0)
         goto bad;
     txm_obj *o = obj_new(h, r, key);
     o->key = vkey;
@@ -595,7 +624,8 @@ static apr_status_t txm_store_headers(cache_handle_t *h, request_rec *r, cache_i
         o->builder = txc_entry_new(g_cache, o->key, strlen(o->key), (int64_t)o->expected, &err);
     }
     if (!o->builder || txc_entry_set_meta(o->builder, buf.p, buf.len) != 0) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "cache_tx: %s: not stored (error %d)", o->name, err);
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "cache_tx: %s: not stored (error %d)", o->name,
+                      err);
         return APR_EGENERAL;
     }
     return APR_SUCCESS;
@@ -674,7 +704,8 @@ static apr_status_t txm_commit_entity(cache_handle_t *h, request_rec *r) {
     int rc = txc_insert(g_cache, e);
     sync_levels();
     if (rc != 0) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "cache_tx: %s: not stored (error %d)", o->name, rc);
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "cache_tx: %s: not stored (error %d)", o->name,
+                      rc);
         count(C_NOT_STORED, 1);
         return APR_EGENERAL;
     }
@@ -723,10 +754,17 @@ static int txm_cache_status(cache_handle_t *h, request_rec *r, apr_table_t *head
     if (!g_cache)
         return OK;
     switch (status) {
-    case AP_CACHE_HIT: count(C_HITS, 1); break;
-    case AP_CACHE_MISS: count(C_MISSES, 1); break;
-    case AP_CACHE_REVALIDATE: count(C_REVALIDATIONS, 1); break;
-    default: break;
+    case AP_CACHE_HIT:
+        count(C_HITS, 1);
+        break;
+    case AP_CACHE_MISS:
+        count(C_MISSES, 1);
+        break;
+    case AP_CACHE_REVALIDATE:
+        count(C_REVALIDATIONS, 1);
+        break;
+    default:
+        break;
     }
     return OK;
 }
@@ -738,10 +776,13 @@ static int txm_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
     const struct txc_config *k = &c->cfg;
     const char *bad = NULL;
     if (k->min_object_size > k->max_object_size)
-        bad = apr_psprintf(ptemp, "TxCacheMinObjectSize (%" PRIu64 ") is larger than "
-                           "TxCacheMaxObjectSize (%" PRIu64 ")", k->min_object_size, k->max_object_size);
+        bad = apr_psprintf(ptemp,
+                           "TxCacheMinObjectSize (%" PRIu64 ") is larger than "
+                           "TxCacheMaxObjectSize (%" PRIu64 ")",
+                           k->min_object_size, k->max_object_size);
     else if (k->max_bytes && k->max_object_size > k->max_bytes)
-        bad = apr_psprintf(ptemp, "TxCacheMaxObjectSize (%" PRIu64 ") is larger than "
+        bad = apr_psprintf(ptemp,
+                           "TxCacheMaxObjectSize (%" PRIu64 ") is larger than "
                            "TxCacheMaxBytes (%" PRIu64 "): no object that large could be cached",
                            k->max_object_size, k->max_bytes);
     char err[256] = "";
@@ -793,7 +834,10 @@ static int txm_status_hook(request_rec *r, int flags) {
     txc_stats_get(g_cache, &st);
     memset(&tx, 0, sizeof tx);
     tx_stats_get(&tx);
-    const struct { const char *name; uint64_t v; } rows[] = {
+    const struct {
+        const char *name;
+        uint64_t v;
+    } rows[] = {
         {"Hits", __atomic_load_n(&g_local[C_HITS], __ATOMIC_RELAXED)},
         {"Misses", __atomic_load_n(&g_local[C_MISSES], __ATOMIC_RELAXED)},
         {"Revalidations", __atomic_load_n(&g_local[C_REVALIDATIONS], __ATOMIC_RELAXED)},
@@ -827,7 +871,8 @@ static int txm_status_hook(request_rec *r, int flags) {
             ap_rprintf(r, "TxCache%s: %" PRIu64 "\n", rows[i].name, rows[i].v);
         return OK;
     }
-    ap_rprintf(r, "<hr>\n<h2>mod_cache_tx (this child, pid %ld)</h2>\n"
+    ap_rprintf(r,
+               "<hr>\n<h2>mod_cache_tx (this child, pid %ld)</h2>\n"
                "<p>sync %s, removal algorithm %s</p>\n<table border=\"0\">\n",
                (long)getpid(), txc_sync_name(g_cfg->sync), txc_policy_name(g_cfg->policy));
     for (size_t i = 0; i < nrows; i++)

@@ -13,8 +13,7 @@
 
 #include "txcache_int.h"
 
-void txc_config_default(struct txc_config *c)
-{
+void txc_config_default(struct txc_config *c) {
     memset(c, 0, sizeof *c);
     c->max_objects = 1000;
     c->max_bytes = 100ull << 20;
@@ -25,8 +24,8 @@ void txc_config_default(struct txc_config *c)
     c->buckets = 0;
 }
 
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
+__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt,
+                                                     ...) {
     if (err && errlen) {
         va_list ap;
         va_start(ap, fmt);
@@ -36,8 +35,7 @@ __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, c
     return -EINVAL;
 }
 
-int txc_config_check(const struct txc_config *c, char *err, size_t errlen)
-{
+int txc_config_check(const struct txc_config *c, char *err, size_t errlen) {
     if (!c)
         return bad(err, errlen, "no configuration");
     if ((unsigned)c->policy > TXC_POLICY_GDSF)
@@ -65,18 +63,19 @@ int txc_config_check(const struct txc_config *c, char *err, size_t errlen)
     return 0;
 }
 
-const char *txc_sync_name(txc_sync_t s)
-{
+const char *txc_sync_name(txc_sync_t s) {
     switch (s) {
-    case TXC_SYNC_LOCK: return "lock";
-    case TXC_SYNC_TX: return "tx";
-    case TXC_SYNC_CX: return "cx";
+    case TXC_SYNC_LOCK:
+        return "lock";
+    case TXC_SYNC_TX:
+        return "tx";
+    case TXC_SYNC_CX:
+        return "cx";
     }
     return "?";
 }
 
-int txc_sync_parse(const char *s, txc_sync_t *out)
-{
+int txc_sync_parse(const char *s, txc_sync_t *out) {
     static const txc_sync_t all[] = {TXC_SYNC_LOCK, TXC_SYNC_TX, TXC_SYNC_CX};
     for (size_t i = 0; s && i < sizeof all / sizeof all[0]; i++)
         if (strcasecmp(s, txc_sync_name(all[i])) == 0) {
@@ -86,13 +85,11 @@ int txc_sync_parse(const char *s, txc_sync_t *out)
     return -EINVAL;
 }
 
-const char *txc_policy_name(txc_policy_t p)
-{
+const char *txc_policy_name(txc_policy_t p) {
     return p == TXC_POLICY_LRU ? "LRU" : p == TXC_POLICY_GDSF ? "GDSF" : "?";
 }
 
-int txc_policy_parse(const char *s, txc_policy_t *out)
-{
+int txc_policy_parse(const char *s, txc_policy_t *out) {
     if (s && strcasecmp(s, "LRU") == 0)
         *out = TXC_POLICY_LRU;
     else if (s && strcasecmp(s, "GDSF") == 0)
@@ -107,8 +104,7 @@ int txc_policy_parse(const char *s, txc_policy_t *out)
 static unsigned next_thread;
 static __thread unsigned my_thread_plus1;
 
-unsigned txc_my_slot(const txc_cache *c)
-{
+unsigned txc_my_slot(const txc_cache *c) {
     /* the CPU (glibc reads it from rseq: no system call) */
     int cpu = sched_getcpu();
     if (__builtin_expect(cpu < 0, 0)) { /* no getcpu: one slot per thread */
@@ -121,8 +117,7 @@ unsigned txc_my_slot(const txc_cache *c)
 
 static __thread uint64_t last_stamp;
 
-uint64_t txc_stamp(void)
-{
+uint64_t txc_stamp(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -139,8 +134,7 @@ static uint64_t live_all; /* entries of every cache, not yet freed */
 
 uint64_t txc_live_entries_all(void) { return __atomic_load_n(&live_all, __ATOMIC_RELAXED); }
 
-static void cache_unref(txc_cache *c)
-{
+static void cache_unref(txc_cache *c) {
     if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         pthread_mutex_destroy(&c->mu);
         cx_destroy(&c->cx);
@@ -148,8 +142,7 @@ static void cache_unref(txc_cache *c)
     }
 }
 
-void txc_payload_free(void *arg)
-{
+void txc_payload_free(void *arg) {
     struct txc_payload *pl = arg;
     txc_cache *c = pl->cache;
     free(pl->meta);
@@ -158,8 +151,7 @@ void txc_payload_free(void *arg)
     cache_unref(c);
 }
 
-void txc_entry_free_now(txc_entry *e)
-{
+void txc_entry_free_now(txc_entry *e) {
     struct txc_payload *pl = e->pl;
     free(e);
     txc_payload_free(pl);
@@ -167,8 +159,7 @@ void txc_entry_free_now(txc_entry *e)
 
 /* ---------------------------------------------------------------- builders */
 
-static uint64_t hash_key(const void *key, size_t len)
-{
+static uint64_t hash_key(const void *key, size_t len) {
     /* 8 bytes a step (URLs are 30-100 bytes), multiply-xorshift mixing */
     const unsigned char *p = key;
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (len * 0xff51afd7ed558ccdull);
@@ -191,8 +182,7 @@ static uint64_t hash_key(const void *key, size_t len)
 
 uint64_t txc_hash(const void *key, size_t len) { return hash_key(key, len); }
 
-txc_entry *txc_entry_new(txc_cache *c, const void *key, size_t klen, int64_t body_len, int *err)
-{
+txc_entry *txc_entry_new(txc_cache *c, const void *key, size_t klen, int64_t body_len, int *err) {
     int dummy;
     if (!err)
         err = &dummy;
@@ -248,8 +238,7 @@ txc_entry *txc_entry_new(txc_cache *c, const void *key, size_t klen, int64_t bod
     return e;
 }
 
-int txc_entry_set_meta(txc_entry *e, const void *meta, size_t len)
-{
+int txc_entry_set_meta(txc_entry *e, const void *meta, size_t len) {
     unsigned char *m = NULL;
     if (len) {
         m = malloc(len);
@@ -263,8 +252,7 @@ int txc_entry_set_meta(txc_entry *e, const void *meta, size_t len)
     return 0;
 }
 
-int txc_entry_append(txc_entry *e, const void *data, size_t n)
-{
+int txc_entry_append(txc_entry *e, const void *data, size_t n) {
     struct txc_payload *pl = e->pl;
     uint64_t max = e->cache->cfg.max_object_size;
     if (n > max || pl->body_len > max - n)
@@ -288,22 +276,19 @@ int txc_entry_append(txc_entry *e, const void *data, size_t n)
     return 0;
 }
 
-const void *txc_entry_key(const txc_entry *e, size_t *len)
-{
+const void *txc_entry_key(const txc_entry *e, size_t *len) {
     if (len)
         *len = e->klen;
     return e->key;
 }
 
-const void *txc_entry_meta(const txc_entry *e, size_t *len)
-{
+const void *txc_entry_meta(const txc_entry *e, size_t *len) {
     if (len)
         *len = e->pl->meta_len;
     return e->pl->meta;
 }
 
-const void *txc_entry_body(const txc_entry *e, size_t *len)
-{
+const void *txc_entry_body(const txc_entry *e, size_t *len) {
     if (len)
         *len = e->pl->body_len;
     return e->pl->body;
@@ -311,8 +296,7 @@ const void *txc_entry_body(const txc_entry *e, size_t *len)
 
 /* ------------------------------------------------------------------ create */
 
-txc_cache *txc_create(const struct txc_config *cfg, char *err, size_t errlen)
-{
+txc_cache *txc_create(const struct txc_config *cfg, char *err, size_t errlen) {
     if (txc_config_check(cfg, err, errlen) != 0)
         return NULL;
     txc_cache *c = NULL;

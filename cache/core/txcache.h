@@ -53,9 +53,9 @@ struct txc_config {
     uint64_t max_object_size; /* bodies larger than this are not cached */
     txc_policy_t policy;
     txc_sync_t sync;
-    uint32_t buckets;         /* hash buckets (rounded up to a power of 2);
+    uint32_t buckets; /* hash buckets (rounded up to a power of 2);
                                * 0: 2 * max_objects, at least 64, at most 2^20 */
-    uint32_t slots;           /* per-entry counter slots, rounded up to a power
+    uint32_t slots;   /* per-entry counter slots, rounded up to a power
                                * of 2, at most 64; 0: one per CPU. A hit counts
                                * in its CPU's slot, so hits on one entry from
                                * different CPUs do not conflict. */
@@ -67,10 +67,10 @@ void txc_config_default(struct txc_config *c);
  * ("max_object_size must be >= min_object_size", ...). */
 int txc_config_check(const struct txc_config *c, char *err, size_t errlen);
 
-const char *txc_sync_name(txc_sync_t s);       /* "lock", "tx", "cx" */
-int txc_sync_parse(const char *s, txc_sync_t *out);       /* 0 or -EINVAL */
-const char *txc_policy_name(txc_policy_t p);   /* "LRU", "GDSF" */
-int txc_policy_parse(const char *s, txc_policy_t *out);   /* case-insensitive */
+const char *txc_sync_name(txc_sync_t s);                /* "lock", "tx", "cx" */
+int txc_sync_parse(const char *s, txc_sync_t *out);     /* 0 or -EINVAL */
+const char *txc_policy_name(txc_policy_t p);            /* "LRU", "GDSF" */
+int txc_policy_parse(const char *s, txc_policy_t *out); /* case-insensitive */
 
 typedef struct txc_cache txc_cache;
 typedef struct txc_entry txc_entry;
@@ -83,8 +83,8 @@ void txc_destroy(txc_cache *c);
 /* ---- hits: a new reference to the entry for key, or NULL (a miss). A hit
  * raises the entry's priority (LRU / GDSF), the hot spot of the design. */
 txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen);
-txc_entry *txc_entry_ref(txc_entry *e);        /* another reference; returns e */
-void txc_entry_release(txc_entry *e);          /* frees the entry at the last one */
+txc_entry *txc_entry_ref(txc_entry *e); /* another reference; returns e */
+void txc_entry_release(txc_entry *e);   /* frees the entry at the last one */
 const void *txc_entry_key(const txc_entry *e, size_t *len);
 const void *txc_entry_meta(const txc_entry *e, size_t *len); /* caller's opaque bytes */
 const void *txc_entry_body(const txc_entry *e, size_t *len);
@@ -95,7 +95,7 @@ const void *txc_entry_body(const txc_entry *e, size_t *len);
  * outside [min_object_size, max_object_size], -ENOMEM when out of memory. */
 txc_entry *txc_entry_new(txc_cache *c, const void *key, size_t klen, int64_t body_len, int *err);
 /* (-EINVAL in *err for an empty key or a body_len below -1.) */
-int txc_entry_set_meta(txc_entry *e, const void *meta, size_t len);  /* 0 or -ENOMEM */
+int txc_entry_set_meta(txc_entry *e, const void *meta, size_t len); /* 0 or -ENOMEM */
 /* Append body bytes: 0, -EFBIG past max_object_size (give the entry up), -ENOMEM. */
 int txc_entry_append(txc_entry *e, const void *data, size_t n);
 /* Publish: replaces an entry with the same key, evicts by priority to fit the
@@ -105,7 +105,7 @@ int txc_entry_append(txc_entry *e, const void *data, size_t n);
  * not cached; -ENOMEM (no memory to grow the eviction heap, only without a
  * max_objects limit); -EINVAL (not a builder entry of this cache). */
 int txc_insert(txc_cache *c, txc_entry *e);
-void txc_entry_abandon(txc_entry *e);          /* give up a builder entry */
+void txc_entry_abandon(txc_entry *e); /* give up a builder entry */
 /* Remove key: 0, or -ENOENT. */
 int txc_remove(txc_cache *c, const void *key, size_t klen);
 /* 1 if key is cached now, else 0: no reference, no priority change, no
@@ -114,10 +114,10 @@ int txc_contains(txc_cache *c, const void *key, size_t klen);
 
 struct txc_stats {
     uint64_t lookups, hits, misses;
-    uint64_t inserts, replaced, rejected;  /* rejected: txc_insert said -ERANGE */
+    uint64_t inserts, replaced, rejected; /* rejected: txc_insert said -ERANGE */
     uint64_t evictions, removals;
-    uint64_t objects, bytes;               /* now */
-    uint64_t live_entries;                 /* entries not yet freed (cache + references) */
+    uint64_t objects, bytes; /* now */
+    uint64_t live_entries;   /* entries not yet freed (cache + references) */
 };
 void txc_stats_get(txc_cache *c, struct txc_stats *out);
 /* Entries not yet freed in all caches of the process, destroyed ones

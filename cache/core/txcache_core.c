@@ -61,42 +61,35 @@ extern void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t resuming_id, v
  * is stalled: then the 64-bit hash check fails on garbage (or the memory was
  * reused for the same key, same length), and validation discards the attempt. */
 TXC_PURE __attribute__((noinline)) static int entry_matches(const txc_entry *e, uint64_t h,
-                                                            const void *key, size_t klen)
-{
+                                                            const void *key, size_t klen) {
     return e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0;
 }
 
-TXC_PURE __attribute__((noinline)) static txc_entry **bucket_of(const txc_cache *c, uint64_t h)
-{
+TXC_PURE __attribute__((noinline)) static txc_entry **bucket_of(const txc_cache *c, uint64_t h) {
     return &c->table[h & c->mask];
 }
 
-TXC_PURE __attribute__((noinline)) static uint32_t entry_nslots(const txc_entry *e)
-{
+TXC_PURE __attribute__((noinline)) static uint32_t entry_nslots(const txc_entry *e) {
     return e->nslots;
 }
 
-TXC_PURE __attribute__((noinline)) static uint32_t cache_nslots(const txc_cache *c)
-{
+TXC_PURE __attribute__((noinline)) static uint32_t cache_nslots(const txc_cache *c) {
     return c->nslots;
 }
 
 /* cx mode, before an allocation that may make a system call: an optimistic
  * (hardware) section restarts holding the lock instead of aborting on it.
  * Outside a cx section (tx mode) cx_need_exclusive() does nothing. */
-TXC_PURE __attribute__((noinline)) static void need_exclusive(const txc_cache *c)
-{
+TXC_PURE __attribute__((noinline)) static void need_exclusive(const txc_cache *c) {
     if (c->cfg.sync == TXC_SYNC_CX)
         cx_need_exclusive();
 }
 
-TXC_PURE __attribute__((noinline)) static uint64_t cfg_max_objects(const txc_cache *c)
-{
+TXC_PURE __attribute__((noinline)) static uint64_t cfg_max_objects(const txc_cache *c) {
     return c->cfg.max_objects;
 }
 
-TXC_PURE __attribute__((noinline)) static uint64_t cfg_max_bytes(const txc_cache *c)
-{
+TXC_PURE __attribute__((noinline)) static uint64_t cfg_max_bytes(const txc_cache *c) {
     return c->cfg.max_bytes;
 }
 
@@ -104,13 +97,11 @@ TXC_PURE __attribute__((noinline)) static uint64_t cfg_max_bytes(const txc_cache
 
 #define PRIO_MAX (UINT64_MAX >> 1)
 
-TXC_SAFE static uint64_t prio_add(uint64_t a, uint64_t b)
-{
+TXC_SAFE static uint64_t prio_add(uint64_t a, uint64_t b) {
     return a > PRIO_MAX - b ? PRIO_MAX : a + b;
 }
 
-TXC_SAFE static uint64_t gdsf_weight(uint64_t freq, uint64_t size)
-{
+TXC_SAFE static uint64_t gdsf_weight(uint64_t freq, uint64_t size) {
     if (size == 0)
         size = 1;
     if (freq > PRIO_MAX / TXC_GDSF_K)
@@ -121,8 +112,7 @@ TXC_SAFE static uint64_t gdsf_weight(uint64_t freq, uint64_t size)
 /* The entry's priority now (LRU: its last access; GDSF: the queue clock at
  * its last access + (1 + uses) * K / size, the insert counting as a use) and
  * the references held on it, in one pass over its slots. */
-TXC_SAFE static uint64_t slot_sums(const txc_entry *e, int policy, int64_t *refs)
-{
+TXC_SAFE static uint64_t slot_sums(const txc_entry *e, int policy, int64_t *refs) {
     uint64_t last = e->born, acq = 0, rel = 0;
     uint32_t n = entry_nslots(e);
     for (uint32_t s = 0; s < n; s++) {
@@ -138,14 +128,12 @@ TXC_SAFE static uint64_t slot_sums(const txc_entry *e, int policy, int64_t *refs
     return prio_add(last, gdsf_weight(1 + acq, e->size));
 }
 
-TXC_SAFE static uint64_t prio_now(const txc_entry *e, int policy)
-{
+TXC_SAFE static uint64_t prio_now(const txc_entry *e, int policy) {
     int64_t refs;
     return slot_sums(e, policy, &refs);
 }
 
-TXC_SAFE static int64_t refs_sum(const txc_entry *e)
-{
+TXC_SAFE static int64_t refs_sum(const txc_entry *e) {
     uint64_t acq = 0, rel = 0;
     uint32_t n = entry_nslots(e);
     for (uint32_t s = 0; s < n; s++) {
@@ -157,14 +145,12 @@ TXC_SAFE static int64_t refs_sum(const txc_entry *e)
 
 /* ------------------------------------------------------------------ heap */
 
-TXC_SAFE static void heap_set(txc_cache *c, uint64_t i, struct txc_hnode n)
-{
+TXC_SAFE static void heap_set(txc_cache *c, uint64_t i, struct txc_hnode n) {
     c->heap[i] = n;
     n.e->heap_pos = i;
 }
 
-TXC_SAFE static void sift_up(txc_cache *c, uint64_t i)
-{
+TXC_SAFE static void sift_up(txc_cache *c, uint64_t i) {
     struct txc_hnode n = c->heap[i];
     while (i > 0) {
         uint64_t p = (i - 1) / 2;
@@ -176,8 +162,7 @@ TXC_SAFE static void sift_up(txc_cache *c, uint64_t i)
     heap_set(c, i, n);
 }
 
-TXC_SAFE static void sift_down(txc_cache *c, uint64_t i)
-{
+TXC_SAFE static void sift_down(txc_cache *c, uint64_t i) {
     struct txc_hnode n = c->heap[i];
     uint64_t len = c->heap_len;
     for (;;) {
@@ -195,8 +180,7 @@ TXC_SAFE static void sift_down(txc_cache *c, uint64_t i)
     heap_set(c, i, n);
 }
 
-TXC_SAFE static void heap_del(txc_cache *c, uint64_t i)
-{
+TXC_SAFE static void heap_del(txc_cache *c, uint64_t i) {
     uint64_t last = --c->heap_len;
     if (i == last)
         return;
@@ -207,8 +191,7 @@ TXC_SAFE static void heap_del(txc_cache *c, uint64_t i)
         sift_down(c, i);
 }
 
-TXC_SAFE static int heap_push(txc_cache *c, txc_entry *e, uint64_t key)
-{
+TXC_SAFE static int heap_push(txc_cache *c, txc_entry *e, uint64_t key) {
     if (c->heap_len == c->heap_cap) {
         /* only without an object limit (or a large one): rare, doubling */
         need_exclusive(c);
@@ -233,8 +216,7 @@ TXC_SAFE static int heap_push(txc_cache *c, txc_entry *e, uint64_t key)
 /* ------------------------------------------------------- entry lifetime */
 
 /* e is dead: no reference, not in the cache. */
-TXC_SAFE static void bury(txc_entry *e, int tx, txc_entry **dead)
-{
+TXC_SAFE static void bury(txc_entry *e, int tx, txc_entry **dead) {
 #ifdef TXC_HAVE_GNU_TM
     if (tx) {
         _ITM_addUserCommitAction(txc_payload_free, TXC_ITM_NO_TRANSACTION_ID, e->pl);
@@ -249,15 +231,13 @@ TXC_SAFE static void bury(txc_entry *e, int tx, txc_entry **dead)
 }
 
 /* The cache (or the builder) lets go of e. */
-TXC_SAFE static void drop(txc_entry *e, int tx, txc_entry **dead)
-{
+TXC_SAFE static void drop(txc_entry *e, int tx, txc_entry **dead) {
     e->state = TXC_DROPPED;
     if (refs_sum(e) == 0)
         bury(e, tx, dead);
 }
 
-TXC_SAFE static void unlink_entry(txc_cache *c, txc_entry *e)
-{
+TXC_SAFE static void unlink_entry(txc_cache *c, txc_entry *e) {
     txc_entry **pp = bucket_of(c, e->hash);
     while (*pp != e)
         pp = &(*pp)->next;
@@ -269,8 +249,7 @@ TXC_SAFE static void unlink_entry(txc_cache *c, txc_entry *e)
 
 /* Evict the entry of lowest priority (the heap is not empty). */
 TXC_SAFE static void evict_one(txc_cache *c, struct txc_cstats *st, int policy, int tx,
-                               txc_entry **dead)
-{
+                               txc_entry **dead) {
     for (;;) {
         txc_entry *v = c->heap[0].e;
         int64_t refs;
@@ -297,8 +276,7 @@ TXC_SAFE static void evict_one(txc_cache *c, struct txc_cstats *st, int policy, 
 /* Hit path: in tx mode, reads: the bucket, the chain links, the slot's acq
  * and last (and the GDSF clock); writes: acq (and last when it moved). */
 TXC_SAFE static txc_entry *core_lookup(txc_cache *c, uint64_t h, const void *key, size_t klen,
-                                       unsigned s, uint64_t stamp, int policy)
-{
+                                       unsigned s, uint64_t stamp, int policy) {
     txc_entry *e = *bucket_of(c, h);
     while (e && !entry_matches(e, h, key, klen))
         e = e->next;
@@ -313,8 +291,7 @@ TXC_SAFE static txc_entry *core_lookup(txc_cache *c, uint64_t h, const void *key
     return e;
 }
 
-TXC_SAFE static int core_contains(txc_cache *c, uint64_t h, const void *key, size_t klen)
-{
+TXC_SAFE static int core_contains(txc_cache *c, uint64_t h, const void *key, size_t klen) {
     const txc_entry *e = *bucket_of(c, h);
     while (e && !entry_matches(e, h, key, klen))
         e = e->next;
@@ -323,22 +300,19 @@ TXC_SAFE static int core_contains(txc_cache *c, uint64_t h, const void *key, siz
 
 TXC_SAFE static void core_ref(txc_entry *e, unsigned s) { e->slot[s].acq++; }
 
-TXC_SAFE static void core_release(txc_entry *e, unsigned s, int tx, txc_entry **dead)
-{
+TXC_SAFE static void core_release(txc_entry *e, unsigned s, int tx, txc_entry **dead) {
     e->slot[s].rel++;
     if (e->state == TXC_DROPPED && refs_sum(e) == 0)
         bury(e, tx, dead);
 }
 
-TXC_SAFE static void core_abandon(txc_entry *e, int tx, txc_entry **dead)
-{
+TXC_SAFE static void core_abandon(txc_entry *e, int tx, txc_entry **dead) {
     if (e->state == TXC_BUILDING)
         drop(e, tx, dead);
 }
 
 TXC_SAFE static int core_insert(txc_cache *c, txc_entry *e, unsigned s, uint64_t stamp, int policy,
-                                int reject, int tx, txc_entry **dead)
-{
+                                int reject, int tx, txc_entry **dead) {
     struct txc_cstats *st = &c->st[s];
     if (reject) {
         st->rejected++;
@@ -373,8 +347,7 @@ TXC_SAFE static int core_insert(txc_cache *c, txc_entry *e, unsigned s, uint64_t
 }
 
 TXC_SAFE static int core_remove(txc_cache *c, uint64_t h, const void *key, size_t klen, unsigned s,
-                                int tx, txc_entry **dead)
-{
+                                int tx, txc_entry **dead) {
     txc_entry *e = *bucket_of(c, h);
     while (e && !entry_matches(e, h, key, klen))
         e = e->next;
@@ -386,8 +359,7 @@ TXC_SAFE static int core_remove(txc_cache *c, uint64_t h, const void *key, size_
     return 0;
 }
 
-TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out)
-{
+TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out) {
     uint64_t v[8] = {0};
     uint32_t n = cache_nslots(c);
     for (uint32_t s = 0; s < n; s++) {
@@ -418,33 +390,32 @@ TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out)
 
 /* BODY runs as one critical section in the cache's sync mode. */
 #ifdef TXC_HAVE_GNU_TM
-#define TXC_TX_CASE(BODY)                                                                          \
-    case TXC_SYNC_TX:                                                                              \
-        __transaction_atomic { BODY; }                                                             \
+#define TXC_TX_CASE(BODY)              \
+    case TXC_SYNC_TX:                  \
+        __transaction_atomic { BODY; } \
         break;
 #else
 #define TXC_TX_CASE(BODY)
 #endif
-#define TXC_SECTION(c, BODY)                                                                       \
-    do {                                                                                           \
-        switch ((c)->cfg.sync) {                                                                   \
-            TXC_TX_CASE(BODY)                                                                      \
-        case TXC_SYNC_CX:                                                                          \
-            cx_optimistic(&(c)->cx);                                                               \
-            BODY;                                                                                  \
-            cx_unlock(&(c)->cx);                                                                   \
-            break;                                                                                 \
-        default:                                                                                   \
-            pthread_mutex_lock(&(c)->mu);                                                          \
-            BODY;                                                                                  \
-            pthread_mutex_unlock(&(c)->mu);                                                        \
-            break;                                                                                 \
-        }                                                                                          \
+#define TXC_SECTION(c, BODY)                \
+    do {                                    \
+        switch ((c)->cfg.sync) {            \
+            TXC_TX_CASE(BODY)               \
+        case TXC_SYNC_CX:                   \
+            cx_optimistic(&(c)->cx);        \
+            BODY;                           \
+            cx_unlock(&(c)->cx);            \
+            break;                          \
+        default:                            \
+            pthread_mutex_lock(&(c)->mu);   \
+            BODY;                           \
+            pthread_mutex_unlock(&(c)->mu); \
+            break;                          \
+        }                                   \
     } while (0)
 
 /* Lock and cx modes: free what the section found dead, the lock released. */
-static void free_dead(txc_entry *dead)
-{
+static void free_dead(txc_entry *dead) {
     while (dead) {
         txc_entry *n = dead->dead_next;
         txc_entry_free_now(dead);
@@ -454,8 +425,7 @@ static void free_dead(txc_entry *dead)
 
 static int is_tx(const txc_cache *c) { return c->cfg.sync == TXC_SYNC_TX; }
 
-txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen)
-{
+txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
     if (!c || !key)
         return NULL;
     uint64_t h = txc_hash(key, klen);
@@ -468,8 +438,7 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen)
     return e;
 }
 
-int txc_contains(txc_cache *c, const void *key, size_t klen)
-{
+int txc_contains(txc_cache *c, const void *key, size_t klen) {
     if (!c || !key)
         return 0;
     uint64_t h = txc_hash(key, klen);
@@ -478,16 +447,14 @@ int txc_contains(txc_cache *c, const void *key, size_t klen)
     return r;
 }
 
-txc_entry *txc_entry_ref(txc_entry *e)
-{
+txc_entry *txc_entry_ref(txc_entry *e) {
     txc_cache *c = e->cache;
     unsigned s = txc_my_slot(c);
     TXC_SECTION(c, core_ref(e, s));
     return e;
 }
 
-void txc_entry_release(txc_entry *e)
-{
+void txc_entry_release(txc_entry *e) {
     if (!e)
         return;
     txc_cache *c = e->cache;
@@ -498,8 +465,7 @@ void txc_entry_release(txc_entry *e)
     free_dead(dead);
 }
 
-void txc_entry_abandon(txc_entry *e)
-{
+void txc_entry_abandon(txc_entry *e) {
     if (!e)
         return;
     txc_cache *c = e->cache;
@@ -509,8 +475,7 @@ void txc_entry_abandon(txc_entry *e)
     free_dead(dead);
 }
 
-int txc_insert(txc_cache *c, txc_entry *e)
-{
+int txc_insert(txc_cache *c, txc_entry *e) {
     if (!c || !e || e->cache != c || e->state != TXC_BUILDING)
         return -EINVAL;
     /* still private: checked and sized outside the section */
@@ -528,8 +493,7 @@ int txc_insert(txc_cache *c, txc_entry *e)
     return r;
 }
 
-int txc_remove(txc_cache *c, const void *key, size_t klen)
-{
+int txc_remove(txc_cache *c, const void *key, size_t klen) {
     if (!c || !key)
         return -EINVAL;
     uint64_t h = txc_hash(key, klen);
@@ -541,8 +505,7 @@ int txc_remove(txc_cache *c, const void *key, size_t klen)
     return r;
 }
 
-static void add_hits(txc_cache *c, struct txc_stats *st)
-{
+static void add_hits(txc_cache *c, struct txc_stats *st) {
     for (uint32_t s = 0; s < c->nslots; s++) {
         st->hits += __atomic_load_n(&c->st[s].hits, __ATOMIC_RELAXED);
         st->misses += __atomic_load_n(&c->st[s].misses, __ATOMIC_RELAXED);
@@ -550,8 +513,7 @@ static void add_hits(txc_cache *c, struct txc_stats *st)
     st->lookups = st->hits + st->misses;
 }
 
-void txc_stats_get(txc_cache *c, struct txc_stats *out)
-{
+void txc_stats_get(txc_cache *c, struct txc_stats *out) {
     struct txc_stats st;
     memset(&st, 0, sizeof st);
     TXC_SECTION(c, core_stats(c, &st));
@@ -561,8 +523,7 @@ void txc_stats_get(txc_cache *c, struct txc_stats *out)
     *out = st;
 }
 
-void txc_destroy(txc_cache *c)
-{
+void txc_destroy(txc_cache *c) {
     if (!c)
         return;
     /* quiescent: no other call on this cache runs (txc.h); references held
@@ -588,8 +549,8 @@ void txc_destroy(txc_cache *c)
 
 /* ------------------------------------------------------------------ check */
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
+                                                      ...) {
     if (err && errlen) {
         va_list ap;
         va_start(ap, fmt);
@@ -599,8 +560,7 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, 
     return -EFAULT;
 }
 
-static int check_locked(txc_cache *c, char *err, size_t errlen)
-{
+static int check_locked(txc_cache *c, char *err, size_t errlen) {
     int policy = c->cfg.policy;
     if (c->heap_len != c->objects)
         return fail(err, errlen, "heap holds %" PRIu64 " entries, objects is %" PRIu64, c->heap_len,
@@ -640,7 +600,8 @@ static int check_locked(txc_cache *c, char *err, size_t errlen)
         return fail(err, errlen, "table holds %" PRIu64 " entries, objects is %" PRIu64, count,
                     c->objects);
     if (bytes != c->bytes)
-        return fail(err, errlen, "entries hold %" PRIu64 " bytes, bytes is %" PRIu64, bytes, c->bytes);
+        return fail(err, errlen, "entries hold %" PRIu64 " bytes, bytes is %" PRIu64, bytes,
+                    c->bytes);
     if (c->cfg.max_objects && c->objects > c->cfg.max_objects)
         return fail(err, errlen, "%" PRIu64 " objects over the limit %" PRIu64, c->objects,
                     c->cfg.max_objects);
@@ -663,8 +624,7 @@ static int check_locked(txc_cache *c, char *err, size_t errlen)
     return 0;
 }
 
-int txc_check(txc_cache *c, char *err, size_t errlen)
-{
+int txc_check(txc_cache *c, char *err, size_t errlen) {
     if (!c)
         return fail(err, errlen, "no cache");
     int r;

@@ -54,7 +54,7 @@ enum txc_state { TXC_BUILDING = 0, TXC_CACHED = 1, TXC_DROPPED = 2 };
 struct txc_slot {
     uint64_t acq;
     uint64_t rel;
-    uint64_t last;   /* LRU: stamp of the last hit; GDSF: queue clock then */
+    uint64_t last; /* LRU: stamp of the last hit; GDSF: queue clock then */
 } __attribute__((aligned(TXC_LINE)));
 
 /* A thread slot's operation counters in the cache. Stores and evictions are
@@ -64,8 +64,8 @@ struct txc_slot {
  * both ways. */
 struct txc_cstats {
     uint64_t inserts, replaced, rejected, evictions, removals;
-    uint64_t hits __attribute__((aligned(TXC_LINE)));   /* atomic, outside sections */
-    uint64_t misses;                                    /* atomic, outside sections */
+    uint64_t hits __attribute__((aligned(TXC_LINE))); /* atomic, outside sections */
+    uint64_t misses;                                  /* atomic, outside sections */
 } __attribute__((aligned(TXC_LINE)));
 
 /* Meta and body: one allocation for the body (grows while streaming), the
@@ -75,7 +75,7 @@ struct txc_payload {
     unsigned char *meta;
     size_t meta_len;
     size_t body_len;
-    size_t cap;            /* of body */
+    size_t cap; /* of body */
     unsigned char body[];
 };
 
@@ -83,23 +83,23 @@ struct txc_entry {
     /* immutable once published */
     uint64_t hash;
     size_t klen;
-    uint64_t size;             /* charged: key + meta + body */
+    uint64_t size; /* charged: key + meta + body */
     struct txc_cache *cache;
     struct txc_payload *pl;
-    int64_t declared;          /* body length given to txc_entry_new, or -1 */
+    int64_t declared; /* body length given to txc_entry_new, or -1 */
     /* shared, inside critical sections only */
-    struct txc_entry *next;    /* hash chain */
+    struct txc_entry *next;      /* hash chain */
     struct txc_entry *dead_next; /* lock/cx: freed after the section */
     uint64_t heap_pos;
-    uint64_t born;             /* LRU: stamp at insert; GDSF: L at insert */
-    int state;                 /* enum txc_state */
-    uint32_t nslots;           /* immutable: the cache's */
-    unsigned char *key;        /* immutable: after the slots */
-    struct txc_slot slot[];    /* nslots lines */
+    uint64_t born;          /* LRU: stamp at insert; GDSF: L at insert */
+    int state;              /* enum txc_state */
+    uint32_t nslots;        /* immutable: the cache's */
+    unsigned char *key;     /* immutable: after the slots */
+    struct txc_slot slot[]; /* nslots lines */
 };
 
 struct txc_hnode {
-    uint64_t key;              /* priority when last computed: a lower bound */
+    uint64_t key; /* priority when last computed: a lower bound */
     struct txc_entry *e;
 };
 
@@ -118,7 +118,7 @@ struct txc_cache {
     struct txc_hnode *heap __attribute__((aligned(TXC_LINE)));
     uint64_t heap_len, heap_cap;
     uint64_t objects, bytes;
-    uint64_t qclock;           /* GDSF aging: priority of the last eviction */
+    uint64_t qclock; /* GDSF aging: priority of the last eviction */
     struct txc_cstats st[TXC_SLOTS_MAX];
 };
 
@@ -126,7 +126,7 @@ struct txc_cache {
 void txc_payload_free(void *pl);       /* frees a payload, drops its cache ref */
 void txc_entry_free_now(txc_entry *e); /* header and payload, outside any section */
 unsigned txc_my_slot(const txc_cache *c);
-uint64_t txc_stamp(void);              /* per thread strictly increasing, ns */
+uint64_t txc_stamp(void); /* per thread strictly increasing, ns */
 uint64_t txc_hash(const void *key, size_t len);
 void txc_cache_unref_internal(txc_cache *c); /* drops the handle's or an entry's ref */
 

@@ -70,10 +70,10 @@ TXKIT_API int txkit_set_sched(int on);
 
 /* For tests: one party of a conflict, as the managers see it. */
 struct _txkit_cm_party {
-    int prio;           /* conflict priority */
-    unsigned size;      /* read + write set, in locations */
-    uint64_t start;     /* start of the transaction's first attempt (smaller: older) */
-    unsigned id;        /* a unique tie-breaker */
+    int prio;       /* conflict priority */
+    unsigned size;  /* read + write set, in locations */
+    uint64_t start; /* start of the transaction's first attempt (smaller: older) */
+    unsigned id;    /* a unique tie-breaker */
 };
 /**
  * _txkit_cm_decide() - the decision of manager cm ("backoff", ...) on a

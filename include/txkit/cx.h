@@ -57,7 +57,8 @@ typedef struct cx_policy {
     unsigned int quiet_entries;
 } cx_policy_t;
 
-#define CX_POLICY_DEFAULT_INIT {3, 64, 50, 512}
+#define CX_POLICY_DEFAULT_INIT \
+    { 3, 64, 50, 512 }
 
 /** cx_policy_default - the policy of CX_LOCK_INITIALIZER and cx_init(l, NULL). */
 extern TXKIT_API const cx_policy_t cx_policy_default;
@@ -76,8 +77,8 @@ typedef struct cx_lock {
         volatile uint64_t word; /* 0 free, 1 held exclusively */
         char line_[64];
     } state;
-    uint32_t flags;        /* runtime-private */
-    uint32_t site;         /* statistics site index + 1, 0 until first entry */
+    uint32_t flags; /* runtime-private */
+    uint32_t site;  /* statistics site index + 1, 0 until first entry */
     uint32_t win_entries, win_exclusive, skip, reserved;
     cx_policy_t policy;
 } __attribute__((aligned(64))) cx_lock_t;
@@ -85,7 +86,8 @@ _TXKIT_STATIC_ASSERT(sizeof(cx_lock_t) == 128, "cx_lock_t: the word's line, then
 _TXKIT_STATIC_ASSERT(__builtin_offsetof(cx_lock_t, flags) == 64,
                      "cx_lock_t: nothing else on the lock word's cache line");
 
-#define CX_LOCK_INITIALIZER {{0}, 0, 0, 0, 0, 0, 0, CX_POLICY_DEFAULT_INIT}
+#define CX_LOCK_INITIALIZER \
+    { {0}, 0, 0, 0, 0, 0, 0, CX_POLICY_DEFAULT_INIT }
 
 /**
  * cx_init() - initialize a lock.

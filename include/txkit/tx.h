@@ -205,7 +205,7 @@ typedef struct txkit_site {
     const char *file;
     const char *func;
     int line;
-    unsigned int flags;          /* runtime-private from here on */
+    unsigned int flags; /* runtime-private from here on */
     unsigned int id;
     unsigned int htm_fail;
     void *priv;
@@ -221,21 +221,21 @@ struct _txkit_rentry {
 /* Per-thread barrier state, read by the inline fast paths. Everything after
  * wrote is runtime-private and may change between versions. */
 struct txkit_tls {
-    unsigned int access;         /* TXKIT_ACC_* bits: which accesses need the runtime */
-    unsigned int depth;          /* nesting depth, 0 outside transactions */
-    unsigned int wrote;          /* set by every TX_STORE, tx_memcpy, tx_memset; cleared by
+    unsigned int access; /* TXKIT_ACC_* bits: which accesses need the runtime */
+    unsigned int depth;  /* nesting depth, 0 outside transactions */
+    unsigned int wrote;  /* set by every TX_STORE, tx_memcpy, tx_memset; cleared by
                                   * the runtime when a hardware attempt begins: a hardware
                                   * commit that wrote nothing need not make software
                                   * transactions revalidate */
     /* software TM read fast path (TXKIT_ACC_FASTREAD) */
-    const volatile uint64_t *clock; /* the global sequence clock */
-    uint64_t snap;               /* the snapshot the reads so far are valid at */
-    uint64_t wbloom;             /* written words (bit (addr >> 3) & 63): no fast path */
+    const volatile uint64_t *clock;    /* the global sequence clock */
+    uint64_t snap;                     /* the snapshot the reads so far are valid at */
+    uint64_t wbloom;                   /* written words (bit (addr >> 3) & 63): no fast path */
     struct _txkit_rentry *rcur, *rend; /* read log: next free entry, end */
 };
 #define TXKIT_ACC_LOAD 1u
 #define TXKIT_ACC_STORE 2u
-#define TXKIT_ACC_FASTREAD 4u        /* loads may take the inline software path */
+#define TXKIT_ACC_FASTREAD 4u /* loads may take the inline software path */
 
 extern TXKIT_API __thread struct txkit_tls _txkit_tls;
 
@@ -263,8 +263,8 @@ _txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
     uintptr_t a = (uintptr_t)addr;
     if ((acc & TXKIT_ACC_FASTREAD) && (size == 8 || size == 4) && !(a & (size - 1)) &&
         !(tls->wbloom & (1ull << ((a >> 3) & 63))) && tls->rcur != tls->rend) {
-        uint64_t v = size == 8 ? *(const volatile uint64_t *)addr
-                               : *(const volatile uint32_t *)addr;
+        uint64_t v =
+            size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
         if (TXKIT_LIKELY(*tls->clock == tls->snap)) {
             struct _txkit_rentry *r = tls->rcur++;
             r->addr = addr;
@@ -281,19 +281,19 @@ _txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
 #define _TXKIT_CAT2(a, b) a##b
 #define _TXKIT_CAT(a, b) _TXKIT_CAT2(a, b)
 
-#define _TXKIT_SITE()                                                              \
-    __extension__({                                                                \
+#define _TXKIT_SITE()                                                                 \
+    __extension__({                                                                   \
         static txkit_site_t _txkit_site = {__FILE__, __func__, __LINE__, 0, 0, 0, 0}; \
-        &_txkit_site;                                                              \
+        &_txkit_site;                                                                 \
     })
 
 /**
  * TX_ATOMIC - run the following statement or block as a transaction.
  */
 #define TX_ATOMIC _TXKIT_ATOMIC(_TXKIT_CAT(_txkit_scope_, __LINE__))
-#define _TXKIT_ATOMIC(s)                                                    \
-    for (struct _txkit_scope s __attribute__((cleanup(_txkit_end))) =     \
-             {_txkit_begin(_TXKIT_SITE(), 0)};                             \
+#define _TXKIT_ATOMIC(s)                                                          \
+    for (struct _txkit_scope s                                                    \
+         __attribute__((cleanup(_txkit_end))) = {_txkit_begin(_TXKIT_SITE(), 0)}; \
          s.run; s.run = 0)
 
 /* The unqualified type of *p (a cast drops qualifiers), for a scalar *p. */
@@ -304,38 +304,38 @@ _txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
  * TX_LOAD - transactional read of *p (1/2/4/8-byte integer, pointer, float,
  * double). Outside a transaction it is a plain read.
  */
-#define TX_LOAD(p)                                                                  \
-    __extension__({                                                                 \
-        __typeof__(p) _txkit_lp = (p);                                              \
-        _TXKIT_UNQUAL(_txkit_lp) _txkit_lv;                                         \
+#define TX_LOAD(p)                                                                             \
+    __extension__({                                                                            \
+        __typeof__(p) _txkit_lp = (p);                                                         \
+        _TXKIT_UNQUAL(_txkit_lp) _txkit_lv;                                                    \
         _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_lv), "TX_LOAD: 1, 2, 4 or 8 bytes"); \
-        unsigned int _txkit_acc = _txkit_tls.access;                                \
-        if (TXKIT_LIKELY(!(_txkit_acc & TXKIT_ACC_LOAD)))                           \
-            _txkit_lv = *_txkit_lp;                                                 \
-        else {                                                                      \
-            /* by value, so that _txkit_lv can live in a register */                \
-            uint64_t _txkit_w =                                                     \
-                _txkit_load_sw((const void *)_txkit_lp, sizeof _txkit_lv, _txkit_acc); \
-            __builtin_memcpy(&_txkit_lv, &_txkit_w, sizeof _txkit_lv);              \
-        }                                                                           \
-        _txkit_lv;                                                                  \
+        unsigned int _txkit_acc = _txkit_tls.access;                                           \
+        if (TXKIT_LIKELY(!(_txkit_acc & TXKIT_ACC_LOAD)))                                      \
+            _txkit_lv = *_txkit_lp;                                                            \
+        else {                                                                                 \
+            /* by value, so that _txkit_lv can live in a register */                           \
+            uint64_t _txkit_w =                                                                \
+                _txkit_load_sw((const void *)_txkit_lp, sizeof _txkit_lv, _txkit_acc);         \
+            __builtin_memcpy(&_txkit_lv, &_txkit_w, sizeof _txkit_lv);                         \
+        }                                                                                      \
+        _txkit_lv;                                                                             \
     })
 
 /**
  * TX_STORE - transactional write of v to *p. Outside a transaction it is a
  * plain write.
  */
-#define TX_STORE(p, v)                                                              \
-    __extension__({                                                                 \
-        __typeof__(p) _txkit_sp = (p);                                              \
-        _TXKIT_UNQUAL(_txkit_sp) _txkit_sv = (v);                                   \
+#define TX_STORE(p, v)                                                                          \
+    __extension__({                                                                             \
+        __typeof__(p) _txkit_sp = (p);                                                          \
+        _TXKIT_UNQUAL(_txkit_sp) _txkit_sv = (v);                                               \
         _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_sv), "TX_STORE: 1, 2, 4 or 8 bytes"); \
-        if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE))) {                 \
-            *_txkit_sp = _txkit_sv;                                                 \
-            _txkit_tls.wrote = 1;                                                   \
-        } else                                                                      \
-            _txkit_store_bytes((void *)_txkit_sp, &_txkit_sv, sizeof _txkit_sv);     \
-        (void)0;                                                                    \
+        if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE))) {                             \
+            *_txkit_sp = _txkit_sv;                                                             \
+            _txkit_tls.wrote = 1;                                                               \
+        } else                                                                                  \
+            _txkit_store_bytes((void *)_txkit_sp, &_txkit_sv, sizeof _txkit_sv);                \
+        (void)0;                                                                                \
     })
 
 TXKIT_END_DECLS

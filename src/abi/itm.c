@@ -527,7 +527,8 @@ TK_EXPORT void *_ITM_getTMCloneSafe(void *fn) {
     void *clone = find_clone(fn);
     if (!clone)
         TK_FATAL("no transactional clone for the function at %p (declare it transaction_safe "
-                 "or transaction_callable)", fn);
+                 "or transaction_callable)",
+                 fn);
     return clone;
 }
 

@@ -33,8 +33,8 @@
  * back to, and how much of each log was there when it began. */
 typedef struct tk_itm_cp {
     tk_jmpbuf jb;
-    unsigned depth;  /* nesting depth of the nested transaction itself */
-    tk_vec saved;    /* the method's checkpoint (struct tk_method) */
+    unsigned depth; /* nesting depth of the nested transaction itself */
+    tk_vec saved;   /* the method's checkpoint (struct tk_method) */
     size_t ulog_len, allocs_len, frees_len, handlers_len, arena_len, captured_len;
 } tk_itm_cp;
 

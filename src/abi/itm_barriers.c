@@ -54,23 +54,23 @@ typedef int tk_m64 __attribute__((vector_size(8), may_alias));
 typedef float tk_m128 __attribute__((vector_size(16), may_alias));
 typedef float tk_m256 __attribute__((vector_size(32), may_alias));
 
-#define ITM_READ(NAME, T, ATTR)                                  \
-    TK_EXPORT ATTR T _ITM_##NAME(const T *p) {                     \
-        T v;                                                     \
-        itm_load(&v, p, sizeof v);                               \
-        return v;                                                \
+#define ITM_READ(NAME, T, ATTR)                \
+    TK_EXPORT ATTR T _ITM_##NAME(const T *p) { \
+        T v;                                   \
+        itm_load(&v, p, sizeof v);             \
+        return v;                              \
     }
-#define ITM_WRITE(NAME, T, ATTR)                                 \
+#define ITM_WRITE(NAME, T, ATTR) \
     TK_EXPORT ATTR void _ITM_##NAME(T *p, T v) { itm_store(p, &v, sizeof v); }
 
-#define ITM_TYPE(S, T, ATTR)                                                    \
-    ITM_READ(R##S, T, ATTR)                                                     \
-    ITM_READ(RaR##S, T, ATTR)                                                   \
-    ITM_READ(RaW##S, T, ATTR)                                                   \
-    ITM_READ(RfW##S, T, ATTR)                                                   \
-    ITM_WRITE(W##S, T, ATTR)                                                    \
-    ITM_WRITE(WaR##S, T, ATTR)                                                  \
-    ITM_WRITE(WaW##S, T, ATTR)                                                  \
+#define ITM_TYPE(S, T, ATTR)   \
+    ITM_READ(R##S, T, ATTR)    \
+    ITM_READ(RaR##S, T, ATTR)  \
+    ITM_READ(RaW##S, T, ATTR)  \
+    ITM_READ(RfW##S, T, ATTR)  \
+    ITM_WRITE(W##S, T, ATTR)   \
+    ITM_WRITE(WaR##S, T, ATTR) \
+    ITM_WRITE(WaW##S, T, ATTR) \
     TK_EXPORT ATTR void _ITM_L##S(const T *p) { itm_log(p, sizeof *p); }
 
 #define NOATTR
@@ -95,30 +95,30 @@ TK_EXPORT void _ITM_LB(const void *p, size_t n) { itm_log(p, n); }
 /* ------------------------------------------------- memcpy, memmove, memset */
 
 /* _ITM_mem{cpy,move}R{n,t,taR,taW}W{n,t,taR,taW}: n = not transactional. */
-#define ITM_COPY(OP, MOVE, SRC, SRC_TX, DST, DST_TX)                                   \
-    TK_EXPORT void _ITM_##OP##R##SRC##W##DST(void *dst, const void *src, size_t n) {     \
-        tk_copy(dst, src, n, SRC_TX, DST_TX, MOVE);                                    \
+#define ITM_COPY(OP, MOVE, SRC, SRC_TX, DST, DST_TX)                                 \
+    TK_EXPORT void _ITM_##OP##R##SRC##W##DST(void *dst, const void *src, size_t n) { \
+        tk_copy(dst, src, n, SRC_TX, DST_TX, MOVE);                                  \
     }
-#define ITM_COPIES(OP, MOVE)                                                             \
-    ITM_COPY(OP, MOVE, n, 0, t, 1)                                                       \
-    ITM_COPY(OP, MOVE, n, 0, taR, 1)                                                     \
-    ITM_COPY(OP, MOVE, n, 0, taW, 1)                                                     \
-    ITM_COPY(OP, MOVE, t, 1, n, 0)                                                       \
-    ITM_COPY(OP, MOVE, t, 1, t, 1)                                                       \
-    ITM_COPY(OP, MOVE, t, 1, taR, 1)                                                     \
-    ITM_COPY(OP, MOVE, t, 1, taW, 1)                                                     \
-    ITM_COPY(OP, MOVE, taR, 1, n, 0)                                                     \
-    ITM_COPY(OP, MOVE, taR, 1, t, 1)                                                     \
-    ITM_COPY(OP, MOVE, taR, 1, taR, 1)                                                   \
-    ITM_COPY(OP, MOVE, taR, 1, taW, 1)                                                   \
-    ITM_COPY(OP, MOVE, taW, 1, n, 0)                                                     \
-    ITM_COPY(OP, MOVE, taW, 1, t, 1)                                                     \
-    ITM_COPY(OP, MOVE, taW, 1, taR, 1)                                                   \
+#define ITM_COPIES(OP, MOVE)           \
+    ITM_COPY(OP, MOVE, n, 0, t, 1)     \
+    ITM_COPY(OP, MOVE, n, 0, taR, 1)   \
+    ITM_COPY(OP, MOVE, n, 0, taW, 1)   \
+    ITM_COPY(OP, MOVE, t, 1, n, 0)     \
+    ITM_COPY(OP, MOVE, t, 1, t, 1)     \
+    ITM_COPY(OP, MOVE, t, 1, taR, 1)   \
+    ITM_COPY(OP, MOVE, t, 1, taW, 1)   \
+    ITM_COPY(OP, MOVE, taR, 1, n, 0)   \
+    ITM_COPY(OP, MOVE, taR, 1, t, 1)   \
+    ITM_COPY(OP, MOVE, taR, 1, taR, 1) \
+    ITM_COPY(OP, MOVE, taR, 1, taW, 1) \
+    ITM_COPY(OP, MOVE, taW, 1, n, 0)   \
+    ITM_COPY(OP, MOVE, taW, 1, t, 1)   \
+    ITM_COPY(OP, MOVE, taW, 1, taR, 1) \
     ITM_COPY(OP, MOVE, taW, 1, taW, 1)
 ITM_COPIES(memcpy, 0)
 ITM_COPIES(memmove, 1)
 
-#define ITM_SET(NAME)                                                   \
+#define ITM_SET(NAME) \
     TK_EXPORT void _ITM_##NAME(void *dst, int c, size_t n) { tx_memset(dst, c, n); }
 ITM_SET(memsetW)
 ITM_SET(memsetWaR)

@@ -7,12 +7,13 @@
 #include "runtime/core.h"
 
 struct tk_itm_thread {
-    tk_vec cps;                /* tk_itm_cp: nested transactions that may cancel (nested
+    tk_vec cps;    /* tk_itm_cp: nested transactions that may cancel (nested
                                 * begin pushes, their commit or cancel pops) */
-    uint64_t txid;             /* _ITM_getTransactionId of the current one: set on first ask */
-    uint64_t txid_next, txid_end; /* this thread's block of transaction ids: refilled when used up */
-    uintptr_t last_rip;        /* the last gcc transaction's call site ...: each outermost begin */
-    txkit_site_t *last_site;   /* ... and its site */
+    uint64_t txid; /* _ITM_getTransactionId of the current one: set on first ask */
+    uint64_t txid_next,
+        txid_end;            /* this thread's block of transaction ids: refilled when used up */
+    uintptr_t last_rip;      /* the last gcc transaction's call site ...: each outermost begin */
+    txkit_site_t *last_site; /* ... and its site */
 };
 
 #endif /* TK_ITM_THREAD_H */

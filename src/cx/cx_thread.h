@@ -10,20 +10,20 @@
 struct cx_lock;
 struct tks_counters;
 struct tk_cx {
-    int mode;                     /* enum cx_mode (include/txkit/cx.h) */
-    unsigned depth;               /* nesting depth of sections */
-    unsigned txdepth;             /* sections of a transaction run inside an exclusive one */
-    struct cx_lock *lock;         /* the outermost section's lock */
-    struct tks_counters *cnt;     /* its statistics entry */
-    unsigned tries;               /* hardware attempts of the current entry */
+    int mode;                 /* enum cx_mode (include/txkit/cx.h) */
+    unsigned depth;           /* nesting depth of sections */
+    unsigned txdepth;         /* sections of a transaction run inside an exclusive one */
+    struct cx_lock *lock;     /* the outermost section's lock */
+    struct tks_counters *cnt; /* its statistics entry */
+    unsigned tries;           /* hardware attempts of the current entry */
     unsigned nheld, held_cap;
-    struct cx_lock **held;        /* held exclusively by sections outside transactions */
+    struct cx_lock **held; /* held exclusively by sections outside transactions */
     /* Owned by the running transaction attempt, not by its sections: kept
      * after cx_unlock until the attempt commits or has rolled back. */
     unsigned ntxheld, txheld_cap;
-    struct cx_lock **txheld;      /* held for real (serial, irrevocable) */
+    struct cx_lock **txheld; /* held for real (serial, irrevocable) */
     unsigned nsubs, subs_cap;
-    struct cx_lock **subs;        /* a software transaction depends on */
+    struct cx_lock **subs; /* a software transaction depends on */
 };
 
 #endif /* TK_CX_THREAD_H */

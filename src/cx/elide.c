@@ -72,9 +72,9 @@ static inline bool elidable(const pthread_mutex_t *m) {
 #define EL_NOSITE UINT32_MAX /* no statistics for this mutex (sites full) */
 
 struct el_ent {
-    uintptr_t key;  /* mutex address, 0 = free slot */
-    uint32_t site;  /* site index + 1; 0 while being registered; EL_NOSITE */
-    uint32_t skip;  /* entries left without trying optimistically */
+    uintptr_t key;         /* mutex address, 0 = free slot */
+    uint32_t site;         /* site index + 1; 0 while being registered; EL_NOSITE */
+    uint32_t skip;         /* entries left without trying optimistically */
     uint32_t win_n, win_x; /* adaptation window: entries, exclusive ones */
 };
 static struct el_ent tab[EL_TAB_SIZE];
@@ -87,10 +87,10 @@ static uintptr_t self_data_lo, self_data_hi; /* its writable data: the runtime's
 
 /* Per-thread elision state: the flattened optimistic section. */
 struct el_tls {
-    unsigned depth;                         /* elided mutexes held (0: none) */
-    pthread_mutex_t *held[EL_MAX_NESTED];   /* which (in a section) */
-    struct el_ent *ent;                     /* the outermost one's entry */
-    struct tks_counters *cnt;               /* ... and its counters */
+    unsigned depth;                       /* elided mutexes held (0: none) */
+    pthread_mutex_t *held[EL_MAX_NESTED]; /* which (in a section) */
+    struct el_ent *ent;                   /* the outermost one's entry */
+    struct tks_counters *cnt;             /* ... and its counters */
     unsigned tries;
     /* Inner mutexes taken inside the section, counted after it commits
      * (their entries are not looked up in hardware: that may register a
@@ -470,7 +470,9 @@ struct el_line {
 
 static int by_entries(const void *a, const void *b) {
     const struct el_line *x = a, *y = b;
-    return x->c.transactions < y->c.transactions ? 1 : x->c.transactions > y->c.transactions ? -1 : 0;
+    return x->c.transactions < y->c.transactions   ? 1
+           : x->c.transactions > y->c.transactions ? -1
+                                                   : 0;
 }
 
 static double pct(uint64_t n, uint64_t d) { return d ? 100.0 * (double)n / (double)d : 0.0; }
@@ -534,10 +536,12 @@ TK_EXPORT void _txkit_elide_report(void) {
             aborts += c->aborts[m];
         fprintf(f, "  mutex %#llx first locked at %s\n", (unsigned long long)lines[j].key,
                 site_names[lines[j].site]);
-        fprintf(f, "    acquisitions %llu, optimistic %.1f%%, exclusive %.1f%% (for I/O %.1f%%), aborts %llu",
+        fprintf(f,
+                "    acquisitions %llu, optimistic %.1f%%, exclusive %.1f%% (for I/O %.1f%%), "
+                "aborts %llu",
                 (unsigned long long)c->transactions, pct(c->commits[TXKIT_HTM], c->transactions),
-                pct(c->commits[TXKIT_SERIAL], c->transactions), pct(c->irrevocable, c->transactions),
-                (unsigned long long)aborts);
+                pct(c->commits[TXKIT_SERIAL], c->transactions),
+                pct(c->irrevocable, c->transactions), (unsigned long long)aborts);
         for (int cause = 0; cause < TXKIT_NCAUSES; cause++)
             if (c->aborts_by_cause[cause])
                 fprintf(f, " %s %llu", txkit_cause_name(cause),

@@ -49,7 +49,7 @@ static int classify(tk_thread *t, unsigned status) {
     if (status & TK_XA_NESTED)
         return TXKIT_CAUSE_NESTED;
     if (status & (TK_XA_RETRY | TK_XA_DEBUG))
-        return TXKIT_CAUSE_OTHER; /* interrupts and the like: worth a retry */
+        return TXKIT_CAUSE_OTHER;   /* interrupts and the like: worth a retry */
     return TXKIT_CAUSE_UNSUPPORTED; /* 0: system call, fault, instruction */
 }
 

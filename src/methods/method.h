@@ -23,15 +23,15 @@
 /* What a method is, for the code outside src/methods that must treat
  * methods differently: it asks for a capability, never for a method. */
 enum {
-    TK_CAP_HARDWARE = 1u << 0,      /* the CPU runs and undoes attempts (aborts come back
+    TK_CAP_HARDWARE = 1u << 0,       /* the CPU runs and undoes attempts (aborts come back
                                      * through begin(), never to rollback()) */
-    TK_CAP_SOFTWARE = 1u << 1,      /* speculative in software: read log, write set,
+    TK_CAP_SOFTWARE = 1u << 1,       /* speculative in software: read log, write set,
                                      * validation (may not see others' writes in place) */
-    TK_CAP_UNDO_LOG = 1u << 2,      /* writes in place and keeps an undo log (t->ulog) */
+    TK_CAP_UNDO_LOG = 1u << 2,       /* writes in place and keeps an undo log (t->ulog) */
     TK_CAP_UNINSTRUMENTED = 1u << 3, /* can run code without barriers (gcc's
                                       * uninstrumented clone) while speculative */
     TK_CAP_CLOSED_NESTING = 1u << 4, /* can undo part of an attempt (nested cancel) */
-    TK_CAP_EXCLUSIVE = 1u << 5,     /* holds the global clock (odd) for the whole attempt:
+    TK_CAP_EXCLUSIVE = 1u << 5,      /* holds the global clock (odd) for the whole attempt:
                                      * no other transaction runs meanwhile */
 };
 

@@ -76,8 +76,8 @@ static int serial_make_irrevocable(tk_thread *t) {
     uintptr_t none = 0;
     if (t->ulog.len == 0 && tk_configured_method(t) != TXKIT_SERIAL &&
         t->ctl.kind != TK_KIND_ITM && /* gcc: see tx_irrevocable */
-        __atomic_compare_exchange_n(&tk_g.irr_owner, &none, (uintptr_t)t, false,
-                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+        __atomic_compare_exchange_n(&tk_g.irr_owner, &none, (uintptr_t)t, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED)) {
         t->ctl.irr_token = 1;
         tk_stm_adopt_irrevocable(t, t->serial_clock + 1);
         release(t);

@@ -370,7 +370,7 @@ static int stm_begin(tk_thread *t) {
      * nothing we read can change any more: irrevocable from the start. */
     t->ctl.irrevocable = t->ctl.irr_token;
     if (tk_vis_on) {
-        tk_vis_begin(t); /* a contention manager decides conflicts (vis.c) */
+        tk_vis_begin(t);        /* a contention manager decides conflicts (vis.c) */
         if (t->ctl.irrevocable) /* nobody can have seen us yet to kill us */
             TK_ASSERT(tk_vis_pin(t));
     } else {
@@ -562,7 +562,7 @@ static int stm_make_irrevocable(tk_thread *t) {
     if (t->cx.nsubs && (tk_hold_subscribed(t) != 0 || !try_extend(t)))
         return TXKIT_CAUSE_IRREVOCABLE; /* an exclusive holder may have written
                                          * before we held its lock: check again */
-    if (!tk_vis_pin(t)) /* killed by a winner before we could pin */
+    if (!tk_vis_pin(t))                 /* killed by a winner before we could pin */
         return TXKIT_CAUSE_IRREVOCABLE;
     t->ctl.irrevocable = 1;
     return TK_OK;

@@ -29,15 +29,15 @@ typedef struct tk_wslot {
 } tk_wslot;
 
 struct tk_stm_thread {
-    uint64_t hsnap;      /* hardware-commit counter seen consistent: stm_begin, revalidation */
-    int sw_registered;   /* counted in tk_g.sw_active: stm_begin sets, commit/rollback clear */
-    tk_rentry *rlog;     /* read log (grown by the barriers); its fill pointer and end are in
+    uint64_t hsnap;       /* hardware-commit counter seen consistent: stm_begin, revalidation */
+    int sw_registered;    /* counted in tk_g.sw_active: stm_begin sets, commit/rollback clear */
+    tk_rentry *rlog;      /* read log (grown by the barriers); its fill pointer and end are in
                           * _txkit_tls (rcur, rend) for the inline barrier; the snapshot and
                           * write bloom too (snap, wbloom) */
-    tk_vec wset;         /* tk_wentry, in first-write order: stores append, begin empties */
-    tk_wslot *windex;    /* hash index over wset, capacity windex_mask + 1: thread_init, stores */
+    tk_vec wset;          /* tk_wentry, in first-write order: stores append, begin empties */
+    tk_wslot *windex;     /* hash index over wset, capacity windex_mask + 1: thread_init, stores */
     uint32_t windex_mask; /* thread_init, index growth */
-    uint32_t wgen;       /* generation of live windex slots: bumped by every ws_clear */
+    uint32_t wgen;        /* generation of live windex slots: bumped by every ws_clear */
 };
 
 #endif /* TK_STM_THREAD_H */

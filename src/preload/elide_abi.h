@@ -19,8 +19,8 @@ typedef int (*tk_condtimedwait_fn)(pthread_cond_t *, pthread_mutex_t *, const st
  * the return address of the interposer, to tell libtxkit's own calls apart). */
 int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller);
 int _txkit_mutex_trylock(pthread_mutex_t *m, tk_mutex_fn real, void *caller);
-int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime,
-                           tk_timedlock_fn real, void *caller);
+int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime, tk_timedlock_fn real,
+                           void *caller);
 int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *caller);
 int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, tk_condwait_fn real);
 int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m, const struct timespec *abstime,

@@ -38,20 +38,22 @@ static void *need(void *p, const char *name) {
  * e.g. from another library's constructor). */
 __attribute__((constructor(101))) static void resolve(void) {
     real_lock = (mutex_fn)need(dlsym(RTLD_NEXT, "pthread_mutex_lock"), "pthread_mutex_lock");
-    real_trylock = (mutex_fn)need(dlsym(RTLD_NEXT, "pthread_mutex_trylock"), "pthread_mutex_trylock");
+    real_trylock =
+        (mutex_fn)need(dlsym(RTLD_NEXT, "pthread_mutex_trylock"), "pthread_mutex_trylock");
     real_unlock = (mutex_fn)need(dlsym(RTLD_NEXT, "pthread_mutex_unlock"), "pthread_mutex_unlock");
-    real_timedlock = (timedlock_fn)need(dlsym(RTLD_NEXT, "pthread_mutex_timedlock"),
-                                        "pthread_mutex_timedlock");
+    real_timedlock =
+        (timedlock_fn)need(dlsym(RTLD_NEXT, "pthread_mutex_timedlock"), "pthread_mutex_timedlock");
     real_cond_wait = (condwait_fn)need(dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2"),
                                        "pthread_cond_wait@GLIBC_2.3.2");
-    real_cond_timedwait = (condtimedwait_fn)need(
-        dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2"), "pthread_cond_timedwait@GLIBC_2.3.2");
+    real_cond_timedwait =
+        (condtimedwait_fn)need(dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2"),
+                               "pthread_cond_timedwait@GLIBC_2.3.2");
 }
 
-#define READY(p)                                                                                   \
-    do {                                                                                           \
-        if (__builtin_expect(!__atomic_load_n(&(p), __ATOMIC_RELAXED), 0))                         \
-            resolve();                                                                             \
+#define READY(p)                                                           \
+    do {                                                                   \
+        if (__builtin_expect(!__atomic_load_n(&(p), __ATOMIC_RELAXED), 0)) \
+            resolve();                                                     \
     } while (0)
 
 __attribute__((destructor)) static void report(void) { _txkit_elide_report(); }

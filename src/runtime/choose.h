@@ -15,7 +15,7 @@
 #define M_STM (tk_method_table[TXKIT_STM])
 #define M_SERIAL (tk_method_table[TXKIT_SERIAL])
 
-#define SOLO_CHECK_EVERY 256 /* transactions between looks at the other threads */
+#define SOLO_CHECK_EVERY 256  /* transactions between looks at the other threads */
 #define SOLO_QUIET_NS 5000000 /* others idle this long: run alone (serially) */
 
 /* Auto method: is this thread running transactions alone right now? */
@@ -103,8 +103,7 @@ static inline const struct tk_method *tk_choose_method(tk_thread *t) {
     case TXKIT_SERIAL:
         return M_SERIAL;
     case TXKIT_HTM:
-        return tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries ? M_HTM
-                                                                : M_SERIAL;
+        return tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries ? M_HTM : M_SERIAL;
     case TXKIT_STM:
         return tk_stm_budget_left(t) ? M_STM : M_SERIAL;
     default:

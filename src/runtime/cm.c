@@ -28,8 +28,6 @@
 #define BACKOFF_YIELD_NS 50000u
 
 
-
-
 void tk_backoff(tk_thread *t, int cause) {
     if (cause == TXKIT_CAUSE_LOCKED) /* waiting for the clock is the right delay */
         return;
@@ -151,8 +149,11 @@ static int wins_prio(const struct _txkit_cm_party *self, const struct _txkit_cm_
     return wins_size(self, other);
 }
 
-#define CM(n, vis, w) {.name = n, .visible = vis, .on_begin = cm_begin, .on_abort = cm_abort, \
-                       .on_commit = cm_commit, .wins = w}
+#define CM(n, vis, w)                                                          \
+    {                                                                          \
+        .name = n, .visible = vis, .on_begin = cm_begin, .on_abort = cm_abort, \
+        .on_commit = cm_commit, .wins = w                                      \
+    }
 static const struct tk_cm managers[] = {
     CM("backoff", 0, wins_backoff),
     CM("timestamp", 1, wins_timestamp),

@@ -13,7 +13,7 @@ struct tk_cm_thread {
     unsigned consecutive_aborts; /* aborts in a row: the backoff's on_abort, reset at commit */
     int prio;                    /* conflict priority of the running transaction: tk_prio_refresh */
     int prio_set;                /* tx_set_priority(), or TX_PRIO_AUTO: thread.c, tx_set_priority */
-    uint64_t prio_read_ns;       /* when prio was last derived from the scheduler: tk_prio_refresh */
+    uint64_t prio_read_ns; /* when prio was last derived from the scheduler: tk_prio_refresh */
 };
 
 /* The interface a contention manager implements (cm.c). With `visible` set,
@@ -24,7 +24,7 @@ struct tk_cm {
     const char *name;
     int visible;
     void (*on_begin)(tk_thread *t);
-    void (*on_abort)(tk_thread *t, int cause);   /* may delay the retry */
+    void (*on_abort)(tk_thread *t, int cause); /* may delay the retry */
     void (*on_commit)(tk_thread *t);
     /* 1: self wins (other aborts), 0: self aborts */
     int (*wins)(const struct _txkit_cm_party *self, const struct _txkit_cm_party *other);
@@ -32,7 +32,7 @@ struct tk_cm {
 extern const struct tk_cm *tk_cm TK_HIDDEN;
 /* tk_cm->visible, read on the software barriers' slow paths. */
 extern int tk_vis_on TK_HIDDEN;
-TK_HIDDEN int tk_cm_select(const char *name);         /* 0 or -EINVAL */
+TK_HIDDEN int tk_cm_select(const char *name); /* 0 or -EINVAL */
 /* The thread's conflict priority, refreshed from the scheduler when older
  * than a millisecond (cheap otherwise). */
 TK_HIDDEN int tk_prio_refresh(tk_thread *t);

@@ -29,7 +29,6 @@
 static struct txkit_rtm_info rtm;
 
 
-
 int txkit_method_parse(const char *name, txkit_method_t *out) {
     if (!name || !out)
         return -EINVAL;
@@ -110,7 +109,8 @@ static void parse_uint(const char *var, unsigned *dst, unsigned lo, unsigned hi)
     unsigned long n = strtoul(v, &end, 10);
     if (errno || end == v || *end || n < lo || n > hi) {
         char why[96];
-        snprintf(why, sizeof why, "expected a whole number from %u to %u; keeping %u", lo, hi, *dst);
+        snprintf(why, sizeof why, "expected a whole number from %u to %u; keeping %u", lo, hi,
+                 *dst);
         env_warn(var, v, why);
         return;
     }
@@ -138,16 +138,19 @@ static void parse_fault(void) {
     }
     char buf[256];
     snprintf(buf, sizeof buf, "%s", v);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         txkit_method_t m;
         if (!eq) {
-            env_warn("TXKIT_FAULT", v, "expected P or METHOD=P[,METHOD=P] (htm, stm, serial); ignored");
+            env_warn("TXKIT_FAULT", v,
+                     "expected P or METHOD=P[,METHOD=P] (htm, stm, serial); ignored");
             return;
         }
         *eq = '\0';
         if (txkit_method_parse(tok, &m) != 0 || m == TXKIT_AUTO || parse_prob(eq + 1, &p) != 0) {
-            env_warn("TXKIT_FAULT", v, "expected METHOD=P with METHOD htm, stm or serial and P in [0,1]; ignored");
+            env_warn("TXKIT_FAULT", v,
+                     "expected METHOD=P with METHOD htm, stm or serial and P in [0,1]; ignored");
             return;
         }
         txkit_set_fault(m, p);
@@ -253,7 +256,8 @@ static void parse_stats(void) {
 static void parse_cm(void) {
     const char *v = getenv("TXKIT_CM");
     if (v && *v && tk_cm_select(v) != 0)
-        env_warn("TXKIT_CM", v, "unknown contention manager (backoff, timestamp, size, prio); using backoff");
+        env_warn("TXKIT_CM", v,
+                 "unknown contention manager (backoff, timestamp, size, prio); using backoff");
     v = getenv("TXKIT_SCHED");
     if (!v || !*v)
         return;

@@ -28,10 +28,10 @@
 #define TK_CACHELINE 64
 
 /* Broken invariants abort with file and line; never compiled away. */
-#define TK_ASSERT(c)                                                   \
-    do {                                                               \
-        if (TXKIT_UNLIKELY(!(c)))                                      \
-            tk_fatal(__FILE__, __LINE__, "assertion failed: %s", #c);  \
+#define TK_ASSERT(c)                                                  \
+    do {                                                              \
+        if (TXKIT_UNLIKELY(!(c)))                                     \
+            tk_fatal(__FILE__, __LINE__, "assertion failed: %s", #c); \
     } while (0)
 
 TK_HIDDEN TK_NORETURN void tk_fatal(const char *file, int line, const char *fmt, ...)
@@ -45,7 +45,7 @@ typedef struct tk_thread tk_thread; /* runtime/internal.h */
  * TXKIT_CAUSE_CONFLICT is 0: never test results for zero or for sign);
  * TK_OK is neither a cause nor a -errno nor a slot: compare with it. */
 #define TK_OK INT_MIN
-_Static_assert(TK_OK < -4096 && TXKIT_NCAUSES > 0, "TK_OK is no cause and no -errno");
+_Static_assert(TK_OK<-4096 && TXKIT_NCAUSES> 0, "TK_OK is no cause and no -errno");
 
 /* ------------------------------------------------------------------ vectors */
 
@@ -99,7 +99,7 @@ struct tk_global {
      * invalidated; readers carry on. That is all irrevocability needs, where a
      * serial transaction would stop everyone. */
     _Alignas(TK_CACHELINE) uintptr_t irr_owner;
-    int stm_started; /* a software attempt ran once: frees must wait (reclaim.c) */
+    int stm_started;   /* a software attempt ran once: frees must wait (reclaim.c) */
     int serial_holder; /* the odd clock belongs to a serial transaction, not a commit */
     _Alignas(TK_CACHELINE) int hybrid; /* RTM usable: software must watch hw_commits */
 };
@@ -123,14 +123,14 @@ static inline bool tk_irr_other(const tk_thread *t) {
 /* ------------------------------------------------------------- configuration */
 
 struct tk_config {
-    int method;                  /* txkit_method_t */
-    unsigned htm_retries;        /* hardware attempts on conflicts before software */
-    unsigned stm_retries;        /* software aborts before serial */
-    double fault[TXKIT_NMETHODS];/* injection probability per method */
+    int method;                   /* txkit_method_t */
+    unsigned htm_retries;         /* hardware attempts on conflicts before software */
+    unsigned stm_retries;         /* software aborts before serial */
+    double fault[TXKIT_NMETHODS]; /* injection probability per method */
     int any_fault;
-    int stats_at_exit;           /* TXKIT_STATS set */
-    int stats_off;               /* TXKIT_STATS=off: no counting at all (to measure its cost) */
-    char stats_path[256];        /* "" = stderr */
+    int stats_at_exit;    /* TXKIT_STATS set */
+    int stats_off;        /* TXKIT_STATS=off: no counting at all (to measure its cost) */
+    char stats_path[256]; /* "" = stderr */
     unsigned ncpus;
 };
 extern struct tk_config tk_cfg TK_HIDDEN;

@@ -29,12 +29,12 @@
  * statistics segment (stats/format.h), the last one, from tk_seg_shared_lo
  * up, has many: an atomic add. */
 extern uintptr_t tk_seg_shared_lo TK_HIDDEN; /* UINTPTR_MAX while there is none */
-#define TK_COUNT(field, n)                                                     \
-    do {                                                                       \
-        if (TXKIT_UNLIKELY((uintptr_t)&(field) >= tk_seg_shared_lo))           \
-            __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED);               \
-        else                                                                   \
-            __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED);       \
+#define TK_COUNT(field, n)                                               \
+    do {                                                                 \
+        if (TXKIT_UNLIKELY((uintptr_t) & (field) >= tk_seg_shared_lo))   \
+            __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED);         \
+        else                                                             \
+            __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED); \
     } while (0)
 
 /* ------------------------------------------------------------------ logs */
@@ -65,7 +65,6 @@ typedef struct tk_free {
 } tk_free;
 
 
-
 /* Undo log entry (serial method): old bytes to put back on abort. */
 typedef struct tk_uentry {
     void *addr;
@@ -76,9 +75,9 @@ typedef struct tk_uentry {
 /* A handler registered by the current attempt. */
 typedef struct tk_handler {
     tx_handler_fn fn;
-    void *arg;         /* argument, unless copy_off != SIZE_MAX */
-    size_t copy_off;   /* offset of the private copy in the handler arena */
-    int on_commit;     /* 1: commit handler, 0: abort handler */
+    void *arg;       /* argument, unless copy_off != SIZE_MAX */
+    size_t copy_off; /* offset of the private copy in the handler arena */
+    int on_commit;   /* 1: commit handler, 0: abort handler */
 } tk_handler;
 
 
@@ -100,47 +99,47 @@ struct tk_thread {
      *    props, code, resume, thrower at the outermost begin): saved around
      *    abort handlers, which may run transactions of their own on it */
     struct tk_txctl {
-        tk_jmpbuf jb;                 /* outermost checkpoint: checkpoint.S at each outermost begin */
-        txkit_site_t *site;           /* the outermost block's site: tk_start_transaction */
-        const struct tk_method *m;    /* method of the running attempt: tk_run_attempts (and
+        tk_jmpbuf jb;              /* outermost checkpoint: checkpoint.S at each outermost begin */
+        txkit_site_t *site;        /* the outermost block's site: tk_start_transaction */
+        const struct tk_method *m; /* method of the running attempt: tk_run_attempts (and
                                        * stm_norec.c when a serial attempt becomes software) */
-        int kind;                     /* TK_KIND_*: who began the outermost block */
-        uint32_t props;               /* TK_KIND_ITM: _ITM_codeProperties of the outermost */
-        unsigned code;                /* TK_CODE_*: what the front end's code allows (set at begin) */
+        int kind;                  /* TK_KIND_*: who began the outermost block */
+        uint32_t props;            /* TK_KIND_ITM: _ITM_codeProperties of the outermost */
+        unsigned code;             /* TK_CODE_*: what the front end's code allows (set at begin) */
         /* How an aborted attempt resumes, set by the front end at the outermost
          * begin: start the next attempt and get back into the transaction's
          * code (jump or throw). depth: _txkit_tls.depth when it aborted. */
         TK_NORETURN void (*resume)(tk_thread *t, unsigned depth);
-        void (*thrower)(void);        /* throws the C++ restart signal */
-        int irrevocable;              /* this attempt runs non-speculatively */
-        int force_serial;             /* next attempts must be serial (irrevocable asked) */
-        int inject;                   /* fault injection: abort this attempt at commit */
-        unsigned serial_injected;     /* serial attempts injection aborted (tk_fault_hit) */
-        int fell_htm, fell_serial;    /* fallbacks already counted for this transaction */
-        unsigned attempts;            /* aborted attempts of this transaction */
+        void (*thrower)(void);     /* throws the C++ restart signal */
+        int irrevocable;           /* this attempt runs non-speculatively */
+        int force_serial;          /* next attempts must be serial (irrevocable asked) */
+        int inject;                /* fault injection: abort this attempt at commit */
+        unsigned serial_injected;  /* serial attempts injection aborted (tk_fault_hit) */
+        int fell_htm, fell_serial; /* fallbacks already counted for this transaction */
+        unsigned attempts;         /* aborted attempts of this transaction */
         unsigned htm_tries, htm_locked_waits, stm_aborts; /* policy.c / txn.c after each abort */
-        unsigned htm_zero;            /* hardware aborts with status 0 (txn.c) */
-        int htm_irr_other;            /* the last hardware abort: another was irrevocable (htm.c) */
-        unsigned revals;              /* software: snapshot extensions of this attempt, */
-        uint64_t reval_work;          /* and the read-log entries they checked */
-        unsigned reval_aborts;        /* attempts that ran out of that budget (stm_norec.c) */
-        uint64_t attempt_tsc;         /* start of the current attempt, 0 if not timed */
-        unsigned attempt_weight;      /* attempts this timing stands for */
-        int cancelled;                /* ITM: a hardware attempt was cancelled (outer) */
-        int irr_token;                /* holds tk_g.irr_owner: irrevocable from the start */
-        int cancelling;               /* ITM cancel: an end, not a conflict to back off from */
+        unsigned htm_zero;       /* hardware aborts with status 0 (txn.c) */
+        int htm_irr_other;       /* the last hardware abort: another was irrevocable (htm.c) */
+        unsigned revals;         /* software: snapshot extensions of this attempt, */
+        uint64_t reval_work;     /* and the read-log entries they checked */
+        unsigned reval_aborts;   /* attempts that ran out of that budget (stm_norec.c) */
+        uint64_t attempt_tsc;    /* start of the current attempt, 0 if not timed */
+        unsigned attempt_weight; /* attempts this timing stands for */
+        int cancelled;           /* ITM: a hardware attempt was cancelled (outer) */
+        int irr_token;           /* holds tk_g.irr_owner: irrevocable from the start */
+        int cancelling;          /* ITM cancel: an end, not a conflict to back off from */
     } ctl;
-    struct tk_itm_thread itm;     /* the gcc ABI layer (abi/itm_thread.h) */
-    tk_jmpbuf jb_nested;          /* where nested blocks save theirs (unused): checkpoint.S */
-    int retry_pending;            /* C++: aborted, waiting for the next begin: txn.c */
-    int doomed;                   /* C++: rolled back, unwinding to txkit::atomic: txn.c */
-    unsigned time_sample_ctr;     /* attempts since the last timed one: txn.c, per attempt */
+    struct tk_itm_thread itm; /* the gcc ABI layer (abi/itm_thread.h) */
+    tk_jmpbuf jb_nested;      /* where nested blocks save theirs (unused): checkpoint.S */
+    int retry_pending;        /* C++: aborted, waiting for the next begin: txn.c */
+    int doomed;               /* C++: rolled back, unwinding to txkit::atomic: txn.c */
+    unsigned time_sample_ctr; /* attempts since the last timed one: txn.c, per attempt */
 
-    struct tk_stm_thread stm;     /* software TM (methods/stm_thread.h) */
+    struct tk_stm_thread stm; /* software TM (methods/stm_thread.h) */
 
     /* -- in-place writes */
-    uint64_t serial_clock;        /* odd value we installed in tk_g.clock: serial.c, glock.c begin */
-    tk_vec ulog;                  /* tk_uentry: undo.c appends, attempt reset / rollback empty it */
+    uint64_t serial_clock; /* odd value we installed in tk_g.clock: serial.c, glock.c begin */
+    tk_vec ulog;           /* tk_uentry: undo.c appends, attempt reset / rollback empty it */
 
     /* -- effects of the attempt that wait for commit or abort (handlers.c,
      *    reclaim.c for the limbo; filled by the barriers and the ABI layers
@@ -159,14 +158,14 @@ struct tk_thread {
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
 
-    uint64_t rng;                 /* tk_rand's state (core.c): thread.c seeds it, tk_rand advances it */
-    struct tk_cm_thread cm;       /* contention management (runtime/cm.h) */
-    struct tk_vis_thread vis;     /* visible reads (runtime/vis.h) */
-    struct tk_sched_thread sched; /* transaction-aware scheduling (runtime/sched.h) */
+    uint64_t rng;             /* tk_rand's state (core.c): thread.c seeds it, tk_rand advances it */
+    struct tk_cm_thread cm;   /* contention management (runtime/cm.h) */
+    struct tk_vis_thread vis; /* visible reads (runtime/vis.h) */
+    struct tk_sched_thread sched;   /* transaction-aware scheduling (runtime/sched.h) */
     struct tk_policy_thread policy; /* the method policy (runtime/policy.h) */
-    struct tk_cx cx;              /* cx lock sections (cx/cx_thread.h) */
+    struct tk_cx cx;                /* cx lock sections (cx/cx_thread.h) */
 
-    int thread_method;            /* -1: follow the process: txkit_set_thread_method (config.c) */
+    int thread_method; /* -1: follow the process: txkit_set_thread_method (config.c) */
     /* -- the thread's stack [stk_lo, stk_hi) (thread.c, 0 when unknown), and
      *    the part of it private to the running transaction (txn.c): the
      *    frames below its outermost begin, [stk_lo, stk_lo + stk_span) */
@@ -174,17 +173,17 @@ struct tk_thread {
 
     /* -- statistics: this thread's row of the published segment (stats/),
      *    written only by this thread; cnt is the current site's entry */
-    struct tks_thread *slot;      /* in the segment, or own_slot (shared row): segment.c attach */
-    unsigned slot_index;          /* its index in the segment: segment.c attach */
-    struct tks_thread own_slot;   /* seqlock and cur_site of a thread counting in
+    struct tks_thread *slot;        /* in the segment, or own_slot (shared row): segment.c attach */
+    unsigned slot_index;            /* its index in the segment: segment.c attach */
+    struct tks_thread own_slot;     /* seqlock and cur_site of a thread counting in
                                    * the shared row: nobody else reads them */
     struct tks_counters *row, *cnt; /* row: segment.c attach; cnt: txn.c at each begin */
-    uint64_t ntx;                 /* transactions begun (solo detection): txn.c at each begin */
-    unsigned hooks_armed;         /* TK_HOOK_ARMED(point): an extension has work there
+    uint64_t ntx;                   /* transactions begun (solo detection): txn.c at each begin */
+    unsigned hooks_armed;           /* TK_HOOK_ARMED(point): an extension has work there
                                    * (set by the extension, cleared by txn.c before it runs them) */
-    unsigned inside_sample_ctr;   /* begins since the last inside sample: txn.c */
+    unsigned inside_sample_ctr;     /* begins since the last inside sample: txn.c */
 
-    tk_thread *next, *prev;       /* registry: thread.c, under its lock */
+    tk_thread *next, *prev; /* registry: thread.c, under its lock */
 };
 
 /* Who began the outermost transaction, which decides how a software abort
@@ -196,8 +195,8 @@ enum tk_kind {
 };
 
 /* tk_txctl.code bits: what the code of the outermost block allows. */
-#define TK_CODE_INSTRUMENTED 1u      /* it has barriers: software TM can run it */
-#define TK_CODE_GOES_IRREVOCABLE 2u  /* it will ask to become irrevocable */
+#define TK_CODE_INSTRUMENTED 1u     /* it has barriers: software TM can run it */
+#define TK_CODE_GOES_IRREVOCABLE 2u /* it will ask to become irrevocable */
 /* its stores under htm do not set _txkit_tls.wrote (gcc's uninstrumented
  * path): every hardware commit of it counts as a writing one (htm.c) */
 #define TK_CODE_UNTRACKED_WRITES 4u
@@ -211,7 +210,7 @@ static inline int tk_configured_method(const tk_thread *t) {
                                  : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);
 }
 
-TK_HIDDEN tk_thread *tk_thread_get(void);           /* creates on first use */
+TK_HIDDEN tk_thread *tk_thread_get(void); /* creates on first use */
 static inline tk_thread *tk_self(void) {
     tk_thread *t = tk_cur;
     return TXKIT_LIKELY(t != NULL) ? t : tk_thread_get();
@@ -226,7 +225,7 @@ static inline bool tk_captured(const tk_thread *t, const void *addr, size_t size
             return true;
     return false;
 }
-TK_HIDDEN unsigned tk_thread_count(void);           /* threads with a descriptor */
+TK_HIDDEN unsigned tk_thread_count(void); /* threads with a descriptor */
 
 /* Stack memory below the outermost begin of the running transaction: frames
  * the transaction itself made, which no other thread can reach and which are
@@ -238,9 +237,7 @@ static inline bool tk_stack_private(const tk_thread *t, const void *addr, size_t
     return off < t->stk_span && size <= t->stk_span - off;
 }
 /* The end of the private part: frames below it die when the attempt ends. */
-static inline uintptr_t tk_stack_private_top(const tk_thread *t) {
-    return t->stk_lo + t->stk_span;
-}
+static inline uintptr_t tk_stack_private_top(const tk_thread *t) { return t->stk_lo + t->stk_span; }
 
 /* fork(): each module that has locks or per-thread global state gets these
  * calls from the one set of fork handlers (thread.c), in a fixed order:
@@ -260,13 +257,13 @@ static inline void tk_atfork_mutex(pthread_mutex_t *m, int phase) {
 /* Order numbers of the fork hooks (TK_HOOK_FORK; PREPARE runs them up, PARENT
  * and CHILD down): the locks of a lower number are taken first. */
 enum {
-    TK_FORK_ORDER_SEGMENT = 5,  /* stats/segment.c: child only, last */
-    TK_FORK_ORDER_ITM = 10,     /* abi/itm.c */
-    TK_FORK_ORDER_TXN = 20,     /* txn.c: site registration */
-    TK_FORK_ORDER_CX = 30,      /* cx/cx.c */
-    TK_FORK_ORDER_SCHED = 35,   /* sched.c: child only */
+    TK_FORK_ORDER_SEGMENT = 5,   /* stats/segment.c: child only, last */
+    TK_FORK_ORDER_ITM = 10,      /* abi/itm.c */
+    TK_FORK_ORDER_TXN = 20,      /* txn.c: site registration */
+    TK_FORK_ORDER_CX = 30,       /* cx/cx.c */
+    TK_FORK_ORDER_SCHED = 35,    /* sched.c: child only */
     TK_FORK_ORDER_REGISTRY = 40, /* thread.c: the thread registry */
-    TK_FORK_ORDER_VIS = 50,     /* vis.c: takes its lock under the registry's */
+    TK_FORK_ORDER_VIS = 50,      /* vis.c: takes its lock under the registry's */
 };
 /* Order numbers of the thread-exit hooks (TK_HOOK_THREAD_EXIT). */
 enum {

@@ -7,13 +7,11 @@
 #include "methods/method.h"
 #include "runtime/choose.h"
 
-#define SITE_HTM_SKIP 64     /* transactions of a site that skip hardware after it proved hopeless */
-#define HTM_ZERO_RETRIES 2   /* hardware retries of a status-0 abort (interrupts, faults) */
+#define SITE_HTM_SKIP 64   /* transactions of a site that skip hardware after it proved hopeless */
+#define HTM_ZERO_RETRIES 2 /* hardware retries of a status-0 abort (interrupts, faults) */
 
 /* Can this transaction run as software TM (it has barriers)? */
-static bool software_possible(const tk_thread *t) {
-    return t->ctl.code & TK_CODE_INSTRUMENTED;
-}
+static bool software_possible(const tk_thread *t) { return t->ctl.code & TK_CODE_INSTRUMENTED; }
 
 /* After a hardware abort: decide how the next attempt differs. */
 void tk_htm_policy(tk_thread *t, int cause) {
@@ -45,9 +43,11 @@ void tk_htm_policy(tk_thread *t, int cause) {
         }
         t->ctl.htm_tries = tk_cfg.htm_retries;
         if (t->ctl.site) {
-            t->policy.htm_pen_len = t->policy.htm_pen_site == t->ctl.site && t->policy.htm_pen_len
-                                 ? (t->policy.htm_pen_len < SITE_HTM_SKIP ? t->policy.htm_pen_len * 2 : SITE_HTM_SKIP)
-                                 : 1;
+            t->policy.htm_pen_len =
+                t->policy.htm_pen_site == t->ctl.site && t->policy.htm_pen_len
+                    ? (t->policy.htm_pen_len < SITE_HTM_SKIP ? t->policy.htm_pen_len * 2
+                                                             : SITE_HTM_SKIP)
+                    : 1;
             t->policy.htm_pen_site = t->ctl.site;
             t->policy.htm_pen_left = t->policy.htm_pen_len;
         }

@@ -12,9 +12,9 @@ struct tk_method;
  * hardware abort), except htm_pen_len, which txn.c resets at a hardware commit. */
 struct tk_policy_thread {
     /* auto method: detecting that this thread runs alone */
-    unsigned solo_countdown; /* transactions until the next check */
-    unsigned quiet_checks;   /* checks in a row that saw no other thread */
-    uint64_t others_seen;    /* others' transactions at the last check */
+    unsigned solo_countdown;   /* transactions until the next check */
+    unsigned quiet_checks;     /* checks in a row that saw no other thread */
+    uint64_t others_seen;      /* others' transactions at the last check */
     uint64_t others_active_ns; /* when they were last seen moving */
     /* this thread's hardware penalty for one site after repeated status-0
      * aborts: transactions left to skip, and the next length, which doubles

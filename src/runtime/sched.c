@@ -28,18 +28,18 @@
 
 int tk_sched_on;
 
-#define CTX_SWITCH_NS 5000.0   /* a yield or sleep costs about this much */
-#define MAX_SLEEP_NS 1000000L  /* one sleep at most 1 ms: a commit wakes it sooner */
-#define QUEUE_AFTER 4          /* restarts of a transaction before it queues */
+#define CTX_SWITCH_NS 5000.0     /* a yield or sleep costs about this much */
+#define MAX_SLEEP_NS 1000000L    /* one sleep at most 1 ms: a commit wakes it sooner */
+#define QUEUE_AFTER 4            /* restarts of a transaction before it queues */
 #define QUEUE_SITE_EMA (2 * 256) /* ... at a site averaging 2 restarts per transaction */
-#define QUEUE_WAIT_NS 2000000L /* bounded wait for the site's queue */
-#define EMA_SHIFT 3            /* averages move by 1/8 of each new value */
+#define QUEUE_WAIT_NS 2000000L   /* bounded wait for the site's queue */
+#define EMA_SHIFT 3              /* averages move by 1/8 of each new value */
 
 struct site_sched {
     _Alignas(TK_CACHELINE) uint32_t queue; /* 0 free, 1 held */
-    uint32_t commits;                       /* futex word: moves when sleepers wait */
+    uint32_t commits;                      /* futex word: moves when sleepers wait */
     uint32_t sleepers;
-    uint32_t restart_ema;                   /* restarts per transaction, x256 */
+    uint32_t restart_ema; /* restarts per transaction, x256 */
 };
 static struct site_sched sites[TKS_MAX_SITES];
 
@@ -130,7 +130,8 @@ void tk_sched_before_retry(tk_thread *t) {
             break;
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
-        long left = QUEUE_WAIT_NS - ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec));
+        long left =
+            QUEUE_WAIT_NS - ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec));
         if (left <= 0)
             break; /* bounded: go on without the queue */
         waited = 1;

@@ -21,8 +21,8 @@ void tk_calibrate_maybe(void) {
 }
 
 static const char *const cause_names[TXKIT_NCAUSES] = {
-    "conflict", "capacity", "explicit", "nested", "unsupported",
-    "locked", "irrevocable", "injected", "other",
+    "conflict", "capacity",    "explicit", "nested", "unsupported",
+    "locked",   "irrevocable", "injected", "other",
 };
 
 const char *txkit_cause_name(int cause) {
@@ -76,7 +76,7 @@ uint64_t tx_stats_aborts(const tx_stats_t *s) {
 }
 
 void tx_stats_print(const tx_stats_t *s, FILE *f) {
-    static const char *const buckets[TXKIT_RETRY_BUCKETS] = {"0", "1", "2", "3-4",
+    static const char *const buckets[TXKIT_RETRY_BUCKETS] = {"0",   "1",    "2",     "3-4",
                                                              "5-8", "9-16", "17-32", ">32"};
     uint64_t commits = tx_stats_commits(s), aborts = tx_stats_aborts(s);
     fprintf(f, "txkit %s statistics: %llu threads, %llu transactions\n", TXKIT_VERSION_STRING,
@@ -100,10 +100,12 @@ void tx_stats_print(const tx_stats_t *s, FILE *f) {
     fprintf(f, "\n  time in aborted attempts: %.3f thread-ms (%.1f ns per abort)\n",
             (double)s->ns_aborted / 1e6, aborts ? (double)s->ns_aborted / (double)aborts : 0.0);
     if (s->cm_decided || s->sched_waits || s->sched_queued)
-        fprintf(f, "  contention manager %s: %llu conflicts decided, %llu priority inversions, %llu undecided; "
-                   "scheduling: %llu waits, %llu queued\n",
-                txkit_get_cm(), (unsigned long long)s->cm_decided, (unsigned long long)s->cm_inversions,
-                (unsigned long long)s->cm_undecided,
+        fprintf(f,
+                "  contention manager %s: %llu conflicts decided, %llu priority inversions, %llu "
+                "undecided; "
+                "scheduling: %llu waits, %llu queued\n",
+                txkit_get_cm(), (unsigned long long)s->cm_decided,
+                (unsigned long long)s->cm_inversions, (unsigned long long)s->cm_undecided,
                 (unsigned long long)s->sched_waits, (unsigned long long)s->sched_queued);
 }
 
@@ -141,8 +143,9 @@ void tk_stats_at_exit(void) {
             tx_stats_print(&s, f);
             tk_seg_print_locks(f);
             if (shared)
-                fprintf(f, "  %u threads counted together in the shared statistics slot (more than %u "
-                           "at once)\n",
+                fprintf(f,
+                        "  %u threads counted together in the shared statistics slot (more than %u "
+                        "at once)\n",
                         shared, TKS_SHARED_SLOT - 1);
         }
         if (f)

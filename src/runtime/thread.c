@@ -152,7 +152,8 @@ static void fork_child(void) {
         me->ntx = 0;
     }
     live_threads = me ? 1 : 0;
-    tk_hooks_run_reverse(TK_HOOK_FORK, me, TK_FORK_CHILD); /* the segment last: statistics of its own */
+    tk_hooks_run_reverse(TK_HOOK_FORK, me,
+                         TK_FORK_CHILD); /* the segment last: statistics of its own */
     if (me)
         fork_reattach_stats(me);
 }

@@ -24,7 +24,6 @@ TK_HIDDEN int tk_begin_c(txkit_site_t *site, unsigned flags);
 TK_HIDDEN tk_jmpbuf *tk_jb_slot(void);
 
 
-
 /* How many threads are inside this site now (this one included)? Reads the
  * other threads' slots, so only every INSIDE_SAMPLE-th entry does it; counted
  * in c (the site's entry of this thread's row). Also used by cx locks. */
@@ -104,8 +103,8 @@ void tk_run_attempts(tk_thread *t) {
                 !t->ctl.fell_htm) {
                 t->ctl.fell_htm = 1;
                 TK_COUNT(t->cnt->htm_to_stm, 1);
-            } else if (tk_method_has(m, TK_CAP_EXCLUSIVE) && !tk_method_has(t->ctl.m, TK_CAP_EXCLUSIVE) &&
-                       !t->ctl.fell_serial) {
+            } else if (tk_method_has(m, TK_CAP_EXCLUSIVE) &&
+                       !tk_method_has(t->ctl.m, TK_CAP_EXCLUSIVE) && !t->ctl.fell_serial) {
                 t->ctl.fell_serial = 1;
                 TK_COUNT(t->cnt->to_serial, 1);
             }
@@ -121,7 +120,8 @@ void tk_run_attempts(tk_thread *t) {
             /* The inline software read cannot see hardware commits: off in hybrid. */
             /* Hybrid: the inline read cannot see hardware commits; visible
              * accesses (contention managers): it would not mark its reads. */
-            _txkit_tls.access = m->access & (tk_g.hybrid || t->vis.active ? ~TXKIT_ACC_FASTREAD : ~0u);
+            _txkit_tls.access =
+                m->access & (tk_g.hybrid || t->vis.active ? ~TXKIT_ACC_FASTREAD : ~0u);
             _txkit_tls.depth = 1;
             return;
         }
@@ -148,7 +148,7 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
     t->ctl.fell_htm = t->ctl.fell_serial = 0;
     t->ctl.cancelled = 0;
     t->ctl.serial_injected = 0;
-    unsigned idx = site->id - 1; /* registered: tk_site_init */
+    unsigned idx = site->id - 1;  /* registered: tk_site_init */
     if (TXKIT_UNLIKELY(!t->slot)) /* a fork's child: a segment of its own */
         tk_seg_thread_attach(t);
     t->cnt = t->row + idx;
@@ -167,9 +167,9 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
 static unsigned set_bucket(size_t n) {
     /* bits: 0 -> 0, 1 -> 1, 2-3 -> 2, 4-7 -> 3, 8-15 -> 4, 16-63 -> 5, 64-255 -> 6, more -> 7 */
     static const unsigned char by_bits[65] = {0, 1, 2, 3, 4, 5, 5, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7,
-                                              7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-                                              7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-                                              7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};
+                                              7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+                                              7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+                                              7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};
     return by_bits[n ? 64 - __builtin_clzll((unsigned long long)n) : 0];
 }
 
@@ -217,7 +217,7 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     t->ctl.irrevocable = 0;
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
-    tk_hooks_run(TK_HOOK_ABORTED, t, cause); /* after the rollback: cx locks it held */
+    tk_hooks_run(TK_HOOK_ABORTED, t, cause);             /* after the rollback: cx locks it held */
     t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED); /* nothing left to release */
     if (t->handlers.len | t->allocs.len | t->frees.len) {
         struct tk_txctl saved = t->ctl;
@@ -238,7 +238,8 @@ void tk_abort_attempt(tk_thread *t, int cause) {
             if (cause == TXKIT_CAUSE_CONFLICT) {
                 if (!tk_vis_on) {
                     tk_prio_refresh(t);
-                    tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED), t->cm.prio);
+                    tk_cm_count(t, __atomic_load_n(&tk_g.last_writer_prio, __ATOMIC_RELAXED),
+                                t->cm.prio);
                 } else if (!tk_cfg.stats_off && t->cnt) {
                     tk_stats_open(t);
                     TK_COUNT(t->cnt->cm_undecided, 1);

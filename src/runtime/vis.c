@@ -53,9 +53,9 @@ enum { ST_IDLE = 0, ST_ACTIVE = 1, ST_COMMITTING = 2, ST_KILLED = 3 };
 struct vis_slot {
     _Alignas(TK_CACHELINE) uint64_t status;
     int prio;
-    int irrevocable;   /* pinned: wins every conflict, never killed */
-    unsigned size;     /* words read + written so far */
-    uint64_t start;    /* tsc of the transaction's first attempt */
+    int irrevocable; /* pinned: wins every conflict, never killed */
+    unsigned size;   /* words read + written so far */
+    uint64_t start;  /* tsc of the transaction's first attempt */
     int used;
     _Alignas(TK_CACHELINE) uint64_t sig[SIG_WORDS];
 };
@@ -216,7 +216,8 @@ static bool sig_hits(const struct vis_slot *o, const tk_thread *t) {
  * TK_OK is INT_MIN: "killed" must be another value, or a killed writer would
  * commit without deciding against the readers it overwrites (they then
  * abort by validation, undecided), and its killer's decision would be lost. */
-_Static_assert(TK_VIS_KILLED < 0 && TK_VIS_KILLED != TK_OK, "commit point results are distinct from slots");
+_Static_assert(TK_VIS_KILLED < 0 && TK_VIS_KILLED != TK_OK,
+               "commit point results are distinct from slots");
 int tk_vis_commit_point(tk_thread *t) {
     if (!t->vis.active)
         return TK_OK;
@@ -246,7 +247,8 @@ int tk_vis_commit_point(tk_thread *t) {
             continue;
         struct vis_slot *o = &slots[j];
         uint64_t ost = __atomic_load_n(&o->status, __ATOMIC_ACQUIRE);
-        int o_irr = state_of(ost) == ST_COMMITTING && __atomic_load_n(&o->irrevocable, __ATOMIC_RELAXED);
+        int o_irr =
+            state_of(ost) == ST_COMMITTING && __atomic_load_n(&o->irrevocable, __ATOMIC_RELAXED);
         if ((state_of(ost) != ST_ACTIVE && !o_irr) || !sig_hits(o, t))
             continue;
         party_of(&b, o, (unsigned)j);
@@ -264,8 +266,9 @@ int tk_vis_commit_point(tk_thread *t) {
     }
     for (int k = 0; k < nk; k++) {
         uint64_t ost = kill[k].st;
-        if (__atomic_compare_exchange_n(&slots[kill[k].slot].status, &ost, (ost & ~3ull) | ST_KILLED,
-                                        false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        if (__atomic_compare_exchange_n(&slots[kill[k].slot].status, &ost,
+                                        (ost & ~3ull) | ST_KILLED, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_RELAXED))
             tk_cm_count(t, a.prio, kill[k].prio);
     }
     return TK_OK;

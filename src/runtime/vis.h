@@ -9,12 +9,12 @@
 /* Written by the owner thread in vis.c (begin, reads, end, thread exit);
  * decided is also written by txn.c's abort path, which clears it. */
 struct tk_vis_thread {
-    int slot;                /* visible-TM slot + 1, 0 none yet, -1 none free: slot_get, exit */
-    unsigned nread;          /* reads of the running attempt: tk_vis_read, tk_vis_begin */
-    uint64_t sig_touched;    /* words of the read signature set: tk_vis_read, tk_vis_end */
-    int active;              /* the running attempt's accesses are visible: begin / end */
-    int decided;             /* the attempt aborts by a manager's decision: a kill; txn.c clears */
-    uint64_t lost_to;        /* status word of the attempt this writer lost to at its commit
+    int slot;             /* visible-TM slot + 1, 0 none yet, -1 none free: slot_get, exit */
+    unsigned nread;       /* reads of the running attempt: tk_vis_read, tk_vis_begin */
+    uint64_t sig_touched; /* words of the read signature set: tk_vis_read, tk_vis_end */
+    int active;           /* the running attempt's accesses are visible: begin / end */
+    int decided;          /* the attempt aborts by a manager's decision: a kill; txn.c clears */
+    uint64_t lost_to;     /* status word of the attempt this writer lost to at its commit
                               * point: tk_vis_commit_point sets it, tk_vis_wait_for waits it out */
 };
 
@@ -23,8 +23,8 @@ struct tk_vis_thread {
  * invalidate, so the manager decides who gives way. Called by stm_norec.c. */
 TK_HIDDEN void tk_vis_begin(tk_thread *t);
 TK_HIDDEN void tk_vis_read(tk_thread *t, const void *addr, size_t size);
-TK_HIDDEN void tk_vis_write(tk_thread *t);          /* after adding to the write set */
-TK_HIDDEN bool tk_vis_read_commit(tk_thread *t);    /* read-only: false when killed */
+TK_HIDDEN void tk_vis_write(tk_thread *t);       /* after adding to the write set */
+TK_HIDDEN bool tk_vis_read_commit(tk_thread *t); /* read-only: false when killed */
 /* Writer, clock held: TK_OK (runtime/core.h); TK_VIS_KILLED: a winner
  * killed us (give the clock back, abort); else the slot (>= 0) of a reader
  * that won: give the clock back, tk_vis_wait_for() it, then try again. */
@@ -33,7 +33,7 @@ TK_HIDDEN int tk_vis_commit_point(tk_thread *t);
 /* Waits out the attempt of `slot` that tk_vis_commit_point() lost to (not a
  * later one of that slot); false if we were killed meanwhile. */
 TK_HIDDEN bool tk_vis_wait_for(tk_thread *t, int slot);
-TK_HIDDEN bool tk_vis_pin(tk_thread *t);            /* irrevocable: never killed; false if killed */
-TK_HIDDEN void tk_vis_end(tk_thread *t);            /* release everything */
+TK_HIDDEN bool tk_vis_pin(tk_thread *t); /* irrevocable: never killed; false if killed */
+TK_HIDDEN void tk_vis_end(tk_thread *t); /* release everything */
 
 #endif /* TK_VIS_H */

@@ -51,8 +51,8 @@
 #define TKS_MAX_THREADS 128u
 #define TKS_SHARED_SLOT (TKS_MAX_THREADS - 1u) /* the shared slot of a segment */
 #define TKS_MAX_SITES 256u
-#define TKS_NMETHODS 4   /* txkit_method_t: auto (unused), htm, stm, serial */
-#define TKS_NCAUSES 12   /* room for txkit_cause_t (9 today) */
+#define TKS_NMETHODS 4 /* txkit_method_t: auto (unused), htm, stm, serial */
+#define TKS_NCAUSES 12 /* room for txkit_cause_t (9 today) */
 #define TKS_HIST 8
 #define TKS_MAX_UCOUNTERS 64u /* TXKIT_MAX_COUNTERS */
 
@@ -68,31 +68,31 @@
  * Retries before a commit: 0, 1, 2, 3-4, 5-8, 9-16, 17-32, > 32. */
 
 struct tks_counters {
-    uint64_t transactions;                /* outermost transactions begun */
-    uint64_t commits[TKS_NMETHODS];       /* by the method of the committing attempt */
-    uint64_t aborts[TKS_NMETHODS];        /* aborted attempts, by method */
+    uint64_t transactions;          /* outermost transactions begun */
+    uint64_t commits[TKS_NMETHODS]; /* by the method of the committing attempt */
+    uint64_t aborts[TKS_NMETHODS];  /* aborted attempts, by method */
     uint64_t aborts_by_cause[TKS_NCAUSES];
-    uint64_t htm_to_stm, to_serial;       /* transactions that fell back */
-    uint64_t irrevocable;                 /* entries that needed to run irrevocably (I/O) */
+    uint64_t htm_to_stm, to_serial; /* transactions that fell back */
+    uint64_t irrevocable;           /* entries that needed to run irrevocably (I/O) */
     uint64_t retries_hist[TKS_HIST];
-    uint64_t ticks_committed;             /* TSC ticks in committed attempts (estimate) */
-    uint64_t ticks_aborted;               /* TSC ticks in aborted attempts (estimate) */
-    uint64_t rset_hist[TKS_HIST];         /* sampled like the times (estimates) */
+    uint64_t ticks_committed;     /* TSC ticks in committed attempts (estimate) */
+    uint64_t ticks_aborted;       /* TSC ticks in aborted attempts (estimate) */
+    uint64_t rset_hist[TKS_HIST]; /* sampled like the times (estimates) */
     uint64_t wset_hist[TKS_HIST];
     uint64_t inside_hist[TKS_HIST];
     uint64_t inside_max;
-    uint64_t explicit_code;               /* last foreign _xabort code */
-    uint64_t cm_decided;                  /* conflicts a contention manager decided */
-    uint64_t cm_inversions;               /* ... against the thread of higher conflict priority */
-    uint64_t sched_waits;                 /* retries deferred by transaction-aware scheduling */
-    uint64_t sched_queued;                /* transactions that waited in their site's queue */
-    uint64_t cm_undecided;                /* conflict aborts a visible manager did not decide */
-}; /* 65 x 8 = 520 bytes */
+    uint64_t explicit_code; /* last foreign _xabort code */
+    uint64_t cm_decided;    /* conflicts a contention manager decided */
+    uint64_t cm_inversions; /* ... against the thread of higher conflict priority */
+    uint64_t sched_waits;   /* retries deferred by transaction-aware scheduling */
+    uint64_t sched_queued;  /* transactions that waited in their site's queue */
+    uint64_t cm_undecided;  /* conflict aborts a visible manager did not decide */
+};                          /* 65 x 8 = 520 bytes */
 
 enum tks_thread_state { TKS_FREE = 0, TKS_LIVE = 1, TKS_EXITED = 2 };
 
 struct tks_thread {
-    uint32_t state;    /* enum tks_thread_state */
+    uint32_t state; /* enum tks_thread_state */
     uint32_t tid;
     uint64_t seq;      /* seqlock over this slot's matrix row */
     uint64_t cur_site; /* site index + 1 of the transaction running now, 0 if none */
@@ -102,60 +102,61 @@ struct tks_thread {
 
 enum tks_site_kind {
     TKS_SITE_NONE = 0,
-    TKS_SITE_C = 1,     /* TX_ATOMIC: file, line, function */
-    TKS_SITE_CXX = 2,   /* txkit::atomic */
-    TKS_SITE_ITM = 3,   /* gcc -fgnu-tm: return address of _ITM_beginTransaction */
-    TKS_SITE_LOCK = 4,  /* cx lock or elided mutex: address, first acquisition */
+    TKS_SITE_C = 1,    /* TX_ATOMIC: file, line, function */
+    TKS_SITE_CXX = 2,  /* txkit::atomic */
+    TKS_SITE_ITM = 3,  /* gcc -fgnu-tm: return address of _ITM_beginTransaction */
+    TKS_SITE_LOCK = 4, /* cx lock or elided mutex: address, first acquisition */
 };
 
 struct tks_site {
-    uint32_t state;    /* 1 once every other field is written */
-    uint32_t kind;     /* enum tks_site_kind */
-    uint64_t key;      /* site object, return address or lock address */
+    uint32_t state; /* 1 once every other field is written */
+    uint32_t kind;  /* enum tks_site_kind */
+    uint64_t key;   /* site object, return address or lock address */
     uint32_t line;
     uint32_t reserved0;
-    char file[160];    /* source file, or the object file for -fgnu-tm code */
-    char func[80];     /* function, or symbol+offset */
-}; /* 264 bytes */
+    char file[160]; /* source file, or the object file for -fgnu-tm code */
+    char func[80];  /* function, or symbol+offset */
+};                  /* 264 bytes */
 
 enum tks_ucounter_kind { TKS_UC_EVENTS = 0, TKS_UC_LEVEL = 1 };
 
 struct tks_ucounter {
-    uint32_t state;    /* 1 once name and kind are written */
-    uint32_t kind;     /* enum tks_ucounter_kind */
+    uint32_t state; /* 1 once name and kind are written */
+    uint32_t kind;  /* enum tks_ucounter_kind */
     int64_t value;
-    char name[48];     /* NUL-terminated */
-}; /* 64 bytes */
+    char name[48]; /* NUL-terminated */
+};                 /* 64 bytes */
 
 struct tks_header {
-    char magic[8];          /* TKS_MAGIC */
-    uint32_t version;       /* TKS_VERSION */
-    uint32_t header_size;   /* sizeof(struct tks_header) */
+    char magic[8];        /* TKS_MAGIC */
+    uint32_t version;     /* TKS_VERSION */
+    uint32_t header_size; /* sizeof(struct tks_header) */
     uint32_t counters_size, thread_size, site_size;
     uint32_t max_threads, max_sites;
     uint32_t uid;
     uint64_t pid;
-    uint64_t start_time;    /* /proc/PID/stat starttime: tells a reused pid apart */
-    uint64_t created_ns;    /* CLOCK_REALTIME at creation */
+    uint64_t start_time; /* /proc/PID/stat starttime: tells a reused pid apart */
+    uint64_t created_ns; /* CLOCK_REALTIME at creation */
     uint64_t threads_offset, sites_offset, matrix_offset, file_size;
-    uint32_t nthreads;      /* slots used so far (high-water mark) */
-    uint32_t nsites;        /* sites used so far (high-water mark) */
-    double ns_per_tick;     /* 0 until calibrated */
-    uint32_t is_dump;       /* 1 for a TXKIT_STATS=FILE dump */
+    uint32_t nthreads;  /* slots used so far (high-water mark) */
+    uint32_t nsites;    /* sites used so far (high-water mark) */
+    double ns_per_tick; /* 0 until calibrated */
+    uint32_t is_dump;   /* 1 for a TXKIT_STATS=FILE dump */
     uint32_t reserved0;
-    char name[16];          /* process name (comm) */
-    char cmdline[128];      /* argv, spaces between, truncated */
+    char name[16];             /* process name (comm) */
+    char cmdline[128];         /* argv, spaces between, truncated */
     uint64_t ucounters_offset; /* 0: no application counters */
     uint32_t max_ucounters;
-    uint32_t nucounters;    /* used so far (high-water mark) */
-    char cm[16];            /* the contention manager in use ("backoff", "prio", ...) */
+    uint32_t nucounters;     /* used so far (high-water mark) */
+    char cm[16];             /* the contention manager in use ("backoff", "prio", ...) */
     uint64_t shared_threads; /* threads that ever counted in the shared slot */
-    uint32_t shared_slot;   /* index of the shared slot; 0: none (a dump) */
+    uint32_t shared_slot;    /* index of the shared slot; 0: none (a dump) */
     uint32_t reserved1;
     uint64_t reserved[2];
 };
 
-static inline uint64_t tks_matrix_index(const struct tks_header *h, uint32_t thread, uint32_t site) {
+static inline uint64_t tks_matrix_index(const struct tks_header *h, uint32_t thread,
+                                        uint32_t site) {
     return (uint64_t)thread * h->max_sites + site;
 }
 

@@ -28,12 +28,12 @@
 static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The contention manager's name, as cm.c last told us (tk_seg_set_cm; it
  * does at load time too), for the header of a segment made later. */
-static char cm_name[sizeof ((struct tks_header *)0)->cm];
-static struct tks_header *seg;       /* the mapping, NULL until first use */
+static char cm_name[sizeof((struct tks_header *)0)->cm];
+static struct tks_header *seg; /* the mapping, NULL until first use */
 static size_t seg_size;
 static int seg_fd = -1;
 static char seg_path[256];
-static unsigned threads_seen;        /* threads that ever ran a transaction */
+static unsigned threads_seen;             /* threads that ever ran a transaction */
 uintptr_t tk_seg_shared_lo = UINTPTR_MAX; /* start of the shared row (internal.h) */
 /* Our own copies of the header's counts: the shared header can be written by
  * any process of the user, so the writer never trusts what it reads back. */
@@ -44,9 +44,15 @@ static unsigned my_nsites, my_nthreads, my_shared_threads;
 #define PAGE 4096u
 static size_t page_up(size_t n) { return (n + PAGE - 1) & ~(size_t)(PAGE - 1); }
 static size_t threads_off(void) { return page_up(sizeof(struct tks_header)); }
-static size_t sites_off(void) { return threads_off() + page_up(TKS_MAX_THREADS * sizeof(struct tks_thread)); }
-static size_t ucounters_off(void) { return sites_off() + page_up(TKS_MAX_SITES * sizeof(struct tks_site)); }
-static size_t matrix_off(void) { return ucounters_off() + page_up(TKS_MAX_UCOUNTERS * sizeof(struct tks_ucounter)); }
+static size_t sites_off(void) {
+    return threads_off() + page_up(TKS_MAX_THREADS * sizeof(struct tks_thread));
+}
+static size_t ucounters_off(void) {
+    return sites_off() + page_up(TKS_MAX_SITES * sizeof(struct tks_site));
+}
+static size_t matrix_off(void) {
+    return ucounters_off() + page_up(TKS_MAX_UCOUNTERS * sizeof(struct tks_ucounter));
+}
 static size_t segment_size(void) {
     return matrix_off() + (size_t)TKS_MAX_THREADS * TKS_MAX_SITES * sizeof(struct tks_counters);
 }
@@ -54,7 +60,9 @@ static size_t segment_size(void) {
 struct tks_thread *tk_seg_threads(void) {
     return (struct tks_thread *)((char *)seg + seg->threads_offset);
 }
-static struct tks_site *seg_sites(void) { return (struct tks_site *)((char *)seg + seg->sites_offset); }
+static struct tks_site *seg_sites(void) {
+    return (struct tks_site *)((char *)seg + seg->sites_offset);
+}
 static struct tks_ucounter *seg_ucounters(void) {
     return (struct tks_ucounter *)((char *)seg + seg->ucounters_offset);
 }
@@ -77,8 +85,10 @@ static uint64_t proc_start_time(void) {
         return 0;
     unsigned long long v = 0;
     /* after ") ": state(3) ppid(4) ... starttime(22) */
-    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
-                      "%*d %llu", &v) != 1)
+    if (sscanf(p + 2,
+               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+               "%*d %llu",
+               &v) != 1)
         return 0;
     return v;
 }
@@ -123,7 +133,7 @@ static void fill_header(struct tks_header *h, size_t size) {
     h->shared_slot = TKS_SHARED_SLOT;
     h->shared_threads = my_shared_threads = 0;
     h->nthreads = my_nthreads = 1; /* slot 0: threads that exited, added up */
-    h->nsites = my_nsites = 2; /* sites 0 and 1: sites and locks beyond TKS_MAX_SITES */
+    h->nsites = my_nsites = 2;     /* sites 0 and 1: sites and locks beyond TKS_MAX_SITES */
     struct tks_site *other = (struct tks_site *)((char *)h + h->sites_offset);
     snprintf(other[TKS_SITE_OTHER].file, sizeof other->file, "(other sites)");
     other[TKS_SITE_OTHER].state = 1;
@@ -238,8 +248,8 @@ static void seg_create(void) {
     const char *mode = getenv("TXKIT_STATS");
     int publish = !(mode && strcmp(mode, "private") == 0);
     if (!publish || create_shared(size, why, sizeof why) != 0) {
-        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                       -1, 0);
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED)
             TK_FATAL("cannot map %zu bytes for statistics", size);
         seg = p;
@@ -247,7 +257,8 @@ static void seg_create(void) {
         fill_header(seg, size);
         memcpy(seg->magic, TKS_MAGIC, 8);
         if (publish)
-            fprintf(stderr, "txkit: statistics not published (txkit stat cannot see this process): %s\n",
+            fprintf(stderr,
+                    "txkit: statistics not published (txkit stat cannot see this process): %s\n",
                     why);
     }
     seg_size = size;
@@ -403,7 +414,8 @@ void tk_seg_thread_detach(tk_thread *t) {
     pthread_mutex_lock(&seg_lock);
     struct tks_thread *th = tk_seg_threads();
     if (t->slot_index == TKS_SHARED_SLOT) { /* its counts stay in the shared row */
-        __atomic_store_n(&th[TKS_SHARED_SLOT].shared, th[TKS_SHARED_SLOT].shared - 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&th[TKS_SHARED_SLOT].shared, th[TKS_SHARED_SLOT].shared - 1,
+                         __ATOMIC_RELAXED);
         pthread_mutex_unlock(&seg_lock);
         t->slot = NULL;
         t->row = t->cnt = NULL;
@@ -498,8 +510,10 @@ void tk_seg_print_locks(FILE *f) {
             if (!shown++)
                 fprintf(f, "  locks (sections are not transactions):\n");
             const char *obj = strrchr(sites[s].file, '/');
-            fprintf(f, "    lock %#llx first taken in %s (%s): %llu sections (optimistic %llu, exclusive %llu), "
-                       "%llu aborts, went exclusive after aborts %llu\n",
+            fprintf(f,
+                    "    lock %#llx first taken in %s (%s): %llu sections (optimistic %llu, "
+                    "exclusive %llu), "
+                    "%llu aborts, went exclusive after aborts %llu\n",
                     (unsigned long long)sites[s].key, sites[s].func, obj ? obj + 1 : sites[s].file,
                     opt + excl, opt, excl, ab, (unsigned long long)c.to_serial);
         }
@@ -583,8 +597,8 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
     unsigned nuc = uc_count;
     h.ucounters_offset = nuc ? h.matrix_offset + nsites * sizeof(struct tks_counters) : 0;
     h.max_ucounters = h.nucounters = nuc;
-    h.file_size = h.matrix_offset + nsites * sizeof(struct tks_counters) +
-                  nuc * sizeof(struct tks_ucounter);
+    h.file_size =
+        h.matrix_offset + nsites * sizeof(struct tks_counters) + nuc * sizeof(struct tks_ucounter);
     /* in a dump, tid says how many threads ran transactions */
     struct tks_thread th = {.state = TKS_EXITED, .tid = threads_seen};
     struct tks_counters *sum = calloc(nsites, sizeof *sum);

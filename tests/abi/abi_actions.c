@@ -100,15 +100,16 @@ static void expect_log_at(const char *file, int line, const char *name, uint64_t
         ok = matched;
     }
     ok = ok && groups + 1 == attempts;
-    snprintf(detail, sizeof detail, "actions ran: [%s] in %llu attempt(s); want [%s] after "
-             "the undo actions of each rolled-back attempt", log, (unsigned long long)attempts,
-             final);
+    snprintf(detail, sizeof detail,
+             "actions ran: [%s] in %llu attempt(s); want [%s] after "
+             "the undo actions of each rolled-back attempt",
+             log, (unsigned long long)attempts, final);
     abi_expect_at(file, line, name, ok, detail);
 }
-#define EXPECT_LOG(name, attempts, final, ...)                                         \
-    do {                                                                               \
-        static const char *const aborted_[] = {__VA_ARGS__, NULL};                     \
-        expect_log_at(__FILE__, __LINE__, name, attempts, final, aborted_);            \
+#define EXPECT_LOG(name, attempts, final, ...)                              \
+    do {                                                                    \
+        static const char *const aborted_[] = {__VA_ARGS__, NULL};          \
+        expect_log_at(__FILE__, __LINE__, name, attempts, final, aborted_); \
     } while (0)
 
 /* --------------------------------------------------------------- cases */
@@ -265,12 +266,13 @@ static void actions_per_attempt(void) {
     uint64_t attempts = abi_attempts() - attempts_before;
     long n = NTHREADS * per_thread_ops;
     char detail[200];
-    snprintf(detail, sizeof detail, "commits=%lu (want %ld), undo runs=%lu, attempts=%llu: want "
-             "undo runs == attempts - commits", commit_runs, n, undo_runs,
-             (unsigned long long)attempts);
+    snprintf(detail, sizeof detail,
+             "commits=%lu (want %ld), undo runs=%lu, attempts=%llu: want "
+             "undo runs == attempts - commits",
+             commit_runs, n, undo_runs, (unsigned long long)attempts);
     ABI_EXPECT("commit_once_per_transaction", commit_runs == (unsigned long)n, detail);
-    ABI_EXPECT("undo_once_per_aborted_attempt",
-               (uint64_t)undo_runs + (uint64_t)n == attempts, detail);
+    ABI_EXPECT("undo_once_per_aborted_attempt", (uint64_t)undo_runs + (uint64_t)n == attempts,
+               detail);
     ABI_EXPECT("commit_in_committing_thread", wrong_thread == 0, "commit action in another thread");
     CHECK_EQ(counter, n);
     printf("INFO abi_actions: %lu undo actions ran for aborted attempts\n", undo_runs);

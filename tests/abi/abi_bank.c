@@ -40,9 +40,9 @@ BANK_DEFINE(plain, PLAIN_LD, PLAIN_ST)
 static long ox, oy = 1; /* invariant: oy == 2 * ox + 1 */
 static long oracle_sum; /* what the readers saw, summed (shared, transactional) */
 
-static long ops = 20000; /* transfers per transfer thread */
-static unsigned long violations;        /* opacity: broken invariant seen in a transaction */
-static unsigned long audit_violations;  /* audit: a sum other than the total, seen inside */
+static long ops = 20000;               /* transfers per transfer thread */
+static unsigned long violations;       /* opacity: broken invariant seen in a transaction */
+static unsigned long audit_violations; /* audit: a sum other than the total, seen inside */
 
 ABI_PURE static void note_violation(unsigned long *counter) {
     __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);

@@ -50,8 +50,8 @@ int abi_barriers_m256(int cancel);
 /* Runs check_S(cancel) for every type here; returns how many types failed
  * and names them (with the failure bits) in failed[]. */
 static int check_all_types(int cancel, int *mask_all, char *failed, size_t size) {
-    static const char *const names[] = {"U1", "U2", "U4", "U8", "F", "D",
-                                        "E", "CF", "CD", "CE", "M64", "M128"};
+    static const char *const names[] = {"U1", "U2", "U4", "U8", "F",   "D",
+                                        "E",  "CF", "CD", "CE", "M64", "M128"};
     int masks[12] = {
         check_U1(cancel), check_U2(cancel), check_U4(cancel),  check_U8(cancel),
         check_F(cancel),  check_D(cancel),  check_E(cancel),   check_CF(cancel),
@@ -98,18 +98,18 @@ static void mem_init(void) {
 }
 
 /* local is private to the thread (gcc: not instrumented, "n" side) */
-#define MEMOPS_BODY(A, B, local)                                                  \
-    do {                                                                          \
-        memcpy((B) + 3, (A) + 100, 77);                                           \
-        memmove((A) + 10, (A) + 7, 200);   /* overlap, destination above */       \
-        memmove((A) + 300, (A) + 305, 150); /* overlap, destination below */      \
-        memset((A) + 460, 0xa5, 37);                                              \
-        memcpy((local), (A) + 1, 64);       /* shared to private */               \
-        memcpy((B) + 200, (local) + 5, 50); /* private to shared */               \
+#define MEMOPS_BODY(A, B, local)                                                    \
+    do {                                                                            \
+        memcpy((B) + 3, (A) + 100, 77);                                             \
+        memmove((A) + 10, (A) + 7, 200);    /* overlap, destination above */        \
+        memmove((A) + 300, (A) + 305, 150); /* overlap, destination below */        \
+        memset((A) + 460, 0xa5, 37);                                                \
+        memcpy((local), (A) + 1, 64);       /* shared to private */                 \
+        memcpy((B) + 200, (local) + 5, 50); /* private to shared */                 \
         memcpy((B) + 300, (A) + 10, 100);   /* reads what this transaction wrote */ \
-        memmove((B) + 101, (B) + 100, 31);                                        \
-        memmove((B) + 3, (B) + 4, 76);                                            \
-        blob_dst = blob_src;                /* struct copy */                     \
+        memmove((B) + 101, (B) + 100, 31);                                          \
+        memmove((B) + 3, (B) + 4, 76);                                              \
+        blob_dst = blob_src; /* struct copy */                                      \
     } while (0)
 
 __attribute__((noinline)) static void memops_tx(int cancel) {
@@ -148,21 +148,21 @@ static int check_memops(int cancel) {
 void _ITM_memsetW(void *, int, size_t) ABI_PURE;
 void _ITM_memsetWaR(void *, int, size_t) ABI_PURE;
 void _ITM_memsetWaW(void *, int, size_t) ABI_PURE;
-#define ABI_MEMOP_VARIANTS(X, OP, MOVE)                                           \
-    X(OP, RnWt, n, t, MOVE)                                                       \
-    X(OP, RnWtaR, n, taR, MOVE)                                                   \
-    X(OP, RnWtaW, n, taW, MOVE)                                                   \
-    X(OP, RtWn, t, n, MOVE)                                                       \
-    X(OP, RtWt, t, t, MOVE)                                                       \
-    X(OP, RtWtaR, t, taR, MOVE)                                                   \
-    X(OP, RtWtaW, t, taW, MOVE)                                                   \
-    X(OP, RtaRWn, taR, n, MOVE)                                                   \
-    X(OP, RtaRWt, taR, t, MOVE)                                                   \
-    X(OP, RtaRWtaR, taR, taR, MOVE)                                               \
-    X(OP, RtaRWtaW, taR, taW, MOVE)                                               \
-    X(OP, RtaWWn, taW, n, MOVE)                                                   \
-    X(OP, RtaWWt, taW, t, MOVE)                                                   \
-    X(OP, RtaWWtaR, taW, taR, MOVE)                                               \
+#define ABI_MEMOP_VARIANTS(X, OP, MOVE) \
+    X(OP, RnWt, n, t, MOVE)             \
+    X(OP, RnWtaR, n, taR, MOVE)         \
+    X(OP, RnWtaW, n, taW, MOVE)         \
+    X(OP, RtWn, t, n, MOVE)             \
+    X(OP, RtWt, t, t, MOVE)             \
+    X(OP, RtWtaR, t, taR, MOVE)         \
+    X(OP, RtWtaW, t, taW, MOVE)         \
+    X(OP, RtaRWn, taR, n, MOVE)         \
+    X(OP, RtaRWt, taR, t, MOVE)         \
+    X(OP, RtaRWtaR, taR, taR, MOVE)     \
+    X(OP, RtaRWtaW, taR, taW, MOVE)     \
+    X(OP, RtaWWn, taW, n, MOVE)         \
+    X(OP, RtaWWt, taW, t, MOVE)         \
+    X(OP, RtaWWtaR, taW, taR, MOVE)     \
     X(OP, RtaWWtaW, taW, taW, MOVE)
 #define ABI_ALL_MEMOPS(X) ABI_MEMOP_VARIANTS(X, memcpy, 0) ABI_MEMOP_VARIANTS(X, memmove, 1)
 
@@ -184,55 +184,53 @@ unsigned char dm[DM_CASES][DM_LEN]; /* one shared region per variant */
 #define PRIME_n(SET, READ, p, len, v) ((void)0)
 #define PRIME_t(SET, READ, p, len, v) ((void)0)
 #define PRIME_taR(SET, READ, p, len, v) READ(p, len)
-#define PRIME_taW(SET, READ, p, len, v)                                           \
-    do {                                                                          \
-        SET(p, v, (len) / 2);                                                     \
-        SET((p) + (len) / 2, (v) + 1, (len) - (len) / 2);                         \
+#define PRIME_taW(SET, READ, p, len, v)                   \
+    do {                                                  \
+        SET(p, v, (len) / 2);                             \
+        SET((p) + (len) / 2, (v) + 1, (len) - (len) / 2); \
     } while (0)
 
-#define TX_READ(p, len)                                                           \
-    do {                                                                          \
-        unsigned char scratch_[DM_LEN];                                           \
-        _ITM_memcpyRtWn(scratch_, (p), (len));                                    \
+#define TX_READ(p, len)                        \
+    do {                                       \
+        unsigned char scratch_[DM_LEN];        \
+        _ITM_memcpyRtWn(scratch_, (p), (len)); \
     } while (0)
 #define PLAIN_READ(p, len) ((void)(p), (void)(len))
 
 /* One variant: where its source and destination are, by kind. Both shared:
  * the copy stays inside the region (memmove: overlapping, downward for even
  * cases and upward for odd ones); one private side: a private buffer. */
-#define MEMOP_BODY(COPY, SET, READ, SK, DK, MOVE, I, region, lsrc, ldst)          \
-    do {                                                                          \
-        size_t soff_ = 3, doff_ = 3, len_ = 41;                                   \
-        if (IS_T_##SK && IS_T_##DK) {                                             \
-            if (!(MOVE)) {                                                        \
-                soff_ = 0, doff_ = 32, len_ = 29;                                 \
-            } else if ((I) & 1) {                                                 \
-                soff_ = 9, doff_ = 2, len_ = 40;                                  \
-            } else {                                                              \
-                soff_ = 0, doff_ = 5, len_ = 40;                                  \
-            }                                                                     \
-        }                                                                         \
-        unsigned char *src_ = IS_T_##SK ? (region) + soff_ : (lsrc) + soff_;      \
-        unsigned char *dst_ = IS_T_##DK ? (region) + doff_ : (ldst) + doff_;      \
-        PRIME_##SK(SET, READ, src_, len_, 0x30 + (I));                            \
-        PRIME_##DK(SET, READ, dst_, len_, 0x60 + (I));                            \
-        COPY(dst_, src_, len_);                                                   \
+#define MEMOP_BODY(COPY, SET, READ, SK, DK, MOVE, I, region, lsrc, ldst)     \
+    do {                                                                     \
+        size_t soff_ = 3, doff_ = 3, len_ = 41;                              \
+        if (IS_T_##SK && IS_T_##DK) {                                        \
+            if (!(MOVE)) {                                                   \
+                soff_ = 0, doff_ = 32, len_ = 29;                            \
+            } else if ((I)&1) {                                              \
+                soff_ = 9, doff_ = 2, len_ = 40;                             \
+            } else {                                                         \
+                soff_ = 0, doff_ = 5, len_ = 40;                             \
+            }                                                                \
+        }                                                                    \
+        unsigned char *src_ = IS_T_##SK ? (region) + soff_ : (lsrc) + soff_; \
+        unsigned char *dst_ = IS_T_##DK ? (region) + doff_ : (ldst) + doff_; \
+        PRIME_##SK(SET, READ, src_, len_, 0x30 + (I));                       \
+        PRIME_##DK(SET, READ, dst_, len_, 0x60 + (I));                       \
+        COPY(dst_, src_, len_);                                              \
     } while (0)
 
-#define DEFINE_MEMOP(OP, V, SK, DK, MOVE)                                         \
-    __attribute__((noinline)) static void tx_##OP##V(int i, unsigned char *region, \
-                                                     unsigned char *lsrc,          \
-                                                     unsigned char *ldst, int cancel) { \
-        __transaction_atomic {                                                    \
-            MEMOP_BODY(_ITM_##OP##V, _ITM_memsetW, TX_READ, SK, DK, MOVE, i, region, \
-                       lsrc, ldst);                                               \
-            if (cancel && abi_cancel_now)                                         \
-                __transaction_cancel;                                             \
-        }                                                                         \
-    }                                                                             \
-    static void plain_##OP##V(int i, unsigned char *region, unsigned char *lsrc,  \
-                              unsigned char *ldst) {                              \
-        MEMOP_BODY(OP, memset, PLAIN_READ, SK, DK, MOVE, i, region, lsrc, ldst);  \
+#define DEFINE_MEMOP(OP, V, SK, DK, MOVE)                                                         \
+    __attribute__((noinline)) static void tx_##OP##V(                                             \
+        int i, unsigned char *region, unsigned char *lsrc, unsigned char *ldst, int cancel) {     \
+        __transaction_atomic {                                                                    \
+            MEMOP_BODY(_ITM_##OP##V, _ITM_memsetW, TX_READ, SK, DK, MOVE, i, region, lsrc, ldst); \
+            if (cancel && abi_cancel_now)                                                         \
+                __transaction_cancel;                                                             \
+        }                                                                                         \
+    }                                                                                             \
+    static void plain_##OP##V(int i, unsigned char *region, unsigned char *lsrc,                  \
+                              unsigned char *ldst) {                                              \
+        MEMOP_BODY(OP, memset, PLAIN_READ, SK, DK, MOVE, i, region, lsrc, ldst);                  \
     }
 ABI_ALL_MEMOPS(DEFINE_MEMOP)
 
@@ -347,13 +345,13 @@ struct __attribute__((packed)) packed {
     uint8_t tail[5];
 } pk[2];
 
-#define PACKED_BODY(p)                                                            \
-    do {                                                                          \
-        (p)[1].u4 = (p)[0].u4 + 3;                                                \
-        (p)[1].u8 = (p)[0].u8 * 2 + (p)[1].u4;                                    \
-        (p)[0].u2 = (uint16_t)((p)[1].c + (p)[0].u2);                             \
-        (p)[1].d = (p)[0].d + 0.5;                                                \
-        (p)[0].u8 = (p)[1].u8 + 1;                                                \
+#define PACKED_BODY(p)                                \
+    do {                                              \
+        (p)[1].u4 = (p)[0].u4 + 3;                    \
+        (p)[1].u8 = (p)[0].u8 * 2 + (p)[1].u4;        \
+        (p)[0].u2 = (uint16_t)((p)[1].c + (p)[0].u2); \
+        (p)[1].d = (p)[0].d + 0.5;                    \
+        (p)[0].u8 = (p)[1].u8 + 1;                    \
     } while (0)
 
 static void packed_init(void) {
@@ -410,7 +408,8 @@ int main(void) {
 
         if (avx) {
             int m256 = abi_barriers_m256(cancel);
-            snprintf(detail, sizeof detail, "M256 failure bits %d (1 typed, 2 direct, 4 log)", m256);
+            snprintf(detail, sizeof detail, "M256 failure bits %d (1 typed, 2 direct, 4 log)",
+                     m256);
             snprintf(name, sizeof name, "m256_%s", phase);
             ABI_EXPECT(name, m256 == 0, detail);
         }

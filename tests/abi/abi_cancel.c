@@ -54,10 +54,10 @@ static void expect_values(const char *file, int line, const char *name, int n, c
     abi_expect_at(file, line, name, ok, detail);
 }
 
-#define EXPECT5(name, wa, wb, wc, wd, we)                                        \
-    do {                                                                         \
-        const long got_[5] = {a, b, c, d, e}, want_[5] = {wa, wb, wc, wd, we};   \
-        expect_values(__FILE__, __LINE__, name, 5, got_, want_, "abcde");        \
+#define EXPECT5(name, wa, wb, wc, wd, we)                                      \
+    do {                                                                       \
+        const long got_[5] = {a, b, c, d, e}, want_[5] = {wa, wb, wc, wd, we}; \
+        expect_values(__FILE__, __LINE__, name, 5, got_, want_, "abcde");      \
     } while (0)
 
 static int arr_is_reset(void) {
@@ -259,9 +259,7 @@ static void nested_three_levels(void) {
         a = 1;
         __transaction_atomic {
             b = 2;
-            __transaction_atomic {
-                c = 3;
-            }
+            __transaction_atomic { c = 3; }
             if (cancel_now)
                 __transaction_cancel;
         }
@@ -336,9 +334,7 @@ static void cancel_outer_from_function(void) {
     __transaction_atomic [[outer]] {
         a = 1;
         __transaction_atomic {
-            __transaction_atomic {
-                write_and_cancel_outer(7);
-            }
+            __transaction_atomic { write_and_cancel_outer(7); }
         }
         e = 5;
     }
@@ -382,11 +378,13 @@ static void cancel_concurrent(void) {
         CHECK_EQ(pthread_join(th[t], NULL), 0);
     long kept = CONC_OPS - (CONC_OPS + 2) / 3;
     char detail[160];
-    snprintf(detail, sizeof detail, "counter=%ld (want %ld), arr[0]=%ld arr[1]=%ld (want %ld), "
-             "cancelled write=%ld (want 0)", conc_counter, 2 * kept, arr[0], arr[1] - 1, kept,
-             conc_cancelled_writes);
-    ABI_EXPECT("cancel_concurrent", conc_counter == 2 * kept && arr[0] == kept &&
-                                        arr[1] == 1 + kept && conc_cancelled_writes == 0,
+    snprintf(detail, sizeof detail,
+             "counter=%ld (want %ld), arr[0]=%ld arr[1]=%ld (want %ld), "
+             "cancelled write=%ld (want 0)",
+             conc_counter, 2 * kept, arr[0], arr[1] - 1, kept, conc_cancelled_writes);
+    ABI_EXPECT("cancel_concurrent",
+               conc_counter == 2 * kept && arr[0] == kept && arr[1] == 1 + kept &&
+                   conc_cancelled_writes == 0,
                detail);
 }
 

@@ -60,7 +60,12 @@ size_t (*chosen_strlen)(const char *);
 
 /* Hides where a pointer came from, so that gcc cannot turn the call through
  * it into a direct call (or fold it away). */
-#define LAUNDER(fn) __extension__({ __typeof__(&(fn)) l_ = &(fn); __asm__ volatile("" : "+r"(l_)); l_; })
+#define LAUNDER(fn)                      \
+    __extension__({                      \
+        __typeof__(&(fn)) l_ = &(fn);    \
+        __asm__ volatile("" : "+r"(l_)); \
+        l_;                              \
+    })
 
 static void reset(void) {
     for (int i = 0; i < 4; i++)
@@ -71,7 +76,7 @@ static void reset(void) {
 static void safe_calls(void) {
     reset();
     __transaction_atomic {
-        add_one(&v[0], 5);     /* direct: gcc calls the clone itself */
+        add_one(&v[0], 5); /* direct: gcc calls the clone itself */
         add_square(&v[1], 3);
         for (int i = 0; i < 3; i++)
             table[i](&v[2], i + 1); /* _ITM_getTMCloneSafe, three targets */
@@ -199,9 +204,7 @@ static void library_calls(const char *path, int round) {
 /* Many calls through the table (and enough transactions for fault
  * injection to hit some). */
 __attribute__((noinline)) static void table_call(int i) {
-    __transaction_atomic {
-        table[i % 3](&v[i % 4], i % 7);
-    }
+    __transaction_atomic { table[i % 3](&v[i % 4], i % 7); }
 }
 
 static void many_table_calls(void) {

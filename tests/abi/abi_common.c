@@ -73,13 +73,14 @@ void abi_expect_at(const char *file, int line, const char *name, int ok, const c
     if (env_lists("ABI_XFAIL", name)) {
         if (ok) {
             fflush(stdout);
-            fprintf(stderr, "%s:%d: XPASS in %s: check %s passed but ABI_XFAIL says this "
-                            "runtime fails it; update tests/abi/CMakeLists.txt\n",
+            fprintf(stderr,
+                    "%s:%d: XPASS in %s: check %s passed but ABI_XFAIL says this "
+                    "runtime fails it; update tests/abi/CMakeLists.txt\n",
                     file, line, prog_name, name);
             expect_failures++;
         } else {
-            printf("XFAIL %s: check %s failed as expected (known runtime defect)%s%s\n",
-                   prog_name, name, detail ? ": " : "", detail ? detail : "");
+            printf("XFAIL %s: check %s failed as expected (known runtime defect)%s%s\n", prog_name,
+                   name, detail ? ": " : "", detail ? detail : "");
         }
         return;
     }
@@ -212,16 +213,19 @@ void abi_init(const char *prog) {
     if (expect && *expect) {
         if (strcmp(expect, "libitm") == 0) {
             if (txkit || !li.found)
-                tk_fail(__FILE__, __LINE__, __func__, "ABI_EXPECT_RUNTIME=libitm: the system libitm.so.1 "
-                                             "is not the runtime of this process");
+                tk_fail(__FILE__, __LINE__, __func__,
+                        "ABI_EXPECT_RUNTIME=libitm: the system libitm.so.1 "
+                        "is not the runtime of this process");
         } else if (strcmp(expect, "txkit-dropin") == 0) {
             if (!txkit || !li.found || !strstr(li.path, "libtxkit"))
-                tk_fail(__FILE__, __LINE__, __func__, "ABI_EXPECT_RUNTIME=txkit-dropin: libitm.so.1 did "
-                                             "not resolve to libtxkit (LD_LIBRARY_PATH?)");
+                tk_fail(__FILE__, __LINE__, __func__,
+                        "ABI_EXPECT_RUNTIME=txkit-dropin: libitm.so.1 did "
+                        "not resolve to libtxkit (LD_LIBRARY_PATH?)");
         } else if (strcmp(expect, "txkit-linked") == 0) {
             if (!txkit || li.found)
-                tk_fail(__FILE__, __LINE__, __func__, "ABI_EXPECT_RUNTIME=txkit-linked: expected libtxkit "
-                                             "and no libitm.so.1 in the process");
+                tk_fail(__FILE__, __LINE__, __func__,
+                        "ABI_EXPECT_RUNTIME=txkit-linked: expected libtxkit "
+                        "and no libitm.so.1 in the process");
         } else {
             tk_fail(__FILE__, __LINE__, __func__, "ABI_EXPECT_RUNTIME: unknown value");
         }
@@ -236,14 +240,15 @@ void abi_init(const char *prog) {
         if (!parse || !get || parse(method, &want) != 0)
             tk_fail(__FILE__, __LINE__, __func__, "TXKIT_METHOD names no txkit method");
         if (get() != want)
-            tk_fail(__FILE__, __LINE__, __func__, "txkit_get_method() is not the TXKIT_METHOD asked for");
+            tk_fail(__FILE__, __LINE__, __func__,
+                    "txkit_get_method() is not the TXKIT_METHOD asked for");
     }
 
     const char *fault = getenv("TXKIT_FAULT");
     const char *itm_method = getenv("ITM_DEFAULT_METHOD");
     printf("INFO %s: runtime=%s (%s)%s%s method=%s fault=%s\n", prog,
-           txkit ? (li.found ? "txkit drop-in" : "txkit linked") : "libitm",
-           _ITM_libraryVersion(), li.found ? " via " : "", li.found ? li.path : "",
+           txkit ? (li.found ? "txkit drop-in" : "txkit linked") : "libitm", _ITM_libraryVersion(),
+           li.found ? " via " : "", li.found ? li.path : "",
            txkit ? (method && *method ? method : "auto")
                  : (itm_method && *itm_method ? itm_method : "default"),
            txkit && fault && *fault ? fault : "none");
@@ -289,7 +294,8 @@ int abi_finish(void) {
         const char *want = getenv("ABI_EXPECT_INJECTED");
         if (want && *want && strcmp(want, "0") != 0 &&
             st.aborts_by_cause[TXKIT_CAUSE_INJECTED] == 0)
-            tk_fail(__FILE__, __LINE__, __func__, "ABI_EXPECT_INJECTED: TXKIT_FAULT injected no abort");
+            tk_fail(__FILE__, __LINE__, __func__,
+                    "ABI_EXPECT_INJECTED: TXKIT_FAULT injected no abort");
     } else {
         printf("INFO %s: attempts_counted=%llu\n", prog_name, (unsigned long long)abi_attempts());
     }

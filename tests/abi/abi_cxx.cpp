@@ -248,8 +248,10 @@ void exception_block_case() {
         std::free(reused);
     }
     if (damaged)
-        std::fprintf(stderr, "%ld of 64 blocks freed with their exception were written at the "
-                     "commit\n", damaged);
+        std::fprintf(stderr,
+                     "%ld of 64 blocks freed with their exception were written at the "
+                     "commit\n",
+                     damaged);
     CHECK_EQ(damaged, 0);
 }
 
@@ -420,8 +422,10 @@ void new_delete() {
     CHECK_EQ(bad_nodes, 0);
     CHECK_EQ(z, 0);
     char detail[128];
-    std::snprintf(detail, sizeof detail, "%ld of %ld transactions read back a value other than "
-                  "the one they stored in their new[] array", array_errors, 3 * (ops / 16));
+    std::snprintf(detail, sizeof detail,
+                  "%ld of %ld transactions read back a value other than "
+                  "the one they stored in their new[] array",
+                  array_errors, 3 * (ops / 16));
     ABI_EXPECT("new_array_reads", array_errors == 0, detail);
     CHECK_EQ(pushed, 3 * ops);
     CHECK_EQ(popped, 3 * (ops / 2));

@@ -225,7 +225,7 @@ static int run(Variant k, double secs) {
         sink = sum;
     });
     std::thread w([] {
-    #ifndef ABI_LIBITM_VARIANTS
+#ifndef ABI_LIBITM_VARIANTS
         if (serial_writer && txkit_set_thread_method(TXKIT_SERIAL) != 0)
             std::abort();
 #endif

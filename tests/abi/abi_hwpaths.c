@@ -54,8 +54,8 @@ static void need_sim(const char *script) {
 }
 
 long x;
-static long attempts;     /* attempts of the current transaction (not undone) */
-long cancel_from = 1000;  /* the attempt that cancels (extern: not folded) */
+static long attempts;    /* attempts of the current transaction (not undone) */
+long cancel_from = 1000; /* the attempt that cancels (extern: not folded) */
 
 ABI_PURE static long next_attempt(void) { return ++attempts; }
 
@@ -106,7 +106,8 @@ static void cancel_resume(void) {
     __atomic_store_n(&partner_phase, 2, __ATOMIC_RELEASE);
     CHECK_EQ(pthread_join(th, NULL), 0);
     printf("PASS abi_hwpaths cancel_resume: cancelled in hardware after a software abort, "
-           "%ld attempts\n", attempts);
+           "%ld attempts\n",
+           attempts);
 }
 
 static int undo_runs;

@@ -188,7 +188,8 @@ int main(int argc, char **argv) {
     size_t expected = (size_t)live_nodes * (sizeof(struct node) + 16);
     size_t grew = after > before ? after - before : 0;
     printf("INFO abi_malloc: heap in use grew by %zu bytes (%ld more live nodes); "
-           "%llu attempts\n", grew, live_nodes, (unsigned long long)abi_attempts());
+           "%llu attempts\n",
+           grew, live_nodes, (unsigned long long)abi_attempts());
     CHECK_EQ(bad_blocks, 0);
     CHECK_EQ(bad_calloc, 0);
     CHECK(cancelled_slot == NULL);

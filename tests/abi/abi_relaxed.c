@@ -28,8 +28,8 @@ static long ops = 1500; /* relaxed transactions per relaxed thread */
 static long atomic_ops; /* atomic transactions of the atomic thread: 2 * ops */
 static long seq;
 static unsigned char *taken;
-static FILE *out_stdio; /* relaxed thread 0 prints here with fprintf */
-static int out_fd;      /* relaxed thread 1 prints here with write(2) */
+static FILE *out_stdio;               /* relaxed thread 0 prints here with fprintf */
+static int out_fd;                    /* relaxed thread 1 prints here with write(2) */
 static unsigned long not_irrevocable; /* I/O done while not irrevocable */
 
 ABI_PURE static void note_mode(int mode) {

@@ -149,12 +149,8 @@ struct arg {
 /* One round of a worker: its own function, so that no local of the caller
  * lives across the transactions (-Wclobbered). */
 static __attribute__((noinline)) void one_round(int id, long r) {
-    __transaction_atomic {
-        g_total[id] += iter_sum(g_arr);
-    }
-    __transaction_atomic {
-        g_out[id] = point_sum();
-    }
+    __transaction_atomic { g_total[id] += iter_sum(g_arr); }
+    __transaction_atomic { g_out[id] = point_sum(); }
     if (g_out[id] != 4.0)
         tk_fail(__FILE__, __LINE__, __func__, "callee_local_read: point_sum() != 4");
     if (r % 16 == 0) {
@@ -238,7 +234,7 @@ int main(int argc, char **argv) {
     long e = enclosing();
     ABI_EXPECT("enclosing_local", e == 10 + 11 + 12 + 13, "locals of the enclosing frame");
 
-    abi_summary("rounds=%ld totals=%ld,%ld x=%ld enclosing=%ld", rounds, g_total[0], g_total[1],
-                x, e);
+    abi_summary("rounds=%ld totals=%ld,%ld x=%ld enclosing=%ld", rounds, g_total[0], g_total[1], x,
+                e);
     return abi_finish();
 }

@@ -90,7 +90,8 @@ int main(int argc, char **argv) {
         if (skip_if_missing) {
             printf("SKIP abi_symbols: %s not found (the ABI list lives in shared/ beside the "
                    "repository checkout); tests/abi/libitm-abi-symbols.txt is checked by "
-                   "abi.symbols instead\n", list);
+                   "abi.symbols instead\n",
+                   list);
             return SKIP_CODE;
         }
         fprintf(stderr, "abi_symbols: cannot read %s\n", list);
@@ -129,15 +130,17 @@ int main(int argc, char **argv) {
         if (!want)
             want = itm_version;
         if (!want) {
-            fprintf(stderr, "FAIL %s: no version node known (not in the lists, not in a "
-                            "system libitm)\n", name);
+            fprintf(stderr,
+                    "FAIL %s: no version node known (not in the lists, not in a "
+                    "system libitm)\n",
+                    name);
             bad++;
             continue;
         }
         if (itm) {
             if (!itm_version || strcmp(itm_version, want) != 0) {
-                fprintf(stderr, "FAIL %s: the list says %s, the system libitm has %s\n", name,
-                        want, itm_version ? itm_version : "no such symbol");
+                fprintf(stderr, "FAIL %s: the list says %s, the system libitm has %s\n", name, want,
+                        itm_version ? itm_version : "no such symbol");
                 bad++;
             }
             itm_checked++;
@@ -145,8 +148,8 @@ int main(int argc, char **argv) {
         void *pv = NULL;
         if (!has_version(h, name, want, &pv)) {
             const char *other = version_in(h, name);
-            fprintf(stderr, "FAIL %s: %s does not export it as %s@%s%s%s\n", name, lib, name,
-                    want, other ? "; it has " : "", other ? other : "");
+            fprintf(stderr, "FAIL %s: %s does not export it as %s@%s%s%s\n", name, lib, name, want,
+                    other ? "; it has " : "", other ? other : "");
             bad++;
             continue;
         }
@@ -154,8 +157,8 @@ int main(int argc, char **argv) {
         dlerror();
         void *pd = dlsym(h, name);
         if (dlerror() != NULL || pd != pv) {
-            fprintf(stderr, "FAIL %s: %s@%s is not the default version in %s\n", name, name,
-                    want, lib);
+            fprintf(stderr, "FAIL %s: %s@%s is not the default version in %s\n", name, name, want,
+                    lib);
             bad++;
             continue;
         }

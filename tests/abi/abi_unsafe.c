@@ -56,9 +56,7 @@ static volatile int done;
 
 static __attribute__((noinline)) long read_pair(void) {
     long d;
-    __transaction_atomic {
-        d = a - b;
-    }
+    __transaction_atomic { d = a - b; }
     return d;
 }
 

@@ -296,8 +296,8 @@ static void check_and_free(void) {
     }
     CHECK_MSG(uniq.count == starts, "%ld unique segments, expected %ld", uniq.count, starts);
     CHECK_MSG(list.n == starts, "list holds %ld, expected %ld", list.n, starts);
-    CHECK_MSG(added == starts && added + dups == nsegs, "added %ld + dups %ld, segments %ld",
-              added, dups, nsegs);
+    CHECK_MSG(added == starts && added + dups == nsegs, "added %ld + dups %ld, segments %ld", added,
+              dups, nsegs);
     CHECK_MSG(links == starts - 1, "%ld links, expected %ld", links, starts - 1);
     entry *first = NULL;
     long nfirst = 0;
@@ -320,8 +320,8 @@ static void check_and_free(void) {
     CHECK_MSG(len == glen && steps == starts && memcmp(out, gene, (size_t)glen) == 0,
               "rebuilt %ld chars in %ld steps; differs from the gene", len, steps);
     if (cfg.round == 0)
-        printf("INFO genome: %ld nucleotides, %ld segments, %ld unique, %ld links\n", glen,
-               nsegs, starts, links);
+        printf("INFO genome: %ld nucleotides, %ld segments, %ld unique, %ld links\n", glen, nsegs,
+               starts, links);
     free(out);
     for (long i = 0; i < list.n; i++) {
         free(list.a[i]->str);

@@ -126,8 +126,8 @@ APP_TS_NOINLINE static int reassemble(packet *p, char **msg, long *len) {
     int expect = 0;
     while (f->frags) {
         fcell *c = f->frags;
-        CHECK_MSG(c->p->frag == expect, "flow %ld: fragment %d where %d belongs", f->id,
-                  c->p->frag, expect);
+        CHECK_MSG(c->p->frag == expect, "flow %ld: fragment %d where %d belongs", f->id, c->p->frag,
+                  expect);
         memcpy(buf + at, c->p->data, (size_t)c->p->len);
         at += c->p->len;
         expect++;
@@ -199,7 +199,9 @@ static void setup(void) {
             nfr = (int)len;
         long at = 0;
         for (int k = 0; k < nfr; k++) {
-            long end = k == nfr - 1 ? len : at + 1 + (long)(app_rand(&rng) % (uint64_t)(len - at - (nfr - k - 1)));
+            long end = k == nfr - 1
+                           ? len
+                           : at + 1 + (long)(app_rand(&rng) % (uint64_t)(len - at - (nfr - k - 1)));
             if (end > len - (nfr - k - 1))
                 end = len - (nfr - k - 1);
             packet *p = app_xmalloc(sizeof *p + (size_t)(end - at));

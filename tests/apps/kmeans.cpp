@@ -123,9 +123,9 @@ template <class T> class TxList {
 
 app_cfg cfg;
 long npts;
-float *pts;       /* npts * D */
+float *pts; /* npts * D */
 float centers[K][D];
-int *assign;      /* current cluster of each point, -1 before the first */
+int *assign; /* current cluster of each point, -1 before the first */
 
 /* shared, updated in transactions */
 float new_sum[K][D];
@@ -206,7 +206,8 @@ void setup() {
     for (long i = 0; i < npts; i++) {
         int c = (int)(app_rand(&rng) % K);
         for (int d = 0; d < D; d++)
-            pts[i * D + d] = truth[c][d] + (float)((double)(app_rand(&rng) % 20001) / 1000.0 - 10.0);
+            pts[i * D + d] =
+                truth[c][d] + (float)((double)(app_rand(&rng) % 20001) / 1000.0 - 10.0);
         assign[i] = -1;
     }
     for (int c = 0; c < K; c++) /* the first K points as initial centers */
@@ -260,8 +261,8 @@ long check_iteration(int it) {
         total += cnt[c];
     }
     CHECK_MSG(total == npts, "iteration %d: %ld points counted of %ld", it, total, npts);
-    CHECK_MSG(fabs(sse - seq_sse) <= 1e-6 * seq_sse + 1e-6, "iteration %d: error %.6f, sequential %.6f",
-              it, sse, seq_sse);
+    CHECK_MSG(fabs(sse - seq_sse) <= 1e-6 * seq_sse + 1e-6,
+              "iteration %d: error %.6f, sequential %.6f", it, sse, seq_sse);
     long moved = 0, points = 0;
     for (int t = 0; t < cfg.threads; t++) {
         moved += tallies[t].moved;

@@ -31,8 +31,8 @@
 #include <string.h>
 
 enum { CAR, FLIGHT, ROOM, NKINDS };
-#define NQUERY 4      /* ids queried per kind */
-#define MAX_HELD 12   /* reservations a customer may hold */
+#define NQUERY 4    /* ids queried per kind */
+#define MAX_HELD 12 /* reservations a customer may hold */
 
 typedef struct item {
     long id, total, free, used, price;
@@ -297,8 +297,8 @@ static void client(int tid, void *arg) {
         __transaction_relaxed {
             customer *c = rb_get(&customers, (long)tid, NULL);
             long bill = c ? customer_bill(c) : 0;
-            printf("INFO vacation: client %d: %ld tasks, %ld customers, customer %d bill %ld\n", tid,
-                   ty->tasks, customers.count, tid, bill);
+            printf("INFO vacation: client %d: %ld tasks, %ld customers, customer %d bill %ld\n",
+                   tid, ty->tasks, customers.count, tid, bill);
         }
     }
 }
@@ -374,12 +374,11 @@ static void check_and_free(void) {
             CHECK_MSG(k == FLIGHT ? id < prev : id > prev, "table %d: iterator out of order", k);
             prev = id;
             CHECK_MSG(i->id == id, "table %d: key %ld holds item %ld", k, id, i->id);
-            CHECK_MSG(i->free >= 0 && i->used >= 0 && i->total == i->free + i->used &&
-                          i->total > 0,
+            CHECK_MSG(i->free >= 0 && i->used >= 0 && i->total == i->free + i->used && i->total > 0,
                       "table %d item %ld: total %ld free %ld used %ld", k, id, i->total, i->free,
                       i->used);
-            CHECK_MSG(i->used == held[k][id], "table %d item %ld: used %ld but %ld reservations",
-                      k, id, i->used, held[k][id]);
+            CHECK_MSG(i->used == held[k][id], "table %d item %ld: used %ld but %ld reservations", k,
+                      id, i->used, held[k][id]);
             held[k][id] = -1;
             used += i->used;
         }

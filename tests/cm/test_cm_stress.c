@@ -54,8 +54,7 @@
 
 static const char *g_cm;
 
-static void set_cm(const char *cm)
-{
+static void set_cm(const char *cm) {
     int rc = txkit_set_cm(cm);
     if (rc != 0) {
         fprintf(stderr, "txkit_set_cm(%s): %s\n", cm, strerror(-rc));
@@ -79,8 +78,7 @@ struct worker {
     uint64_t rng, commits, audits;
 };
 
-static void *noinvert_worker(void *arg)
-{
+static void *noinvert_worker(void *arg) {
     struct worker *w = arg;
     CHECK_EQ(tx_set_priority(w->prio), 0);
     w->seen_prio = tx_get_priority();
@@ -92,7 +90,8 @@ static void *noinvert_worker(void *arg)
                 for (int s = 0; s < NSLOTS; s++)
                     sum += TX_LOAD(&g_slots[s]);
                 if (sum != (int64_t)NSLOTS * SLOT_INIT)
-                    atomic_fetch_add(&g_bad_sums, 1); /* opacity: even a doomed attempt sees a consistent sum */
+                    atomic_fetch_add(&g_bad_sums,
+                                     1); /* opacity: even a doomed attempt sees a consistent sum */
             }
             w->audits++;
             continue;
@@ -126,8 +125,7 @@ static void *noinvert_worker(void *arg)
 
 static uint64_t g_seed; /* tk_stress_seed() */
 
-static int noinvert(const char *cm, int nthreads, double seconds)
-{
+static int noinvert(const char *cm, int nthreads, double seconds) {
     set_cm(cm);
     for (int s = 0; s < NSLOTS; s++)
         g_slots[s] = SLOT_INIT;
@@ -150,8 +148,9 @@ static int noinvert(const char *cm, int nthreads, double seconds)
     for (int i = 0; i < nthreads; i++) {
         commits += w[i].commits;
         audits += w[i].audits;
-        CHECK_MSG(w[i].seen_prio == w[i].prio, "thread %d: tx_get_priority() = %d after tx_set_priority(%d)",
-                  i, w[i].seen_prio, w[i].prio);
+        CHECK_MSG(w[i].seen_prio == w[i].prio,
+                  "thread %d: tx_get_priority() = %d after tx_set_priority(%d)", i, w[i].seen_prio,
+                  w[i].prio);
     }
     int64_t sum = 0;
     for (int s = 0; s < NSLOTS; s++)
@@ -160,7 +159,8 @@ static int noinvert(const char *cm, int nthreads, double seconds)
     printf("noinvert cm=%s threads=%d method=%s: %llu transfers, %llu audits, %llu aborts, "
            "cm_decided %llu, cm_inversions %llu, cm_undecided %llu, to_serial %llu\n",
            cm, nthreads, txkit_method_name(txkit_get_method()), (unsigned long long)commits,
-           (unsigned long long)audits, (unsigned long long)(tx_stats_aborts(&e) - tx_stats_aborts(&b)),
+           (unsigned long long)audits,
+           (unsigned long long)(tx_stats_aborts(&e) - tx_stats_aborts(&b)),
            (unsigned long long)decided, (unsigned long long)inv,
            (unsigned long long)(e.cm_undecided - b.cm_undecided),
            (unsigned long long)(e.to_serial - b.to_serial));
@@ -198,8 +198,7 @@ struct dworker {
     uint64_t commits;
 };
 
-static void *decided_worker(void *arg)
-{
+static void *decided_worker(void *arg) {
     struct dworker *w = arg;
     if (strcmp(g_cm, "prio") == 0)
         CHECK_EQ(tx_set_priority(w->prio), 0);
@@ -251,8 +250,7 @@ static void *decided_worker(void *arg)
     return NULL;
 }
 
-static int decided(const char *cm, double seconds)
-{
+static int decided(const char *cm, double seconds) {
     set_cm(cm);
     /* slots are taken in the order of turns: taker, taker, reader, killers */
     static const int roles[] = {D_READER, D_TAKER, D_TAKER, D_KILLER, D_KILLER};
@@ -310,8 +308,7 @@ static int decided(const char *cm, double seconds)
 
 static int64_t g_arow[ROW];
 
-static void *adopted_reader(void *arg)
-{
+static void *adopted_reader(void *arg) {
     uint64_t *commits = arg;
     while (!atomic_load_explicit(&g_dstop, memory_order_relaxed)) {
         TX_ATOMIC {
@@ -326,8 +323,7 @@ static void *adopted_reader(void *arg)
     return NULL;
 }
 
-static void *adopted_writer(void *arg)
-{
+static void *adopted_writer(void *arg) {
     uint64_t *commits = arg;
     while (!atomic_load_explicit(&g_dstop, memory_order_relaxed)) {
         volatile int restarts = 0; /* outside the block: counts the attempts */
@@ -344,8 +340,7 @@ static void *adopted_writer(void *arg)
     return NULL;
 }
 
-static int adopted(const char *cm, double seconds)
-{
+static int adopted(const char *cm, double seconds) {
     set_cm(cm);
     enum { NR = 2 };
     pthread_t th[NR + 1];
@@ -368,7 +363,8 @@ static int adopted(const char *cm, double seconds)
     printf("adopted cm=%s method=%s: %llu reads, %llu writes, %llu aborts, cm_decided %llu, "
            "cm_undecided %llu, to_serial %llu\n",
            cm, txkit_method_name(txkit_get_method()), (unsigned long long)reads,
-           (unsigned long long)commits[NR], (unsigned long long)(tx_stats_aborts(&e) - tx_stats_aborts(&b)),
+           (unsigned long long)commits[NR],
+           (unsigned long long)(tx_stats_aborts(&e) - tx_stats_aborts(&b)),
            (unsigned long long)decided_n, (unsigned long long)undecided,
            (unsigned long long)(e.to_serial - b.to_serial));
     CHECK_EQ(g_arow[0], (int64_t)commits[NR]);
@@ -395,8 +391,7 @@ struct lworker {
     double secs;
 };
 
-static void *livelock_worker(void *arg)
-{
+static void *livelock_worker(void *arg) {
     struct lworker *w = arg;
     if (strcmp(g_cm, "prio") == 0)
         CHECK_EQ(tx_set_priority(w->prio), 0);
@@ -419,8 +414,7 @@ static void *livelock_worker(void *arg)
     return NULL;
 }
 
-static int livelock(const char *cm, int sched, int nthreads, int ops, double limit)
-{
+static int livelock(const char *cm, int sched, int nthreads, int ops, double limit) {
     set_cm(cm);
     txkit_set_sched(sched);
     static struct lworker w[MAX_THREADS];
@@ -442,8 +436,10 @@ static int livelock(const char *cm, int sched, int nthreads, int ops, double lim
             break;
         if (tk_now() - t0 > limit) {
             fflush(stdout);
-            fprintf(stderr, "livelock cm=%s sched=%s: after %.1f s these threads have not committed "
-                            "their %d transactions:", cm, sched ? "on" : "off", limit, ops);
+            fprintf(stderr,
+                    "livelock cm=%s sched=%s: after %.1f s these threads have not committed "
+                    "their %d transactions:",
+                    cm, sched ? "on" : "off", limit, ops);
             for (int i = 0; i < nthreads; i++)
                 if (!atomic_load(&w[i].done))
                     fprintf(stderr, " %d(prio %d)", i, w[i].prio);
@@ -477,8 +473,7 @@ static int livelock(const char *cm, int sched, int nthreads, int ops, double lim
     return 0;
 }
 
-static long arg_long(const char *what, const char *s, long lo, long hi)
-{
+static long arg_long(const char *what, const char *s, long lo, long hi) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -507,8 +502,7 @@ extern unsigned long txkit_sim_stalls(void);
 static int64_t g_x;
 static atomic_int g_j_in;
 
-static void wait_until(int (*cond)(void), const char *what)
-{
+static void wait_until(int (*cond)(void), const char *what) {
     double t0 = tk_now();
     while (!cond()) {
         CHECK_MSG(tk_now() - t0 < 10.0, "waitrace: no %s within 10 s", what);
@@ -518,8 +512,7 @@ static void wait_until(int (*cond)(void), const char *what)
 static int j_is_in(void) { return atomic_load(&g_j_in); }
 static int c_stalled(void) { return txkit_sim_stalls() >= 1; }
 
-static void *waitrace_j(void *arg)
-{
+static void *waitrace_j(void *arg) {
     (void)arg;
     TX_ATOMIC {
         (void)TX_LOAD(&g_x);
@@ -533,8 +526,7 @@ static void *waitrace_j(void *arg)
     return NULL;
 }
 
-static void *waitrace_c(void *arg)
-{
+static void *waitrace_c(void *arg) {
     (void)arg;
     wait_until(j_is_in, "first transaction of J");
     TX_ATOMIC {
@@ -544,8 +536,7 @@ static void *waitrace_c(void *arg)
     return NULL;
 }
 
-static int waitrace(void)
-{
+static int waitrace(void) {
     if (txkit_sim_stall("stm.lost_at_commit", 300000) == -ENOTSUP) {
         printf("SKIP waitrace: needs stall points (a -DTXKIT_SIM_RTM=ON build)\n");
         return 77;
@@ -564,8 +555,7 @@ static int waitrace(void)
     return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     tk_skip_unless_method_usable(argv[0]);
     if (argc >= 3 && strcmp(argv[1], "noinvert") == 0) {
         int n = argc > 3 ? (int)arg_long("THREADS", argv[3], 1, MAX_THREADS) : 4;
@@ -610,11 +600,12 @@ int main(int argc, char **argv)
             }
         }
     }
-    fprintf(stderr, "usage: %s noinvert CM [THREADS [SECONDS]]\n"
-                    "       %s livelock CM on|off THREADS [OPS [LIMIT_S]]\n"
-                    "       %s decided CM [SECONDS]\n"
-                    "       %s adopted CM [SECONDS]\n"
-                    "       %s waitrace\n",
+    fprintf(stderr,
+            "usage: %s noinvert CM [THREADS [SECONDS]]\n"
+            "       %s livelock CM on|off THREADS [OPS [LIMIT_S]]\n"
+            "       %s decided CM [SECONDS]\n"
+            "       %s adopted CM [SECONDS]\n"
+            "       %s waitrace\n",
             argv[0], argv[0], argv[0], argv[0], argv[0]);
     return 2;
 }

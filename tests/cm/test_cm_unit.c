@@ -25,14 +25,12 @@ typedef struct _txkit_cm_party party_t;
 static const char *const ordered[] = {"timestamp", "size", "prio"};
 #define NORDERED (sizeof ordered / sizeof ordered[0])
 
-static party_t mk(int prio, unsigned size, uint64_t start, unsigned id)
-{
+static party_t mk(int prio, unsigned size, uint64_t start, unsigned id) {
     party_t p = {prio, size, start, id};
     return p;
 }
 
-static int decide(const char *cm, party_t self, party_t other)
-{
+static int decide(const char *cm, party_t self, party_t other) {
     int r = _txkit_cm_decide(cm, &self, &other);
     CHECK_MSG(r == 0 || r == 1, "_txkit_cm_decide(%s) returned %d", cm, r);
     return r;
@@ -40,8 +38,7 @@ static int decide(const char *cm, party_t self, party_t other)
 
 /* ------------------------------------------------------ decisions */
 
-static void test_decide_backoff(void)
-{
+static void test_decide_backoff(void) {
     uint64_t s = tk_seed(1);
     /* whatever the parties, the one that found the conflict aborts itself */
     for (int i = 0; i < 1000; i++) {
@@ -56,8 +53,7 @@ static void test_decide_backoff(void)
     CHECK_EQ(decide("backoff", big, small), 0);
 }
 
-static void test_decide_timestamp(void)
-{
+static void test_decide_timestamp(void) {
     /* older (smaller start) wins, whatever priority and size say */
     party_t old = mk(1, 1, 100, 1), young = mk(40, 500, 200, 2);
     CHECK_EQ(decide("timestamp", old, young), 1);
@@ -67,8 +63,7 @@ static void test_decide_timestamp(void)
     CHECK_EQ(decide("timestamp", old, older), 0);
 }
 
-static void test_decide_size(void)
-{
+static void test_decide_size(void) {
     /* larger read + write set wins, then older; priority plays no part */
     party_t large = mk(1, 50, 900, 1), small = mk(40, 10, 100, 2);
     CHECK_EQ(decide("size", large, small), 1);
@@ -78,8 +73,7 @@ static void test_decide_size(void)
     CHECK_EQ(decide("size", eq_young, eq_old), 0);
 }
 
-static void test_decide_prio(void)
-{
+static void test_decide_prio(void) {
     /* higher priority wins even when smaller and younger */
     party_t hi = mk(30, 1, 900, 1), lo = mk(10, 500, 1, 2);
     CHECK_EQ(decide("prio", hi, lo), 1);
@@ -101,8 +95,7 @@ static void test_decide_prio(void)
     CHECK_EQ(decide("prio", mk(0, 0, 0, 1), mk(-1, 100, 0, 2)), 1);
 }
 
-static void test_decide_einval(void)
-{
+static void test_decide_einval(void) {
     party_t a = mk(1, 1, 1, 1), b = mk(2, 2, 2, 2);
     CHECK_EQ(_txkit_cm_decide("nope", &a, &b), -EINVAL);
     CHECK_EQ(_txkit_cm_decide("", &a, &b), -EINVAL);
@@ -110,13 +103,11 @@ static void test_decide_einval(void)
 }
 
 /* Random parties with few distinct values, so that every tie-break is hit. */
-static party_t rnd(uint64_t *s, unsigned id)
-{
+static party_t rnd(uint64_t *s, unsigned id) {
     return mk((int)(tk_rand(s) % 3), (unsigned)(tk_rand(s) % 3), tk_rand(s) % 3, id);
 }
 
-static void test_antisymmetry(void)
-{
+static void test_antisymmetry(void) {
     uint64_t s = tk_seed(2);
     for (size_t m = 0; m < NORDERED; m++) {
         for (unsigned i = 0; i < 20000; i++) {
@@ -131,8 +122,7 @@ static void test_antisymmetry(void)
     }
 }
 
-static void test_transitivity(void)
-{
+static void test_transitivity(void) {
     uint64_t s = tk_seed(3);
     for (size_t m = 0; m < NORDERED; m++) {
         int checked = 0;
@@ -154,8 +144,7 @@ static void test_transitivity(void)
 
 /* ------------------------------------------------------------ API */
 
-static void test_set_cm(void)
-{
+static void test_set_cm(void) {
     static const char *const all[] = {"backoff", "timestamp", "size", "prio"};
     for (size_t k = 0; k < 4; k++) {
         CHECK_EQ(txkit_set_cm(all[k]), 0);
@@ -182,8 +171,7 @@ static atomic_int busy_state; /* 1: inside the transaction, 2: may leave */
 
 static long busy_y;
 
-static void *busy_thread(void *arg)
-{
+static void *busy_thread(void *arg) {
     long *yp = &busy_y;
     (void)arg;
     TX_ATOMIC {
@@ -195,8 +183,7 @@ static void *busy_thread(void *arg)
     return NULL;
 }
 
-static void test_set_cm_busy(void)
-{
+static void test_set_cm_busy(void) {
     CHECK_EQ(txkit_set_method(TXKIT_STM), 0);
     CHECK_EQ(txkit_set_cm("size"), 0);
     /* inside our own software transaction */
@@ -213,8 +200,7 @@ static void test_set_cm_busy(void)
 /* cm.h: switching while another thread runs a software transaction is
  * allowed (NOrec stays underneath, so it is safe): 0, and that transaction
  * still commits exactly once. Its own CTest entry (cm.busy_other). */
-static void test_set_cm_busy_other(void)
-{
+static void test_set_cm_busy_other(void) {
     CHECK_EQ(txkit_set_method(TXKIT_STM), 0);
     CHECK_EQ(txkit_set_cm("size"), 0);
     atomic_store(&busy_state, 0);
@@ -231,8 +217,7 @@ static void test_set_cm_busy_other(void)
     CHECK(strcmp(txkit_get_cm(), "backoff") == 0);
 }
 
-static void test_set_sched(void)
-{
+static void test_set_sched(void) {
     int first = txkit_set_sched(1);
     CHECK(first == 0 || first == 1);
     CHECK_EQ(txkit_set_sched(0), 1);
@@ -241,8 +226,7 @@ static void test_set_sched(void)
     CHECK_EQ(txkit_set_sched(first), 1);
 }
 
-static void test_set_priority(void)
-{
+static void test_set_priority(void) {
     CHECK_EQ(tx_set_priority(7), 0);
     CHECK_EQ(tx_get_priority(), 7);
     CHECK_EQ(tx_set_priority(-1000), 0);
@@ -273,8 +257,7 @@ static void test_set_priority(void)
 /* The derived priority is read from the kernel at most once per millisecond
  * (cm.h), so a change shows after a while: poll for up to 200 ms, and say
  * how long it took when that was more than a few milliseconds. */
-static int prio_after_change(int want)
-{
+static int prio_after_change(int want) {
     double t0 = tk_now();
     int p;
     while ((p = tx_get_priority()) != want && tk_now() - t0 < 0.2) {
@@ -287,8 +270,7 @@ static int prio_after_change(int want)
     return p;
 }
 
-static void *nice_thread(void *arg)
-{
+static void *nice_thread(void *arg) {
     int *failures = arg;
     pid_t tid = (pid_t)syscall(SYS_gettid);
     static const int nices[] = {7, 0, 19, 3};
@@ -341,8 +323,7 @@ static void *nice_thread(void *arg)
     return NULL;
 }
 
-static void test_priority_from_scheduling(void)
-{
+static void test_priority_from_scheduling(void) {
     /* in a thread of its own: nice is per thread on Linux */
     int failures = 0;
     pthread_t th;
@@ -353,11 +334,12 @@ static void test_priority_from_scheduling(void)
 
 /* ------------------------------------------------------------ env mode */
 
-static int env_mode(const char *cm, const char *sched)
-{
-    printf("TXKIT_CM=%s TXKIT_SCHED=%s: txkit_get_cm() = %s\n", getenv("TXKIT_CM") ? getenv("TXKIT_CM") : "(unset)",
+static int env_mode(const char *cm, const char *sched) {
+    printf("TXKIT_CM=%s TXKIT_SCHED=%s: txkit_get_cm() = %s\n",
+           getenv("TXKIT_CM") ? getenv("TXKIT_CM") : "(unset)",
            getenv("TXKIT_SCHED") ? getenv("TXKIT_SCHED") : "(unset)", txkit_get_cm());
-    CHECK_MSG(strcmp(txkit_get_cm(), cm) == 0, "txkit_get_cm() = %s, expected %s", txkit_get_cm(), cm);
+    CHECK_MSG(strcmp(txkit_get_cm(), cm) == 0, "txkit_get_cm() = %s, expected %s", txkit_get_cm(),
+              cm);
     /* and transactions run under it */
     static long v;
     TX_ATOMIC {
@@ -374,8 +356,7 @@ static int env_mode(const char *cm, const char *sched)
     return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "env") == 0)
         return env_mode(argv[2], argv[3]);
     if (argc == 2 && strcmp(argv[1], "busy_other") == 0) {

@@ -29,7 +29,8 @@
 #ifdef __cplusplus
 extern "C"
 #endif
-TK_CHECK_PURE void tk_check_context(void) __attribute__((weak));
+    TK_CHECK_PURE void
+    tk_check_context(void) __attribute__((weak));
 
 /* The start of every failure report: what stdout holds, then the context. */
 TK_CHECK_PURE __attribute__((cold, unused)) static void tk_fail_begin(void) {
@@ -56,11 +57,12 @@ tk_fail(const char *file, int line, const char *func, const char *what) {
 
 /* Report a failed CHECK_EQ with both values and abort(). Any thread, any time. */
 TK_CHECK_PURE __attribute__((noreturn, cold, unused)) static void
-tk_fail_eq(const char *file, int line, const char *func, const char *a, const char *b,
-           long long va, long long vb) {
+tk_fail_eq(const char *file, int line, const char *func, const char *a, const char *b, long long va,
+           long long vb) {
     tk_fail_begin();
-    fprintf(stderr, "%s:%d: in %s(): CHECK FAILED: %s == %s\n    left:  %lld (0x%llx)\n"
-                    "    right: %lld (0x%llx)\n",
+    fprintf(stderr,
+            "%s:%d: in %s(): CHECK FAILED: %s == %s\n    left:  %lld (0x%llx)\n"
+            "    right: %lld (0x%llx)\n",
             file, line, func, a, b, va, (unsigned long long)va, vb, (unsigned long long)vb);
     fflush(stderr);
     abort();
@@ -69,8 +71,7 @@ tk_fail_eq(const char *file, int line, const char *func, const char *a, const ch
 /* Report a failed CHECK_MSG (printf-style explanation first) and abort().
  * Any thread, any time. */
 TK_CHECK_PURE __attribute__((noreturn, cold, unused, format(printf, 5, 6))) static void
-tk_fail_msg(const char *file, int line, const char *func, const char *what, const char *fmt,
-            ...) {
+tk_fail_msg(const char *file, int line, const char *func, const char *what, const char *fmt, ...) {
     va_list ap;
     tk_fail_begin();
     va_start(ap, fmt);
@@ -81,27 +82,27 @@ tk_fail_msg(const char *file, int line, const char *func, const char *what, cons
 }
 
 /* CHECK(expr): expr must be true. */
-#define CHECK(expr)                                                                                \
-    do {                                                                                           \
-        if (!(expr))                                                                               \
-            tk_fail(__FILE__, __LINE__, __func__, #expr);                                          \
+#define CHECK(expr)                                       \
+    do {                                                  \
+        if (!(expr))                                      \
+            tk_fail(__FILE__, __LINE__, __func__, #expr); \
     } while (0)
 
 /* CHECK_EQ(a, b): integers (or pointers) compared as 64-bit values; both
  * values are printed on failure. */
-#define CHECK_EQ(a, b)                                                                             \
-    do {                                                                                           \
-        long long tk_va_ = (long long)(a);                                                         \
-        long long tk_vb_ = (long long)(b);                                                         \
-        if (tk_va_ != tk_vb_)                                                                      \
-            tk_fail_eq(__FILE__, __LINE__, __func__, #a, #b, tk_va_, tk_vb_);                      \
+#define CHECK_EQ(a, b)                                                        \
+    do {                                                                      \
+        long long tk_va_ = (long long)(a);                                    \
+        long long tk_vb_ = (long long)(b);                                    \
+        if (tk_va_ != tk_vb_)                                                 \
+            tk_fail_eq(__FILE__, __LINE__, __func__, #a, #b, tk_va_, tk_vb_); \
     } while (0)
 
 /* CHECK_MSG(expr, fmt, ...): like CHECK with a formatted explanation. */
-#define CHECK_MSG(expr, ...)                                                                       \
-    do {                                                                                           \
-        if (!(expr))                                                                               \
-            tk_fail_msg(__FILE__, __LINE__, __func__, #expr, __VA_ARGS__);                         \
+#define CHECK_MSG(expr, ...)                                               \
+    do {                                                                   \
+        if (!(expr))                                                       \
+            tk_fail_msg(__FILE__, __LINE__, __func__, #expr, __VA_ARGS__); \
     } while (0)
 
 #endif /* TXKIT_TESTS_CHECK_H */

@@ -129,7 +129,8 @@ static int torture(int nthreads, int pct, double seconds) {
     atomic_store(&stop, 1);
     for (int i = 0; i < nthreads; i++)
         pthread_join(th[i], NULL);
-    printf("torture: %d threads, %d%% I/O: %ld sections, %ld with I/O, a=%ld b=%ld, %ld inconsistent\n",
+    printf("torture: %d threads, %d%% I/O: %ld sections, %ld with I/O, a=%ld b=%ld, %ld "
+           "inconsistent\n",
            nthreads, pct, (long)sections, (long)io_done, ca, cb, (long)bad);
     CHECK_EQ(bad, 0);
     CHECK_EQ(ca, cb);
@@ -240,11 +241,11 @@ static int starvation(void) {
 /* ------------------------------------------------------------ release */
 
 static cx_lock_t lr = CX_LOCK_INITIALIZER;
-static volatile long rx;           /* under lr */
-static atomic_int phase;           /* 1: the section ended, 2: the other thread tried */
-static atomic_int other_got;       /* the other thread entered lr meanwhile */
-static atomic_long other_saw;      /* ... and read rx = this */
-static atomic_int irr_runs;        /* code after tx_irrevocable() ran this often */
+static volatile long rx;      /* under lr */
+static atomic_int phase;      /* 1: the section ended, 2: the other thread tried */
+static atomic_int other_got;  /* the other thread entered lr meanwhile */
+static atomic_long other_saw; /* ... and read rx = this */
+static atomic_int irr_runs;   /* code after tx_irrevocable() ran this often */
 static int scenario;
 
 enum { REL_RESTART, REL_IRREVOCABLE, REL_IRR_AFTER, REL_IN_EXCL };
@@ -324,7 +325,7 @@ static void release_scenario(int which, const char *name) {
     printf("release/%s: other thread %s the lock (read x=%ld), final x=%ld\n", name,
            got ? "got" : "did not get", (long)other_saw, rx);
     if (got)
-        CHECK_EQ(other_saw, 0); /* the transaction had not committed */
+        CHECK_EQ(other_saw, 0);  /* the transaction had not committed */
     CHECK_EQ(rx, 1 + 100 * got); /* nobody's update lost */
     if (which == REL_IRREVOCABLE || which == REL_IRR_AFTER)
         CHECK_EQ(irr_runs, 1); /* an irrevocable transaction never re-runs */
@@ -527,6 +528,7 @@ int main(int argc, char **argv) {
         return release();
     if (argc >= 3 && strcmp(argv[1], "irrwindow") == 0)
         return irrwindow(tk_stress_seconds(atof(argv[2])));
-    fprintf(stderr, "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | api | release | irrwindow SECONDS\n");
+    fprintf(stderr, "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | "
+                    "api | release | irrwindow SECONDS\n");
     return 2;
 }

@@ -33,7 +33,9 @@ static pthread_mutex_t mutexes[MANY_MUTEXES];
 static long by_shared, by_mutex[MANY_MUTEXES];
 static long tx_sum;
 
-/* MANY_SITES distinct TX_ATOMIC sites: site i adds 1 to tx_sum. */
+/* MANY_SITES distinct TX_ATOMIC sites: site i adds 1 to tx_sum (a table,
+ * one row a line: not reformatted). */
+/* clang-format off */
 #define S1(i) case i: TX_ATOMIC { TX_STORE(&tx_sum, TX_LOAD(&tx_sum) + 1); } break;
 #define S10(i) S1(i##0) S1(i##1) S1(i##2) S1(i##3) S1(i##4) S1(i##5) S1(i##6) S1(i##7) S1(i##8) S1(i##9)
 #define S100(i) S10(i##0) S10(i##1) S10(i##2) S10(i##3) S10(i##4) S10(i##5) S10(i##6) S10(i##7) \
@@ -46,6 +48,7 @@ static void at_site(unsigned i) {
         CHECK(!"no such site");
     }
 }
+/* clang-format on */
 
 static void *worker(void *arg) {
     unsigned id = (unsigned)(uintptr_t)arg;
@@ -60,7 +63,7 @@ static void *worker(void *arg) {
         by_mutex[k]++;
         pthread_mutex_unlock(&mutexes[k]);
     }
-    pthread_barrier_wait(&done);  /* main checks the totals, all still alive */
+    pthread_barrier_wait(&done); /* main checks the totals, all still alive */
     pthread_barrier_wait(&leave);
     return NULL;
 }
@@ -109,8 +112,9 @@ int main(int argc, char **argv) {
     CHECK(tx_stats_get(&s) == 0);
     if (s.transactions != (uint64_t)want || tx_stats_commits(&s) != (uint64_t)want ||
         s.threads < (uint64_t)nthreads) {
-        fprintf(stderr, "tx_stats_get: %llu threads, %llu transactions, %llu commits; expected %ld "
-                        "threads, %ld transactions\n",
+        fprintf(stderr,
+                "tx_stats_get: %llu threads, %llu transactions, %llu commits; expected %ld "
+                "threads, %ld transactions\n",
                 (unsigned long long)s.threads, (unsigned long long)s.transactions,
                 (unsigned long long)tx_stats_commits(&s), nthreads, want);
         return 1;

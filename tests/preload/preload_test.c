@@ -147,8 +147,8 @@ static int t_condvar(void) {
     for (long pi = 0; pi < PRODUCERS; pi++)
         for (long i = 1; i <= ITEMS; i++)
             expect += pi * ITEMS + i;
-    printf("condvar: consumed %ld items, sum %ld (expected %d, %ld)\n", consumed_count, consumed_sum,
-           PRODUCERS * ITEMS, expect);
+    printf("condvar: consumed %ld items, sum %ld (expected %d, %ld)\n", consumed_count,
+           consumed_sum, PRODUCERS * ITEMS, expect);
     CHECK(consumed_count == (long)PRODUCERS * ITEMS);
     CHECK(consumed_sum == expect);
     CHECK(q_len == 0);
@@ -212,8 +212,8 @@ static int t_timedlock(void) {
     int rc = pthread_mutex_timedlock(&held, &ts);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("timedlock: held mutex -> %s after %.3f s\n", rc == ETIMEDOUT ? "ETIMEDOUT" : strerror(rc),
-           waited);
+    printf("timedlock: held mutex -> %s after %.3f s\n",
+           rc == ETIMEDOUT ? "ETIMEDOUT" : strerror(rc), waited);
     CHECK(rc == ETIMEDOUT);
     CHECK(waited >= 0.1);
     CHECK(pthread_mutex_trylock(&held) == EBUSY);
@@ -403,8 +403,8 @@ static int t_torture(void) {
         for (int s = 0; s < T_SLOTS; s++)
             total += t_counter[w][s];
     long expect = (long)T_THREADS * T_ITERS + t_nested_ok;
-    printf("torture: %d threads x %d sections (+%ld nested): counted %ld, expected %ld\n", T_THREADS,
-           T_ITERS, t_nested_ok, total, expect);
+    printf("torture: %d threads x %d sections (+%ld nested): counted %ld, expected %ld\n",
+           T_THREADS, T_ITERS, t_nested_ok, total, expect);
     CHECK(total == expect);
     return 0;
 }
@@ -451,7 +451,9 @@ static int t_bench(long n) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr, "usage: %s condvar|timedlock|fork|fork-first|unlock-unlocked|kinds|torture|stats|bench [N]\n",
+        fprintf(stderr,
+                "usage: %s "
+                "condvar|timedlock|fork|fork-first|unlock-unlocked|kinds|torture|stats|bench [N]\n",
                 argv[0]);
         return 2;
     }

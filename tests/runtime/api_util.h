@@ -69,10 +69,10 @@ __attribute__((unused)) static int heap_accounting_works(void) {
 }
 
 /* HEAP_CHECK(cond, fmt, ...): a CHECK_MSG about heap sizes. */
-#define HEAP_CHECK(cond, ...)                                        \
-    do {                                                             \
-        if (heap_accounting_works())                                 \
-            CHECK_MSG(cond, __VA_ARGS__);                            \
+#define HEAP_CHECK(cond, ...)             \
+    do {                                  \
+        if (heap_accounting_works())      \
+            CHECK_MSG(cond, __VA_ARGS__); \
     } while (0)
 
 /* Blocks larger than glibc's tcache limit, so a free() shows in heap_in_use(). */
@@ -102,8 +102,8 @@ __attribute__((unused)) static void set_all_faults(double p) {
 
 /* The main of every API test program: skips the htm run without RTM, says
  * what runs, decides heap accounting once, runs the cases. */
-__attribute__((unused)) static int api_main(const char *prog, const struct tk_test *tests,
-                                            size_t n, int argc, char **argv) {
+__attribute__((unused)) static int api_main(const char *prog, const struct tk_test *tests, size_t n,
+                                            int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     tk_skip_unless_method_usable(prog);
     printf("txkit %s, method %s, RTM usable: %d\n", txkit_version(),

@@ -67,15 +67,15 @@ __attribute__((unused)) static uint64_t tk_stress_seed(const char *prog) {
     } else {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        seed = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
-               ((uint64_t)getpid() << 32);
+        seed =
+            ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 32);
         seed = (seed ^ (seed >> 29)) * 0xBF58476D1CE4E5B9ULL; /* spread the low bits */
         seed = (seed ^ (seed >> 32)) % 1000000000000ULL;      /* short enough to copy */
         if (!seed)
             seed = 1;
     }
-    printf("%s: seed %llu (replay with TXKIT_STRESS_SEED=%llu)%s\n", prog,
-           (unsigned long long)seed, (unsigned long long)seed, s && *s ? " [replay]" : "");
+    printf("%s: seed %llu (replay with TXKIT_STRESS_SEED=%llu)%s\n", prog, (unsigned long long)seed,
+           (unsigned long long)seed, s && *s ? " [replay]" : "");
     fflush(stdout);
     return seed;
 }

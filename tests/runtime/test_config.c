@@ -29,8 +29,8 @@ static void test_method_names(void) {
     CHECK(strcmp(txkit_method_name(TXKIT_NMETHODS), "?") == 0);
     CHECK(strcmp(txkit_method_name(-1), "?") == 0);
     CHECK(strcmp(txkit_method_name(1000), "?") == 0);
-    static const char *const bad[] = {"", "bogus", "STM", "Serial", "stm ", " stm", "autox", "4",
-                                      "hardware"};
+    static const char *const bad[] = {"",     "bogus", "STM", "Serial",  "stm ",
+                                      " stm", "autox", "4",   "hardware"};
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         txkit_method_t m = TXKIT_SERIAL;
         CHECK_MSG(txkit_method_parse(bad[i], &m) == -EINVAL, "parse(\"%s\")", bad[i]);
@@ -42,7 +42,9 @@ static long g_mx;
 /* Runs one transaction and says which method committed it. */
 static int committing_method(void) {
     tx_stats_t s0 = tk_stats();
-    TX_ATOMIC { TX_STORE(&g_mx, TX_LOAD(&g_mx) + 1); }
+    TX_ATOMIC {
+        TX_STORE(&g_mx, TX_LOAD(&g_mx) + 1);
+    }
     tx_stats_t s1 = tk_stats();
     int found = -1;
     for (int m = 0; m < TXKIT_NMETHODS; m++) {
@@ -127,7 +129,9 @@ static void test_set_method(void) {
 
     /* Not inside a transaction; the failed call changes nothing. */
     static volatile int busy_rc;
-    TX_ATOMIC { busy_rc = txkit_set_thread_method(TXKIT_SERIAL); }
+    TX_ATOMIC {
+        busy_rc = txkit_set_thread_method(TXKIT_SERIAL);
+    }
     CHECK_EQ(busy_rc, -EBUSY);
     CHECK_EQ(txkit_get_method(), TXKIT_STM);
 
@@ -198,7 +202,9 @@ static void test_fault_progress(void) {
 }
 
 static void store_progress(long v) {
-    TX_ATOMIC { TX_STORE(&g_progress, v); }
+    TX_ATOMIC {
+        TX_STORE(&g_progress, v);
+    }
 }
 
 static void test_set_fault_errors(void) {

@@ -365,7 +365,6 @@ void test_on_commit_on_abort() {
             txkit::restart();
     });
     CHECK_EQ(events.size(), 1u);
-
 }
 
 // Handlers run outside any transaction, so they may run transactions.

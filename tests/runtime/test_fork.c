@@ -31,9 +31,9 @@
 
 #include "test_util.h"
 
-static long x1, x2, y, z;     /* shared */
-static atomic_int inside;     /* the other thread is where the scenario wants it */
-static atomic_int forked;     /* the parent has forked */
+static long x1, x2, y, z; /* shared */
+static atomic_int inside; /* the other thread is where the scenario wants it */
+static atomic_int forked; /* the parent has forked */
 static cx_lock_t lk = CX_LOCK_INITIALIZER;
 
 /* Until flag is set, or at most seconds (a scenario where fork must wait
@@ -51,7 +51,9 @@ static long child_count;
 static void *child_worker(void *arg) {
     (void)arg;
     for (int i = 0; i < 500; i++)
-        TX_ATOMIC { TX_STORE(&child_count, TX_LOAD(&child_count) + 1); }
+        TX_ATOMIC {
+            TX_STORE(&child_count, TX_LOAD(&child_count) + 1);
+        }
     return NULL;
 }
 

@@ -57,8 +57,12 @@ static void test_on_commit_order_once(void) {
     for (int i = 0; i < 6; i++)
         CHECK_EQ(g_events[i], 100 + i);
     /* Once only: later transactions do not run them again. */
-    TX_ATOMIC { TX_STORE(&g_hx, 0); }
-    TX_ATOMIC { CHECK_EQ(tx_on_commit(record_handler, (void *)(intptr_t)7), 0); }
+    TX_ATOMIC {
+        TX_STORE(&g_hx, 0);
+    }
+    TX_ATOMIC {
+        CHECK_EQ(tx_on_commit(record_handler, (void *)(intptr_t)7), 0);
+    }
     CHECK_EQ(g_nevents, 7);
     CHECK_EQ(g_events[6], 7);
 
@@ -90,7 +94,9 @@ static void test_on_abort_order(void) {
         TX_STORE(&g_hx, 1); /* record_abort_handler checks this was undone */
         CHECK_EQ(tx_on_abort(record_abort_handler, (void *)(intptr_t)1), 0);
         CHECK_EQ(tx_on_abort(record_abort_handler, (void *)(intptr_t)2), 0);
-        TX_ATOMIC { CHECK_EQ(tx_on_abort(record_abort_handler, (void *)(intptr_t)3), 0); }
+        TX_ATOMIC {
+            CHECK_EQ(tx_on_abort(record_abort_handler, (void *)(intptr_t)3), 0);
+        }
         if (n < 2)
             tx_restart();
         TX_STORE(&g_hx, 0);
@@ -320,9 +326,9 @@ static void test_tx_malloc_basic(void) {
         size_t after = heap_in_use();
         if (round == 1)
             HEAP_CHECK(after <= before + HEAP_SLACK,
-                      "heap grew by %zu bytes over %d transactions that each aborted 3 "
-                      "attempts holding a %d-byte tx_malloc block",
-                      after - before, iters, BLK);
+                       "heap grew by %zu bytes over %d transactions that each aborted 3 "
+                       "attempts holding a %d-byte tx_malloc block",
+                       after - before, iters, BLK);
     }
 }
 
@@ -356,7 +362,7 @@ static void test_tx_free_deferred(void) {
     free_deferred_once(); /* the first transactions of a thread allocate its logs */
     size_t base = free_deferred_once();
     HEAP_CHECK(heap_in_use() <= base + BLK / 2, "block not freed at commit (%zu -> %zu)", base,
-              heap_in_use());
+               heap_in_use());
 }
 
 static void malloc_free_restart_once(void) {
@@ -409,7 +415,9 @@ static void test_tx_malloc_fault_injection(void) {
     memset(g_blocks, 0, sizeof g_blocks);
     g_fault_handler_runs = 0;
     /* warm-up of the logs at this size */
-    TX_ATOMIC { tx_free(tx_malloc(BLK)); }
+    TX_ATOMIC {
+        tx_free(tx_malloc(BLK));
+    }
     size_t base = heap_in_use();
     tx_stats_t s0 = tk_stats();
     set_all_faults(0.5);
@@ -417,8 +425,8 @@ static void test_tx_malloc_fault_injection(void) {
         fault_alloc_block(i);
     set_all_faults(0.0);
     tx_stats_t s1 = tk_stats();
-    uint64_t injected = s1.aborts_by_cause[TXKIT_CAUSE_INJECTED] -
-                        s0.aborts_by_cause[TXKIT_CAUSE_INJECTED];
+    uint64_t injected =
+        s1.aborts_by_cause[TXKIT_CAUSE_INJECTED] - s0.aborts_by_cause[TXKIT_CAUSE_INJECTED];
     uint64_t aborts = tx_stats_aborts(&s1) - tx_stats_aborts(&s0);
     printf("    %d transactions, %llu injected aborts, %ld abort-handler runs\n", FAULT_BLOCKS,
            (unsigned long long)injected, (long)g_fault_handler_runs);
@@ -437,9 +445,10 @@ static void test_tx_malloc_fault_injection(void) {
     }
     /* Exactly the committed blocks are live: the aborted attempts' are freed. */
     size_t live = heap_in_use() - base;
-    HEAP_CHECK(live >= (size_t)FAULT_BLOCKS * BLK && live <= (size_t)FAULT_BLOCKS * BLK + HEAP_SLACK,
-              "live heap %zu bytes, expected %d blocks of %d bytes (%llu injected aborts)", live,
-              FAULT_BLOCKS, BLK, (unsigned long long)injected);
+    HEAP_CHECK(live >= (size_t)FAULT_BLOCKS * BLK &&
+                   live <= (size_t)FAULT_BLOCKS * BLK + HEAP_SLACK,
+               "live heap %zu bytes, expected %d blocks of %d bytes (%llu injected aborts)", live,
+               FAULT_BLOCKS, BLK, (unsigned long long)injected);
 
     /* Free them under injection: a free by an aborted attempt would be a
      * double free (glibc aborts) or leave the heap wrong. */
@@ -450,7 +459,7 @@ static void test_tx_malloc_fault_injection(void) {
     for (int i = 0; i < FAULT_BLOCKS; i++)
         CHECK(g_blocks[i] == NULL);
     HEAP_CHECK(heap_in_use() <= base + HEAP_SLACK, "heap %zu -> %zu after freeing everything", base,
-              heap_in_use());
+               heap_in_use());
 }
 
 /* ================================================================== main */

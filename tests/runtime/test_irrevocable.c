@@ -43,7 +43,9 @@ static void *irrevocable_main(void *arg) {
 
 static long read_sum(void) {
     volatile long s = 0; /* assigned inside the block: -Wclobbered */
-    TX_ATOMIC { s = TX_LOAD(&x) + TX_LOAD(&y) + TX_LOAD(&z); }
+    TX_ATOMIC {
+        s = TX_LOAD(&x) + TX_LOAD(&y) + TX_LOAD(&z);
+    }
     return s;
 }
 
@@ -61,7 +63,9 @@ static void *reader_main(void *arg) {
 }
 
 static void bump_z(void) {
-    TX_ATOMIC { TX_STORE(&z, TX_LOAD(&z) + 1); }
+    TX_ATOMIC {
+        TX_STORE(&z, TX_LOAD(&z) + 1);
+    }
 }
 
 static void *writer_main(void *arg) {

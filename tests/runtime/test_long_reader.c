@@ -66,7 +66,7 @@ static double deadline_s = 40.0;
 static int measure;
 static int work = 4;
 static long step = 8; /* reads between the reader's waits for a writer commit */
-static long moves; /* one writer transaction in `moves` writes the large structure; 0: none */
+static long moves;    /* one writer transaction in `moves` writes the large structure; 0: none */
 static volatile uint64_t sink;
 
 static struct node **slots;
@@ -305,7 +305,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--reclaim-cost"))
             return reclaim_cost();
         else {
-            fprintf(stderr, "usage: %s [--nodes N] [--commits K] [--deadline S] [--work W] [--step S] [--moves M] [--measure]\n",
+            fprintf(stderr,
+                    "usage: %s [--nodes N] [--commits K] [--deadline S] [--work W] [--step S] "
+                    "[--moves M] [--measure]\n",
                     argv[0]);
             return 2;
         }
@@ -328,8 +330,8 @@ int main(int argc, char **argv) {
     while (!atomic_load(&reader_done)) {
         CHECK_MSG(tk_now() - t0 < deadline_s + 5,
                   "the long transaction committed %ld of %ld times in %.0f s (livelock); "
-                  "writer: %ld commits", reader_commits, want_commits, deadline_s + 5,
-                  atomic_load(&writer_progress));
+                  "writer: %ld commits",
+                  reader_commits, want_commits, deadline_s + 5, atomic_load(&writer_progress));
         usleep(10000);
     }
     CHECK(pthread_join(tr, NULL) == 0);
@@ -348,8 +350,9 @@ int main(int argc, char **argv) {
             printf("  attempt %ld (%s): begun at %.3f s, %s%.3f s later\n", i,
                    attempt_sw[i] ? "software" : "serial", attempt_start[i] - t0,
                    attempt_end[i] ? "committed " : "next begun ",
-                   (attempt_end[i] ? attempt_end[i]
-                                   : i + 1 < reader_attempts ? attempt_start[i + 1] : tk_now()) -
+                   (attempt_end[i]            ? attempt_end[i]
+                    : i + 1 < reader_attempts ? attempt_start[i + 1]
+                                              : tk_now()) -
                        attempt_start[i]);
     }
     CHECK_MSG(reader_commits == want_commits,

@@ -48,8 +48,10 @@ __attribute__((noinline, no_sanitize_address)) static size_t reuse_stack(int v) 
 #if defined(__SANITIZE_ADDRESS__)
     void *bad = __asan_region_is_poisoned(buf, sizeof buf);
     if (bad) {
-        fprintf(stderr, "restart_stack: %zu bytes into a free stack buffer are still poisoned "
-                        "after a restart\n", (size_t)((char *)bad - buf));
+        fprintf(stderr,
+                "restart_stack: %zu bytes into a free stack buffer are still poisoned "
+                "after a restart\n",
+                (size_t)((char *)bad - buf));
         abort();
     }
 #endif

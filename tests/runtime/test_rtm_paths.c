@@ -425,12 +425,18 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         void (*fn)(void);
-    } cases[] = {{"layout", layout},         {"cx_explicit", cx_explicit},
-                 {"cx_need_excl", cx_need_excl}, {"cx_busy", cx_busy},
+    } cases[] = {{"layout", layout},
+                 {"cx_explicit", cx_explicit},
+                 {"cx_need_excl", cx_need_excl},
+                 {"cx_busy", cx_busy},
                  {"mutex_explicit", mutex_explicit},
-                 {"htm_restart", htm_restart}, {"status_zero", status_zero},
-                 {"irr_reader", irr_reader}, {"cx_clock", cx_clock}, {"cx_irr", cx_irr},
-                 {"cx_publish", cx_publish}, {"hw_readonly", hw_readonly},
+                 {"htm_restart", htm_restart},
+                 {"status_zero", status_zero},
+                 {"irr_reader", irr_reader},
+                 {"cx_clock", cx_clock},
+                 {"cx_irr", cx_irr},
+                 {"cx_publish", cx_publish},
+                 {"hw_readonly", hw_readonly},
                  {"hw_free", hw_free}};
     if (argc != 2) {
         fprintf(stderr, "usage: test_rtm_paths CASE\n");

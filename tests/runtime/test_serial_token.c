@@ -57,7 +57,9 @@ static __attribute__((noinline)) void tx_a(void) {
 }
 
 static __attribute__((noinline)) void tx_b(void) {
-    TX_ATOMIC { TX_STORE(&z, TX_LOAD(&z) + 1); }
+    TX_ATOMIC {
+        TX_STORE(&z, TX_LOAD(&z) + 1);
+    }
 }
 
 /* x and a long write-back (the clock stays odd a while: B's first try to

@@ -15,7 +15,9 @@
 static long g_mx;
 
 static void increment_mx(void) {
-    TX_ATOMIC { TX_STORE(&g_mx, TX_LOAD(&g_mx) + 1); }
+    TX_ATOMIC {
+        TX_STORE(&g_mx, TX_LOAD(&g_mx) + 1);
+    }
 }
 
 static void *thread_three_commits(void *p) {
@@ -36,11 +38,16 @@ static void run_with_restarts(int k) {
 
 static void one_of_three_kinds(int i) {
     if (i % 3 == 0)
-        TX_ATOMIC { TX_STORE(&g_mx, i); }
+        TX_ATOMIC {
+            TX_STORE(&g_mx, i);
+        }
     else if (i % 3 == 1)
-        TX_ATOMIC { (void)TX_LOAD(&g_mx); }
+        TX_ATOMIC {
+            (void)TX_LOAD(&g_mx);
+        }
     else
-        TX_ATOMIC {}
+        TX_ATOMIC {
+        }
 }
 
 static void test_stats(void) {
@@ -50,8 +57,7 @@ static void test_stats(void) {
     CHECK(s0.threads >= 1);
     CHECK_EQ(s0.commits[TXKIT_AUTO], 0);
     CHECK_EQ(s0.aborts[TXKIT_AUTO], 0);
-    CHECK_EQ(tx_stats_commits(&s0),
-             s0.commits[0] + s0.commits[1] + s0.commits[2] + s0.commits[3]);
+    CHECK_EQ(tx_stats_commits(&s0), s0.commits[0] + s0.commits[1] + s0.commits[2] + s0.commits[3]);
     CHECK_EQ(tx_stats_aborts(&s0), s0.aborts[0] + s0.aborts[1] + s0.aborts[2] + s0.aborts[3]);
     uint64_t by_cause = 0;
     for (int c = 0; c < TXKIT_NCAUSES; c++)
@@ -83,16 +89,15 @@ static void test_stats(void) {
         tx_stats_t a0 = tk_stats();
         run_with_restarts(k);
         tx_stats_t a1 = tk_stats();
-        CHECK_EQ(a1.aborts_by_cause[TXKIT_CAUSE_EXPLICIT] - a0.aborts_by_cause[TXKIT_CAUSE_EXPLICIT],
-                 k);
+        CHECK_EQ(
+            a1.aborts_by_cause[TXKIT_CAUSE_EXPLICIT] - a0.aborts_by_cause[TXKIT_CAUSE_EXPLICIT], k);
         CHECK(tx_stats_aborts(&a1) - tx_stats_aborts(&a0) >= (uint64_t)k);
         if (!tk_hw_possible()) {
             CHECK_EQ(tx_stats_aborts(&a1) - tx_stats_aborts(&a0), k);
             for (int b = 0; b < TXKIT_RETRY_BUCKETS; b++)
                 CHECK_MSG(a1.retries_hist[b] - a0.retries_hist[b] == (b == bucket[i] ? 1u : 0u),
                           "%d restarts: bucket %d moved by %llu (want bucket %d)", k, b,
-                          (unsigned long long)(a1.retries_hist[b] - a0.retries_hist[b]),
-                          bucket[i]);
+                          (unsigned long long)(a1.retries_hist[b] - a0.retries_hist[b]), bucket[i]);
         }
         /* A running total of time: it can only grow, and grows with aborts
          * (first attempts are timed only by sampling; retries always). */

@@ -86,8 +86,8 @@ struct worker {
     long restart_pending; /* bank: restart the next transfer once */
     /* bank */
     long touches;
-    long irrevocable_runs;  /* bodies that got past tx_irrevocable() */
-    long irrevocable_txs;   /* irrevocable transactions completed */
+    long irrevocable_runs; /* bodies that got past tx_irrevocable() */
+    long irrevocable_txs;  /* irrevocable transactions completed */
     /* opacity */
     long writes, last_x;
     /* list, hashset */
@@ -366,7 +366,7 @@ static void opacity_verify(void) {
  * range of the running workload, is an inconsistent view: counted for the
  * thread, and the walk stops there. */
 static _Thread_local struct worker *tl_worker; /* set by worker_main */
-static long chain_max_len;                      /* set by list_init / hs_init */
+static long chain_max_len;                     /* set by list_init / hs_init */
 
 static int chain_bad(long last, long key, long steps) {
     if (key > last && steps <= chain_max_len)
@@ -439,17 +439,23 @@ static void list_init(void) {
 }
 
 static void list_insert(struct worker *w, long k) {
-    TX_ATOMIC { w->res = chain_insert_tx(&list_head, k); }
+    TX_ATOMIC {
+        w->res = chain_insert_tx(&list_head, k);
+    }
     w->inserted += w->res;
 }
 
 static void list_delete(struct worker *w, long k) {
-    TX_ATOMIC { w->res = chain_delete_tx(&list_head, k); }
+    TX_ATOMIC {
+        w->res = chain_delete_tx(&list_head, k);
+    }
     w->deleted += w->res;
 }
 
 static void list_lookup(struct worker *w, long k) {
-    TX_ATOMIC { w->res = chain_contains_tx(&list_head, k); }
+    TX_ATOMIC {
+        w->res = chain_contains_tx(&list_head, k);
+    }
 }
 
 static void list_op(struct worker *w) {
@@ -526,17 +532,23 @@ static int hs_remove_in_tx(long k) {
 }
 
 static void hs_insert(struct worker *w, long k) {
-    TX_ATOMIC { w->res = hs_insert_in_tx(k); }
+    TX_ATOMIC {
+        w->res = hs_insert_in_tx(k);
+    }
     w->inserted += w->res;
 }
 
 static void hs_delete(struct worker *w, long k) {
-    TX_ATOMIC { w->res = hs_remove_in_tx(k); }
+    TX_ATOMIC {
+        w->res = hs_remove_in_tx(k);
+    }
     w->deleted += w->res;
 }
 
 static void hs_lookup(struct worker *w, long k) {
-    TX_ATOMIC { w->res = chain_contains_tx(&buckets[hs_bucket_of(k)].head, k); }
+    TX_ATOMIC {
+        w->res = chain_contains_tx(&buckets[hs_bucket_of(k)].head, k);
+    }
 }
 
 /* Atomically replace a by b when a is present and b is not. */
@@ -752,16 +764,24 @@ int main(int argc, char **argv) {
     memset(workers, 0, sizeof(struct worker) * (size_t)opt.threads);
 
     switch (opt.workload) {
-    case W_BANK: bank_init(); break;
-    case W_OPACITY: opacity_init(); break;
-    case W_LIST: list_init(); break;
-    case W_HASHSET: hs_init(); break;
+    case W_BANK:
+        bank_init();
+        break;
+    case W_OPACITY:
+        opacity_init();
+        break;
+    case W_LIST:
+        list_init();
+        break;
+    case W_HASHSET:
+        hs_init();
+        break;
     }
 
-    printf("workload %s, %d threads, %s %g, method %s%s, fault %g\n",
-           workload_names[opt.workload], opt.threads, opt.ops ? "ops/thread" : "seconds",
-           opt.ops ? (double)opt.ops : opt.seconds, txkit_method_name(txkit_get_method()),
-           opt.mixed ? " (mixed per thread)" : "", opt.fault);
+    printf("workload %s, %d threads, %s %g, method %s%s, fault %g\n", workload_names[opt.workload],
+           opt.threads, opt.ops ? "ops/thread" : "seconds", opt.ops ? (double)opt.ops : opt.seconds,
+           txkit_method_name(txkit_get_method()), opt.mixed ? " (mixed per thread)" : "",
+           opt.fault);
 
     tx_stats_t s0 = tk_stats();
     CHECK_EQ(pthread_barrier_init(&start_barrier, NULL, (unsigned)opt.threads + 1), 0);
@@ -820,10 +840,18 @@ int main(int argc, char **argv) {
 
     /* The data structure itself. */
     switch (opt.workload) {
-    case W_BANK: bank_verify(); break;
-    case W_OPACITY: opacity_verify(); break;
-    case W_LIST: list_verify(); break;
-    case W_HASHSET: hs_verify(); break;
+    case W_BANK:
+        bank_verify();
+        break;
+    case W_OPACITY:
+        opacity_verify();
+        break;
+    case W_LIST:
+        list_verify();
+        break;
+    case W_HASHSET:
+        hs_verify();
+        break;
     }
     CHECK_MSG(violations == 0, "%ld inconsistent reads inside transactions (opacity violated)",
               violations);
@@ -838,8 +866,8 @@ int main(int argc, char **argv) {
     CHECK_EQ(s1.commits[TXKIT_AUTO], 0);
     CHECK_EQ(s1.aborts[TXKIT_AUTO], 0);
     if (opt.fault > 0 || opt.expect_injected) {
-        uint64_t injected = s1.aborts_by_cause[TXKIT_CAUSE_INJECTED] -
-                            s0.aborts_by_cause[TXKIT_CAUSE_INJECTED];
+        uint64_t injected =
+            s1.aborts_by_cause[TXKIT_CAUSE_INJECTED] - s0.aborts_by_cause[TXKIT_CAUSE_INJECTED];
         CHECK_MSG(injected > 0, "fault injection requested, but no injected aborts in %ld ops",
                   ops);
     }

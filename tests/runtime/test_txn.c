@@ -102,7 +102,8 @@ static void test_nesting(void) {
     CHECK_EQ(g_n2, 3);
 
     /* A block of a single statement. */
-    TX_ATOMIC TX_STORE(&g_n3, 99);
+    TX_ATOMIC
+        TX_STORE(&g_n3, 99);
     CHECK_EQ(g_n3, 99);
 }
 
@@ -129,7 +130,7 @@ static void test_irrevocable(void) {
         tx_irrevocable();
         CHECK_EQ(tx_in_transaction(), 1);
         g_irrev_side = g_irrev_side + 1; /* a non-undoable effect: exactly once */
-        tx_irrevocable();               /* again: nothing changes */
+        tx_irrevocable();                /* again: nothing changes */
         TX_STORE(&g_iy, TX_LOAD(&g_ix) * 10);
     }
     tx_stats_t s1 = tk_stats();
@@ -214,8 +215,8 @@ static void test_restart(void) {
         int handler_runs = restart_k_times(k);
         tx_stats_t s1 = tk_stats();
         CHECK_EQ(g_rx, 1 + k);
-        CHECK_EQ(s1.aborts_by_cause[TXKIT_CAUSE_EXPLICIT] - s0.aborts_by_cause[TXKIT_CAUSE_EXPLICIT],
-                 k);
+        CHECK_EQ(
+            s1.aborts_by_cause[TXKIT_CAUSE_EXPLICIT] - s0.aborts_by_cause[TXKIT_CAUSE_EXPLICIT], k);
         CHECK_EQ(tx_stats_commits(&s1) - tx_stats_commits(&s0), 1);
         CHECK_EQ(s1.transactions - s0.transactions, 1);
         if (!tk_hw_possible()) {
@@ -368,9 +369,8 @@ static void expect_death(const char *what, void (*fn)(void)) {
     CHECK_EQ(waitpid(pid, &st, 0), pid);
     CHECK_MSG(!(WIFEXITED(st) && WEXITSTATUS(st) == 0), "%s: the process survived", what);
     CHECK_MSG(len > 0, "%s: the process died without a message", what);
-    printf("    %s: died as it must (%s %d), said: %s", what,
-           WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
-           msg);
+    printf("    %s: died as it must (%s %d), said: %s", what, WIFSIGNALED(st) ? "signal" : "exit",
+           WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), msg);
     if (len && msg[len - 1] != '\n')
         putchar('\n');
 }

@@ -334,11 +334,15 @@ static void fill_pattern(unsigned char *p, size_t n, unsigned seed) {
  * (part of -Wextra) cannot tell that a loop counter is never modified between
  * the block's checkpoint and a restart. */
 static void tx_copy(void *dst, const void *src, size_t n) {
-    TX_ATOMIC { tx_memcpy(dst, src, n); }
+    TX_ATOMIC {
+        tx_memcpy(dst, src, n);
+    }
 }
 
 static void tx_set(void *dst, int c, size_t n) {
-    TX_ATOMIC { tx_memset(dst, c, n); }
+    TX_ATOMIC {
+        tx_memset(dst, c, n);
+    }
 }
 
 static void test_memcpy_memset(void) {
@@ -362,8 +366,7 @@ static void test_memcpy_memset(void) {
             memcpy(model, g_buf, sizeof model);
             memset(model + 40 + doff, c, len);
             tx_set(g_buf + 40 + doff, c, len);
-            CHECK_MSG(memcmp(g_buf, model, sizeof model) == 0, "tx_memset +%zu len %zu", doff,
-                      len);
+            CHECK_MSG(memcmp(g_buf, model, sizeof model) == 0, "tx_memset +%zu len %zu", doff, len);
         }
     }
 

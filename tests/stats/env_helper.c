@@ -22,7 +22,9 @@
 static long counter;
 
 __attribute__((noinline)) static void one_tx(void) {
-    TX_ATOMIC { TX_STORE(&counter, TX_LOAD(&counter) + 1); }
+    TX_ATOMIC {
+        TX_STORE(&counter, TX_LOAD(&counter) + 1);
+    }
 }
 
 static void close_stderr(void) { fclose(stderr); }

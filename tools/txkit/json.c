@@ -35,7 +35,8 @@ static int utf8_len(const unsigned char *s) {
             return 0;
         cp = (cp << 6) | (s[i] & 0x3f);
     }
-    if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+    if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
         return 0;
     return n;
 }

@@ -19,49 +19,46 @@
 #define EXIT_USAGE 2
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: txkit [-h|--help] [-V|--version] COMMAND [ARGS...]\n"
-            "commands:\n"
-            "  info [--json]   version, CPU, RTM support and why, methods, default method\n"
-            "  run [-m METHOD] [--stats[=FILE]] [--no-elide] [--] CMD [ARGS...]\n"
-            "                  run CMD on txkit (gcc -fgnu-tm code, elided pthread mutexes)\n"
-            "  stat [-p PID,...] [-n NAME] [-u USER] [-s] [-v] [--json] [INTERVAL [COUNT]]\n"
-            "                  statistics of running txkit processes, like vmstat\n"
-            "  report [--json] FILE\n"
-            "                  the statistics a process dumped at exit (TXKIT_STATS=FILE)\n"
-            "  version         print the version\n"
-            "  help [COMMAND]  this text, or a command's (same as txkit COMMAND --help)\n"
-            "Exit status: 0 success, 1 error, 2 usage error (bad command or arguments);\n"
-            "txkit run exits with CMD's status (126, 127: CMD could not be run).\n"
-            "See txkit(1), txkit(7) and libtxkit(3).\n");
+    fprintf(f, "usage: txkit [-h|--help] [-V|--version] COMMAND [ARGS...]\n"
+               "commands:\n"
+               "  info [--json]   version, CPU, RTM support and why, methods, default method\n"
+               "  run [-m METHOD] [--stats[=FILE]] [--no-elide] [--] CMD [ARGS...]\n"
+               "                  run CMD on txkit (gcc -fgnu-tm code, elided pthread mutexes)\n"
+               "  stat [-p PID,...] [-n NAME] [-u USER] [-s] [-v] [--json] [INTERVAL [COUNT]]\n"
+               "                  statistics of running txkit processes, like vmstat\n"
+               "  report [--json] FILE\n"
+               "                  the statistics a process dumped at exit (TXKIT_STATS=FILE)\n"
+               "  version         print the version\n"
+               "  help [COMMAND]  this text, or a command's (same as txkit COMMAND --help)\n"
+               "Exit status: 0 success, 1 error, 2 usage error (bad command or arguments);\n"
+               "txkit run exits with CMD's status (126, 127: CMD could not be run).\n"
+               "See txkit(1), txkit(7) and libtxkit(3).\n");
 }
 
 static void info_usage(FILE *f) {
-    fprintf(f,
-            "usage: txkit info [--json]\n"
-            "  What txkit sees on this machine: version, CPU model, whether RTM (Intel TSX)\n"
-            "  is usable and why, the transaction methods, the default method and\n"
-            "  contention manager (after TXKIT_METHOD, TXKIT_CM, TXKIT_SCHED), CPU count.\n"
-            "  -j, --json   one JSON object (keys: version, cpu, vendor, cpus, rtm, methods,\n"
-            "               method, method_from_env, cm, sched)\n"
-            "  -h, --help   this text\n"
-            "  Exit status: 0, 2 for bad arguments.\n");
+    fprintf(f, "usage: txkit info [--json]\n"
+               "  What txkit sees on this machine: version, CPU model, whether RTM (Intel TSX)\n"
+               "  is usable and why, the transaction methods, the default method and\n"
+               "  contention manager (after TXKIT_METHOD, TXKIT_CM, TXKIT_SCHED), CPU count.\n"
+               "  -j, --json   one JSON object (keys: version, cpu, vendor, cpus, rtm, methods,\n"
+               "               method, method_from_env, cm, sched)\n"
+               "  -h, --help   this text\n"
+               "  Exit status: 0, 2 for bad arguments.\n");
 }
 
 static void run_usage(FILE *f) {
-    fprintf(f,
-            "usage: txkit run [-m METHOD] [--stats[=FILE]] [--no-elide] [--] CMD [ARGS...]\n"
-            "  Run CMD on txkit: its gcc -fgnu-tm code binds to txkit's libitm drop-in\n"
-            "  instead of GCC's libitm (LD_LIBRARY_PATH), its pthread mutexes are elided\n"
-            "  (LD_PRELOAD=libtxkit-preload.so) and symbols are bound at load\n"
-            "  (LD_BIND_NOW=1, so no lazy binding aborts a hardware transaction).\n"
-            "  -m, --method METHOD  auto, htm, stm or serial (sets TXKIT_METHOD)\n"
-            "      --stats          print statistics when CMD exits (TXKIT_STATS=1)\n"
-            "      --stats=FILE     dump them to FILE for txkit report (TXKIT_STATS=FILE)\n"
-            "      --no-elide       do not preload the mutex-eliding library\n"
-            "  -h, --help           this text\n"
-            "  Exit status: CMD's; 126 when CMD cannot be executed, 127 when it is not\n"
-            "  found, 1 when txkit's libraries are missing, 2 for bad arguments.\n");
+    fprintf(f, "usage: txkit run [-m METHOD] [--stats[=FILE]] [--no-elide] [--] CMD [ARGS...]\n"
+               "  Run CMD on txkit: its gcc -fgnu-tm code binds to txkit's libitm drop-in\n"
+               "  instead of GCC's libitm (LD_LIBRARY_PATH), its pthread mutexes are elided\n"
+               "  (LD_PRELOAD=libtxkit-preload.so) and symbols are bound at load\n"
+               "  (LD_BIND_NOW=1, so no lazy binding aborts a hardware transaction).\n"
+               "  -m, --method METHOD  auto, htm, stm or serial (sets TXKIT_METHOD)\n"
+               "      --stats          print statistics when CMD exits (TXKIT_STATS=1)\n"
+               "      --stats=FILE     dump them to FILE for txkit report (TXKIT_STATS=FILE)\n"
+               "      --no-elide       do not preload the mutex-eliding library\n"
+               "  -h, --help           this text\n"
+               "  Exit status: CMD's; 126 when CMD cannot be executed, 127 when it is not\n"
+               "  found, 1 when txkit's libraries are missing, 2 for bad arguments.\n");
 }
 
 static void version_usage(FILE *f) {
@@ -221,9 +218,11 @@ static int cmd_info(int argc, char **argv) {
     printf("method:         %s%s\n", txkit_method_name(m),
            env && *env ? " (from TXKIT_METHOD)" : " (default)");
     if (m == TXKIT_AUTO)
-        printf("  order:        %s\n", r.usable ? "htm -> stm -> serial (serial while one thread runs alone)"
-                                                : "stm -> serial (serial while one thread runs alone; no RTM)");
-    printf("contention:     %s%s\n", txkit_get_cm(), cm_env && *cm_env ? " (from TXKIT_CM)" : " (default)");
+        printf("  order:        %s\n",
+               r.usable ? "htm -> stm -> serial (serial while one thread runs alone)"
+                        : "stm -> serial (serial while one thread runs alone; no RTM)");
+    printf("contention:     %s%s\n", txkit_get_cm(),
+           cm_env && *cm_env ? " (from TXKIT_CM)" : " (default)");
     printf("scheduling:     %s (transaction-aware; TXKIT_SCHED)\n", sched ? "on" : "off");
     printf("priority:       %d (this thread's conflict priority)\n", tx_get_priority());
     printf("threads:        %d (CPUs this process may run on; benchmarks default to this)\n", cpus);
@@ -277,10 +276,11 @@ static int add_preload(const char *lib) {
 }
 
 static int cmd_run(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"method", required_argument, NULL, 'm'}, {"stats", optional_argument, NULL, 's'},
-        {"no-elide", no_argument, NULL, 'E'},     {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"method", required_argument, NULL, 'm'},
+                                         {"stats", optional_argument, NULL, 's'},
+                                         {"no-elide", no_argument, NULL, 'E'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     const char *method = NULL, *stats = NULL;
     char stats_file[PATH_MAX + 2];
     int elide = 1;
@@ -321,7 +321,8 @@ static int cmd_run(int argc, char **argv) {
         return cli_usage_error("run", "no command given");
     txkit_method_t m;
     if (method && txkit_method_parse(method, &m) != 0)
-        return cli_usage_error("run", "--method %s: unknown method (auto, htm, stm, serial)", method);
+        return cli_usage_error("run", "--method %s: unknown method (auto, htm, stm, serial)",
+                               method);
     if (method && m == TXKIT_HTM && !txkit_htm_usable()) {
         struct txkit_rtm_info r;
         txkit_rtm_info(&r);
@@ -330,8 +331,9 @@ static int cmd_run(int argc, char **argv) {
     }
     char dir[PATH_MAX];
     if (dropin_dir(dir, sizeof dir) != 0) {
-        fprintf(stderr, "txkit run: the libitm drop-in (lib/txkit/libitm.so.1) is not installed next to "
-                        "this txkit\n");
+        fprintf(stderr,
+                "txkit run: the libitm drop-in (lib/txkit/libitm.so.1) is not installed next to "
+                "this txkit\n");
         return 1;
     }
     const char *old = getenv("LD_LIBRARY_PATH");
@@ -347,8 +349,10 @@ static int cmd_run(int argc, char **argv) {
     if (elide) {
         char lib[PATH_MAX];
         if (preload_lib(dir, lib, sizeof lib) != 0)
-            fprintf(stderr, "txkit run: libtxkit-preload.so is not installed next to %s: "
-                            "mutexes are not elided\n", dir);
+            fprintf(stderr,
+                    "txkit run: libtxkit-preload.so is not installed next to %s: "
+                    "mutexes are not elided\n",
+                    dir);
         else if (add_preload(lib) != 0) {
             perror("txkit run");
             return 1;
@@ -376,8 +380,8 @@ static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
-    {"info", cmd_info, info_usage},       {"run", cmd_run, run_usage},
-    {"stat", cmd_stat, stat_usage},       {"report", cmd_report, report_usage},
+    {"info", cmd_info, info_usage},          {"run", cmd_run, run_usage},
+    {"stat", cmd_stat, stat_usage},          {"report", cmd_report, report_usage},
     {"version", cmd_version, version_usage}, {"help", cmd_help, help_usage},
 };
 

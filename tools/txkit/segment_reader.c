@@ -19,10 +19,10 @@
 
 #include "stat_data.h"
 
-#define SEQ_TRIES 64          /* per record, then the copy is accepted as is */
-#define SNAPSHOT_TRIES 4      /* whole snapshots, while slot 0 moves (a thread exiting) */
-#define FRESH_SECONDS 5       /* a segment this young may still be being created */
-#define HEADER_RETRIES 3      /* a live writer may still be filling its header */
+#define SEQ_TRIES 64     /* per record, then the copy is accepted as is */
+#define SNAPSHOT_TRIES 4 /* whole snapshots, while slot 0 moves (a thread exiting) */
+#define FRESH_SECONDS 5  /* a segment this young may still be being created */
+#define HEADER_RETRIES 3 /* a live writer may still be filling its header */
 /* No writer of this format makes more: a file that claims more is refused,
  * which bounds every loop of the reader (threads x sites records). */
 #define MAX_THREADS_SANE TKS_MAX_THREADS
@@ -164,8 +164,8 @@ static int validate(const struct tks_header *h, uint64_t st_size, unsigned flags
         return BAD("format version %u, this txkit reads version %u", h->version, TKS_VERSION);
     if (h->header_size != sizeof *h)
         return BAD("header_size %u, version %u has %zu", h->header_size, TKS_VERSION, sizeof *h);
-    if (h->counters_size != sizeof(struct tks_counters) || h->thread_size != sizeof(struct tks_thread) ||
-        h->site_size != sizeof(struct tks_site))
+    if (h->counters_size != sizeof(struct tks_counters) ||
+        h->thread_size != sizeof(struct tks_thread) || h->site_size != sizeof(struct tks_site))
         return BAD("record sizes counters/thread/site %u/%u/%u, version %u has %zu/%zu/%zu",
                    h->counters_size, h->thread_size, h->site_size, TKS_VERSION,
                    sizeof(struct tks_counters), sizeof(struct tks_thread), sizeof(struct tks_site));
@@ -173,8 +173,8 @@ static int validate(const struct tks_header *h, uint64_t st_size, unsigned flags
         return BAD("truncated: the header says %llu bytes, the file has %llu", (ull)h->file_size,
                    (ull)st_size);
     if (h->file_size < st_size)
-        return BAD("size mismatch: the header says %llu bytes, the file has %llu", (ull)h->file_size,
-                   (ull)st_size);
+        return BAD("size mismatch: the header says %llu bytes, the file has %llu",
+                   (ull)h->file_size, (ull)st_size);
     if (h->max_threads == 0 || h->max_threads > MAX_THREADS_SANE)
         return BAD("max_threads %u out of range (1..%u)", h->max_threads, MAX_THREADS_SANE);
     if (h->max_sites == 0 || h->max_sites > MAX_SITES_SANE)
@@ -184,12 +184,13 @@ static int validate(const struct tks_header *h, uint64_t st_size, unsigned flags
     if (h->is_dump > 1)
         return BAD("is_dump %u (0 or 1)", h->is_dump);
     if ((h->threads_offset | h->sites_offset | h->matrix_offset) % 8)
-        return BAD("misaligned offsets (threads %llu, sites %llu, matrix %llu)", (ull)h->threads_offset,
-                   (ull)h->sites_offset, (ull)h->matrix_offset);
+        return BAD("misaligned offsets (threads %llu, sites %llu, matrix %llu)",
+                   (ull)h->threads_offset, (ull)h->sites_offset, (ull)h->matrix_offset);
     uint64_t tend, send, mend;
     if (h->threads_offset < h->header_size)
         return BAD("threads_offset %llu inside the header", (ull)h->threads_offset);
-    if (!region_end(h->threads_offset, h->max_threads, h->thread_size, &tend) || tend > h->sites_offset)
+    if (!region_end(h->threads_offset, h->max_threads, h->thread_size, &tend) ||
+        tend > h->sites_offset)
         return BAD("thread table (offset %llu, %u slots) runs into the site table (offset %llu)",
                    (ull)h->threads_offset, h->max_threads, (ull)h->sites_offset);
     if (!region_end(h->sites_offset, h->max_sites, h->site_size, &send) || send > h->matrix_offset)
@@ -282,7 +283,8 @@ struct datamap {
 static void datamap_mark(struct datamap *dm, uint64_t from, uint64_t to) {
     for (uint64_t pg = from / DM_PAGE; pg <= (to - 1) / DM_PAGE; pg++)
         if (pg >= dm->first_page && pg - dm->first_page < dm->npages)
-            dm->bits[(pg - dm->first_page) / 8] |= (unsigned char)(1u << ((pg - dm->first_page) % 8));
+            dm->bits[(pg - dm->first_page) / 8] |=
+                (unsigned char)(1u << ((pg - dm->first_page) % 8));
 }
 
 static void datamap_build(struct datamap *dm, int fd, uint64_t start, uint64_t end) {
@@ -332,7 +334,7 @@ struct snap_args {
     const struct mapped *m;
     const struct tks_header *h; /* the validated private copy */
     unsigned nthreads, nsites;
-    struct tkr_proc *p;         /* sites and counters allocated, zeroed */
+    struct tkr_proc *p; /* sites and counters allocated, zeroed */
     const struct datamap *dm;
 };
 
@@ -430,7 +432,8 @@ static void read_ucounters(const struct snap_args *a) {
     if (!h->ucounters_offset || !p->ucounters)
         return;
     const struct tks_ucounter *u = (const struct tks_ucounter *)(a->m->base + h->ucounters_offset);
-    unsigned n = __atomic_load_n(&((const struct tks_header *)a->m->base)->nucounters, __ATOMIC_ACQUIRE);
+    unsigned n =
+        __atomic_load_n(&((const struct tks_header *)a->m->base)->nucounters, __ATOMIC_ACQUIRE);
     if (n > h->max_ucounters)
         n = h->max_ucounters;
     for (unsigned i = 0; i < n; i++) {
@@ -530,8 +533,8 @@ enum tkr_result tkr_read(int dirfd, const char *name, unsigned flags, struct tkr
         goto out;
     }
     if ((uint64_t)st.st_size < sizeof(struct tks_header)) {
-        snprintf(why, wlen, "truncated: %llu bytes, shorter than the %zu-byte header", (ull)st.st_size,
-                 sizeof(struct tks_header));
+        snprintf(why, wlen, "truncated: %llu bytes, shorter than the %zu-byte header",
+                 (ull)st.st_size, sizeof(struct tks_header));
         goto out;
     }
     m.size = (size_t)st.st_size;
@@ -616,7 +619,8 @@ enum tkr_result tkr_read(int dirfd, const char *name, unsigned flags, struct tkr
     }
     struct datamap dm;
     datamap_build(&dm, fd, h.matrix_offset,
-                  h.matrix_offset + (uint64_t)h.max_threads * h.max_sites * sizeof(struct tks_counters));
+                  h.matrix_offset +
+                      (uint64_t)h.max_threads * h.max_sites * sizeof(struct tks_counters));
     struct snap_args a = {&m, &h, nthreads, nsites, p, &dm};
     int shrank = snapshot(&a) != 0;
     free(dm.bits);
@@ -667,8 +671,8 @@ int tkr_open_dir(const char *dir, int *fdp, char *why, size_t wlen) {
         return -1;
     }
     if (S_ISLNK(st.st_mode)) {
-        snprintf(why, wlen, "%s is a symbolic link: the statistics directory must be a real directory",
-                 dir);
+        snprintf(why, wlen,
+                 "%s is a symbolic link: the statistics directory must be a real directory", dir);
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -676,13 +680,15 @@ int tkr_open_dir(const char *dir, int *fdp, char *why, size_t wlen) {
         return -1;
     }
     if (st.st_uid != tkr_uid()) {
-        snprintf(why, wlen,
-                 "%s belongs to uid %u, not to you (uid %u): refusing to read another user's statistics",
-                 dir, (unsigned)st.st_uid, (unsigned)tkr_uid());
+        snprintf(
+            why, wlen,
+            "%s belongs to uid %u, not to you (uid %u): refusing to read another user's statistics",
+            dir, (unsigned)st.st_uid, (unsigned)tkr_uid());
         return -1;
     }
     if (st.st_mode & 077) {
-        snprintf(why, wlen, "%s has mode %04o: a statistics directory must be private to you (0700)", dir,
+        snprintf(why, wlen,
+                 "%s has mode %04o: a statistics directory must be private to you (0700)", dir,
                  (unsigned)(st.st_mode & 07777));
         return -1;
     }
@@ -723,8 +729,8 @@ static int by_file(const void *a, const void *b) {
     return strcmp(((const struct tkr_problem *)a)->file, ((const struct tkr_problem *)b)->file);
 }
 
-static void add_problem(struct tkr_scan *s, size_t *cap, int dirfd, const char *name, const char *msg,
-                        int fatal) {
+static void add_problem(struct tkr_scan *s, size_t *cap, int dirfd, const char *name,
+                        const char *msg, int fatal) {
     if (grow((void **)&s->problems, cap, s->nproblems, sizeof *s->problems) != 0)
         return;
     struct tkr_problem *pr = &s->problems[s->nproblems++];
@@ -764,8 +770,8 @@ int tkr_scan_dir(const char *dir, struct tkr_scan *out, char *why, size_t wlen) 
         }
         struct tkr_proc p;
         char bad[320], note[320];
-        enum tkr_result res =
-            tkr_read(fd, e->d_name, TKR_SEGMENT | TKR_REMOVE_GONE, &p, bad, sizeof bad, note, sizeof note);
+        enum tkr_result res = tkr_read(fd, e->d_name, TKR_SEGMENT | TKR_REMOVE_GONE, &p, bad,
+                                       sizeof bad, note, sizeof note);
         switch (res) {
         case TKR_ABSENT:
             break;

@@ -22,10 +22,10 @@
 
 /* A site's description, copied out of the file and made printable. */
 struct tkr_site {
-    uint32_t kind;  /* enum tks_site_kind */
+    uint32_t kind; /* enum tks_site_kind */
     uint32_t line;
     uint64_t key;
-    int valid;      /* the writer had finished writing it */
+    int valid; /* the writer had finished writing it */
     char file[sizeof(((struct tks_site *)0)->file) + 1];
     char func[sizeof(((struct tks_site *)0)->func) + 1];
 };
@@ -33,7 +33,7 @@ struct tkr_site {
 /* An application counter (txkit_counter()), copied out and made printable. */
 struct tkr_ucounter {
     char name[49];
-    uint32_t kind;  /* enum tks_ucounter_kind */
+    uint32_t kind; /* enum tks_ucounter_kind */
     int64_t value;
 };
 
@@ -44,16 +44,16 @@ struct tkr_proc {
     uint32_t uid;
     char name[17];
     char cmdline[129];
-    double ns_per_tick;      /* 0: not calibrated, times are n/a */
+    double ns_per_tick; /* 0: not calibrated, times are n/a */
     int is_dump;
-    unsigned threads;        /* threads with a slot now; in a dump, threads that ran transactions */
+    unsigned threads; /* threads with a slot now; in a dump, threads that ran transactions */
     unsigned nsites;
-    unsigned torn;           /* records accepted after the seqlock retries ran out */
-    unsigned shared_now;     /* threads counting in the shared slot now (in threads) */
-    uint64_t shared_threads; /* threads that ever counted in the shared slot */
-    struct tkr_site *sites;         /* [nsites] */
-    struct tks_counters *counters;  /* [nsites], summed over the threads */
-    char cm[17];                    /* contention manager, "" if not said */
+    unsigned torn;                 /* records accepted after the seqlock retries ran out */
+    unsigned shared_now;           /* threads counting in the shared slot now (in threads) */
+    uint64_t shared_threads;       /* threads that ever counted in the shared slot */
+    struct tkr_site *sites;        /* [nsites] */
+    struct tks_counters *counters; /* [nsites], summed over the threads */
+    char cm[17];                   /* contention manager, "" if not said */
     unsigned nucounters;
     struct tkr_ucounter *ucounters; /* [nucounters] */
 };
@@ -92,9 +92,9 @@ int tkr_open_dir(const char *dir, int *fd, char *why, size_t wlen);
 struct tkr_problem {
     char file[TKR_FILE_MAX];
     char msg[320];
-    int fatal;        /* the file was skipped */
+    int fatal; /* the file was skipped */
     dev_t dev;
-    ino_t ino;        /* to say it once per file */
+    ino_t ino; /* to say it once per file */
 };
 
 struct tkr_gone {

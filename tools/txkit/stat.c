@@ -157,10 +157,14 @@ struct opts {
 };
 
 static const struct option long_opts[] = {
-    {"pid", required_argument, NULL, 'p'}, {"name", required_argument, NULL, 'n'},
-    {"sites", no_argument, NULL, 's'},     {"top", required_argument, NULL, 't'},
-    {"json", no_argument, NULL, 'j'},      {"help", no_argument, NULL, 'h'},
-    {"user", required_argument, NULL, 'u'}, {"verbose", no_argument, NULL, 'v'},
+    {"pid", required_argument, NULL, 'p'},
+    {"name", required_argument, NULL, 'n'},
+    {"sites", no_argument, NULL, 's'},
+    {"top", required_argument, NULL, 't'},
+    {"json", no_argument, NULL, 'j'},
+    {"help", no_argument, NULL, 'h'},
+    {"user", required_argument, NULL, 'u'},
+    {"verbose", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
 };
 
@@ -171,18 +175,21 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, is_stat ? ":p:n:u:vst:jh" : ":st:jh", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, is_stat ? ":p:n:u:vst:jh" : ":st:jh", long_opts, NULL)) !=
+           -1) {
         uint64_t v;
         switch (c) {
         case 'p':
             if (add_pids(&o->sel, optarg) != 0) {
-                fprintf(stderr, "txkit %s: -p %s: expected PID[,PID...] (positive numbers)\n", cmd, optarg);
+                fprintf(stderr, "txkit %s: -p %s: expected PID[,PID...] (positive numbers)\n", cmd,
+                        optarg);
                 goto bad;
             }
             break;
         case 'n':
             if (!*optarg || strlen(optarg) > 15) {
-                fprintf(stderr, "txkit %s: -n '%s': a process name has 1 to 15 characters\n", cmd, optarg);
+                fprintf(stderr, "txkit %s: -n '%s': a process name has 1 to 15 characters\n", cmd,
+                        optarg);
                 goto bad;
             }
             if (add_name(&o->sel, optarg) != 0)
@@ -198,8 +205,8 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
                 goto bad;
             }
             if ((uid_t)id != getuid() && getuid() != 0) {
-                fprintf(stderr, "txkit %s: -u %s: only root may read another user's statistics\n", cmd,
-                        optarg);
+                fprintf(stderr, "txkit %s: -u %s: only root may read another user's statistics\n",
+                        cmd, optarg);
                 goto bad;
             }
             tkr_set_uid((uid_t)id);
@@ -213,7 +220,8 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
             break;
         case 't':
             if (parse_u64(optarg, 0, 1000000, &v) != 0) {
-                fprintf(stderr, "txkit %s: --top %s: expected a number of sites (0 = all)\n", cmd, optarg);
+                fprintf(stderr, "txkit %s: --top %s: expected a number of sites (0 = all)\n", cmd,
+                        optarg);
                 goto bad;
             }
             o->top = (size_t)v;
@@ -245,7 +253,8 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
             goto bad;
         }
         if (npos >= 1 && parse_seconds(argv[optind], &o->interval) != 0) {
-            fprintf(stderr, "txkit stat: INTERVAL '%s': expected seconds, 0.001 to 86400\n", argv[optind]);
+            fprintf(stderr, "txkit stat: INTERVAL '%s': expected seconds, 0.001 to 86400\n",
+                    argv[optind]);
             goto bad;
         }
         if (npos == 2 && parse_u64(argv[optind + 1], 1, UINT64_MAX, &o->count) != 0) {
@@ -255,8 +264,9 @@ static int parse_args(int argc, char **argv, const char *cmd, struct opts *o, ch
         }
     } else {
         if (npos != 1) {
-            fprintf(stderr, npos ? "txkit report: one FILE, please ('%s' is one too many)\n"
-                                 : "txkit report: no FILE given%s\n",
+            fprintf(stderr,
+                    npos ? "txkit report: one FILE, please ('%s' is one too many)\n"
+                         : "txkit report: no FILE given%s\n",
                     npos ? argv[optind + 1] : "");
             goto bad;
         }
@@ -291,7 +301,8 @@ static void say_problems(const struct tkr_scan *scan, const char *dir, struct sa
                   strcmp(said->v[k].file, pr->file) == 0 && strcmp(said->v[k].msg, pr->msg) == 0;
         if (dup)
             continue;
-        fprintf(stderr, "txkit stat: %s/%s: %s%s\n", dir, pr->file, pr->fatal ? "" : "note: ", pr->msg);
+        fprintf(stderr, "txkit stat: %s/%s: %s%s\n", dir, pr->file,
+                pr->fatal ? "" : "note: ", pr->msg);
         struct tkr_problem *a = realloc(said->v, (said->n + 1) * sizeof *a);
         if (a) {
             said->v = a;
@@ -323,8 +334,8 @@ static int wait_interval(struct timespec *next, double interval) {
 }
 
 /* One reading of the directory, printed. *matched: processes selected. */
-static int one_report(const char *dir, const struct opts *o, struct st_history *hist, double seconds,
-                      struct said *said, const char *user, size_t *matched) {
+static int one_report(const char *dir, const struct opts *o, struct st_history *hist,
+                      double seconds, struct said *said, const char *user, size_t *matched) {
     char why[512];
     struct tkr_scan scan;
     if (tkr_scan_dir(dir, &scan, why, sizeof why) < 0) {
@@ -429,9 +440,11 @@ int cmd_stat(int argc, char **argv) {
     }
     if (rc == 0 && ever == 0) {
         if (o.sel.npids || o.sel.nnames)
-            fprintf(stderr, "txkit stat: no running txkit process of user %s in %s matches -p/-n\n", user, dir);
+            fprintf(stderr, "txkit stat: no running txkit process of user %s in %s matches -p/-n\n",
+                    user, dir);
         else
-            fprintf(stderr, "txkit stat: no running txkit process of user %s publishes statistics in %s\n",
+            fprintf(stderr,
+                    "txkit stat: no running txkit process of user %s publishes statistics in %s\n",
                     user, dir);
         rc = 1;
     }

@@ -27,7 +27,8 @@ void tkc_add(struct tks_counters *d, const struct tks_counters *s) {
     }
 }
 
-void tkc_delta(struct tks_counters *out, const struct tks_counters *cur, struct tks_counters *prev) {
+void tkc_delta(struct tks_counters *out, const struct tks_counters *cur,
+               struct tks_counters *prev) {
     uint64_t *ow = (uint64_t *)out, *pw = (uint64_t *)prev;
     const uint64_t *cw = (const uint64_t *)cur;
     for (size_t i = 0; i < NWORDS; i++) {

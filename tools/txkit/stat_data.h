@@ -36,23 +36,23 @@ double tkc_lost_ns(const struct tks_counters *c, double ns_per_tick);
 /* ------------------------------------------------------------ a period */
 
 struct st_proc {
-    const struct tkr_proc *p;       /* identity: pid, name, file, threads, clock */
-    struct tks_counters *sites;     /* [p->nsites], counts in the period */
-    struct tks_counters total;      /* summed over the transaction sites (not locks) */
-    double lost_ns;                 /* < 0: n/a */
+    const struct tkr_proc *p;   /* identity: pid, name, file, threads, clock */
+    struct tks_counters *sites; /* [p->nsites], counts in the period */
+    struct tks_counters total;  /* summed over the transaction sites (not locks) */
+    double lost_ns;             /* < 0: n/a */
 };
 
 struct st_site {
     uint32_t kind, line;
     uint64_t key;
-    const char *file, *func;        /* point into a tkr_proc's site table */
+    const char *file, *func; /* point into a tkr_proc's site table */
     struct tks_counters c;
-    double lost_ns;                 /* < 0: n/a (a process without a calibrated clock) */
+    double lost_ns; /* < 0: n/a (a process without a calibrated clock) */
     uint64_t *pids;
     size_t npids;
 };
 
-struct st_ref {                     /* a process mentioned by pid and name */
+struct st_ref { /* a process mentioned by pid and name */
     uint64_t pid;
     char name[17];
     char file[256];
@@ -60,32 +60,32 @@ struct st_ref {                     /* a process mentioned by pid and name */
     int removed;
 };
 
-struct st_ucounter {                /* an application counter, over the processes */
+struct st_ucounter { /* an application counter, over the processes */
     char name[49];
-    uint32_t kind;                  /* enum tks_ucounter_kind */
-    int64_t value;                  /* events: in the period; levels: now */
-    unsigned nprocs;                /* processes that have it */
+    uint32_t kind;   /* enum tks_ucounter_kind */
+    int64_t value;   /* events: in the period; levels: now */
+    unsigned nprocs; /* processes that have it */
 };
 
 struct st_report {
-    int since_start;                /* totals since each process started */
-    double seconds;                 /* length of the interval (not since_start) */
-    double when;                    /* CLOCK_REALTIME of the reading */
-    const char *dir;                /* stat: the directory read */
-    const char *path;               /* report: the file read */
-    const char *user;               /* stat: whose segments, "NAME (uid N)" */
+    int since_start;  /* totals since each process started */
+    double seconds;   /* length of the interval (not since_start) */
+    double when;      /* CLOCK_REALTIME of the reading */
+    const char *dir;  /* stat: the directory read */
+    const char *path; /* report: the file read */
+    const char *user; /* stat: whose segments, "NAME (uid N)" */
     unsigned uid;
     struct st_proc *procs;
     size_t nprocs;
     struct tks_counters total;
     unsigned total_threads;
-    double total_lost_ns;           /* < 0: n/a */
-    struct st_site *sites;          /* merged, active in the period, busiest first */
+    double total_lost_ns;  /* < 0: n/a */
+    struct st_site *sites; /* merged, active in the period, busiest first */
     size_t nsites;
     struct st_ref *gone, *exited;
     size_t ngone, nexited;
-    const struct tkr_scan *scan;    /* problems */
-    struct st_ucounter *ucounters;  /* by name, in order of first appearance */
+    const struct tkr_scan *scan;   /* problems */
+    struct st_ucounter *ucounters; /* by name, in order of first appearance */
     size_t nucounters;
 };
 
@@ -97,14 +97,14 @@ struct st_prev_proc {
     unsigned nsites;
     struct tks_counters *c;
     unsigned nuc;
-    int64_t uc[TKS_MAX_UCOUNTERS];  /* event counters at the last reading */
+    int64_t uc[TKS_MAX_UCOUNTERS]; /* event counters at the last reading */
     int seen;
 };
 
 struct st_history {
     struct st_prev_proc *procs;
     size_t n, cap;
-    int primed;                     /* a first report was made */
+    int primed; /* a first report was made */
 };
 
 /* Build the report of procs[0..n): since start when h is NULL or not primed

@@ -14,9 +14,12 @@
 typedef unsigned long long ull;
 
 /* Bucket names of the histograms (src/stats/format.h). */
-static const char *const set_buckets[TKS_HIST] = {"0", "1", "2-3", "4-7", "8-15", "16-63", "64-255", ">=256"};
-static const char *const inside_buckets[TKS_HIST] = {"1", "2", "3", "4", "5-8", "9-16", "17-64", ">64"};
-static const char *const retry_buckets[TKS_HIST] = {"0", "1", "2", "3-4", "5-8", "9-16", "17-32", ">32"};
+static const char *const set_buckets[TKS_HIST] = {"0",    "1",     "2-3",    "4-7",
+                                                  "8-15", "16-63", "64-255", ">=256"};
+static const char *const inside_buckets[TKS_HIST] = {"1",   "2",    "3",     "4",
+                                                     "5-8", "9-16", "17-64", ">64"};
+static const char *const retry_buckets[TKS_HIST] = {"0",   "1",    "2",     "3-4",
+                                                    "5-8", "9-16", "17-32", ">32"};
 /* A lock counts hardware tries per section: 0, 1, 2, 3 or more. */
 static const char *const lock_retry_buckets[TKS_HIST] = {"0", "1", "2", ">=3", "?", "?", "?", "?"};
 
@@ -106,7 +109,8 @@ static void causes_text(FILE *f, const struct tks_counters *c) {
         if (!c->aborts_by_cause[k])
             continue;
         if (k < TXKIT_NCAUSES)
-            fprintf(f, "%s%s %llu", any ? ", " : "", txkit_cause_name(k), (ull)c->aborts_by_cause[k]);
+            fprintf(f, "%s%s %llu", any ? ", " : "", txkit_cause_name(k),
+                    (ull)c->aborts_by_cause[k]);
         else
             fprintf(f, "%scause%d %llu", any ? ", " : "", k, (ull)c->aborts_by_cause[k]);
         any = 1;
@@ -132,8 +136,9 @@ static void hist_text(FILE *f, const char *title, const uint64_t *h, const char 
 }
 
 static void table_header(FILE *f) {
-    fprintf(f, "%8s %-16s %4s %10s %9s %9s %9s %10s %6s %11s  %s\n", "PID", "NAME", "THR", "COMMITS",
-            "HTM", "STM", "SERIAL", "ABORTS", "ABORT%", "ABRT thr-ms", "ABORTS BY CAUSE");
+    fprintf(f, "%8s %-16s %4s %10s %9s %9s %9s %10s %6s %11s  %s\n", "PID", "NAME", "THR",
+            "COMMITS", "HTM", "STM", "SERIAL", "ABORTS", "ABORT%", "ABRT thr-ms",
+            "ABORTS BY CAUSE");
 }
 
 static void table_row(FILE *f, const char *pid, const char *name, unsigned threads,
@@ -210,17 +215,21 @@ static void site_text(FILE *f, size_t rank, const struct st_site *s) {
     causes_text(f, c);
     fprintf(f, "), abort rate %.1f%%\n", 100.0 * st_abort_rate(c));
     time_text(t, sizeof t, s->lost_ns);
-    fprintf(f, "       in aborted attempts %s%s, irrevocable %.1f%%, fallbacks htm->stm %llu, ->serial %llu\n", t,
-            s->lost_ns < 0 ? "" : " thread-ms", pct(c->irrevocable, c->transactions), (ull)c->htm_to_stm,
-            (ull)c->to_serial);
+    fprintf(f,
+            "       in aborted attempts %s%s, irrevocable %.1f%%, fallbacks htm->stm %llu, "
+            "->serial %llu\n",
+            t, s->lost_ns < 0 ? "" : " thread-ms", pct(c->irrevocable, c->transactions),
+            (ull)c->htm_to_stm, (ull)c->to_serial);
     /* A maximum, not a count: over the whole run, whatever the period. */
     if (c->inside_max)
-        fprintf(f, "       max threads inside at once %llu (sampled, since start)\n", (ull)c->inside_max);
+        fprintf(f, "       max threads inside at once %llu (sampled, since start)\n",
+                (ull)c->inside_max);
     else
         fprintf(f, "       max threads inside at once: not sampled yet\n");
     hist_text(f, "read set (words)", c->rset_hist, set_buckets, "(software commits only)");
     hist_text(f, "write set (words)", c->wset_hist, set_buckets, "(software commits only)");
-    hist_text(f, "threads inside", c->inside_hist, inside_buckets, "(sampled every 16th transaction)");
+    hist_text(f, "threads inside", c->inside_hist, inside_buckets,
+              "(sampled every 16th transaction)");
     hist_text(f, "retries per commit", c->retries_hist, retry_buckets, "");
 }
 
@@ -252,20 +261,23 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
             fprintf(f, "last %.2f s [%s]\n", r->seconds, when);
     }
     if (r->nprocs == 0 && r->dir)
-        fprintf(f, "(no running txkit process%s%s publishes statistics in %s)\n", r->user ? " of user " : "",
-                r->user ? r->user : "", r->dir);
+        fprintf(f, "(no running txkit process%s%s publishes statistics in %s)\n",
+                r->user ? " of user " : "", r->user ? r->user : "", r->dir);
     for (size_t i = 0; i < r->ngone; i++)
-        fprintf(f, "gone: pid %llu (%s): died without removing its statistics (%llu commits, %llu aborts)%s\n",
-                (ull)r->gone[i].pid, r->gone[i].name, (ull)r->gone[i].commits, (ull)r->gone[i].aborts,
-                r->gone[i].removed ? "; segment removed" : "");
+        fprintf(f,
+                "gone: pid %llu (%s): died without removing its statistics (%llu commits, %llu "
+                "aborts)%s\n",
+                (ull)r->gone[i].pid, r->gone[i].name, (ull)r->gone[i].commits,
+                (ull)r->gone[i].aborts, r->gone[i].removed ? "; segment removed" : "");
     for (size_t i = 0; i < r->nexited; i++)
         fprintf(f, "exited: pid %llu (%s)\n", (ull)r->exited[i].pid, r->exited[i].name);
     for (size_t i = 0; i < r->nprocs; i++) {
         const struct tkr_proc *p = r->procs[i].p;
         if (!p->shared_threads)
             continue;
-        fprintf(f, "shared slot: pid %llu (%s): %llu thread%s counted together in one statistics slot "
-                   "(more than %u at once",
+        fprintf(f,
+                "shared slot: pid %llu (%s): %llu thread%s counted together in one statistics slot "
+                "(more than %u at once",
                 (ull)p->pid, p->name, (ull)p->shared_threads, p->shared_threads == 1 ? "" : "s",
                 TKS_SHARED_SLOT - 1);
         if (p->is_dump)
@@ -288,8 +300,10 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
     const struct tks_counters *t = &r->total;
     if (t->cm_decided || t->sched_waits || t->sched_queued) {
         const char *cm = r->nprocs == 1 && r->procs[0].p->cm[0] ? r->procs[0].p->cm : "";
-        fprintf(f, "contention%s%s: %llu conflicts decided, %llu priority inversions (%.1f%%), %llu undecided; "
-                   "scheduling: %llu waits, %llu queued\n",
+        fprintf(f,
+                "contention%s%s: %llu conflicts decided, %llu priority inversions (%.1f%%), %llu "
+                "undecided; "
+                "scheduling: %llu waits, %llu queued\n",
                 cm[0] ? " manager " : "", cm, (ull)t->cm_decided, (ull)t->cm_inversions,
                 pct(t->cm_inversions, t->cm_decided), (ull)t->cm_undecided, (ull)t->sched_waits,
                 (ull)t->sched_queued);
@@ -299,7 +313,8 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
         for (size_t i = 0; i < r->nucounters; i++) {
             const struct st_ucounter *u = &r->ucounters[i];
             fprintf(f, "  %-32s %14lld  %s, %u process%s\n", u->name, (long long)u->value,
-                    u->kind == TKS_UC_LEVEL ? "level" : "events", u->nprocs, u->nprocs == 1 ? "" : "es");
+                    u->kind == TKS_UC_LEVEL ? "level" : "events", u->nprocs,
+                    u->nprocs == 1 ? "" : "es");
         }
     }
 
@@ -308,8 +323,8 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
         if (r->nsites == 0)
             fprintf(f, "sites: none active%s\n", r->since_start ? "" : " in this interval");
         else
-            fprintf(f, "sites and locks by commits%s (%zu of %zu):\n", r->since_start ? "" : " in this interval",
-                    n, r->nsites);
+            fprintf(f, "sites and locks by commits%s (%zu of %zu):\n",
+                    r->since_start ? "" : " in this interval", n, r->nsites);
         for (size_t i = 0; i < n; i++)
             site_text(f, i + 1, &r->sites[i]);
     }
@@ -324,8 +339,9 @@ void st_print_text(FILE *f, const struct st_report *r, const struct st_print_opt
  * attempts that then aborted (wall clock, summed over threads: with several
  * threads, or a thread descheduled mid-attempt, it exceeds 1000). */
 void st_print_line_header(FILE *f) {
-    fprintf(f, "%8s %4s %4s %10s %4s %4s %4s %9s %5s %5s %5s %5s %13s\n", "TIME", "PROC", "THR", "COMMIT/s",
-            "HTM%", "STM%", "SER%", "ABORT/s", "ABRT%", "CONF%", "CAPA%", "OTHR%", "ABRT thr-ms/s");
+    fprintf(f, "%8s %4s %4s %10s %4s %4s %4s %9s %5s %5s %5s %5s %13s\n", "TIME", "PROC", "THR",
+            "COMMIT/s", "HTM%", "STM%", "SER%", "ABORT/s", "ABRT%", "CONF%", "CAPA%", "OTHR%",
+            "ABRT thr-ms/s");
 }
 
 static void pct_col(FILE *f, int width, uint64_t part, uint64_t whole) {
@@ -354,7 +370,8 @@ void st_print_line(FILE *f, const struct st_report *r) {
     }
     const struct tks_counters *t = &r->total;
     uint64_t nc = tkc_commits(t), na = tkc_aborts(t);
-    uint64_t cc = t->aborts_by_cause[TXKIT_CAUSE_CONFLICT] + t->aborts_by_cause[TXKIT_CAUSE_CAPACITY];
+    uint64_t cc =
+        t->aborts_by_cause[TXKIT_CAUSE_CONFLICT] + t->aborts_by_cause[TXKIT_CAUSE_CAPACITY];
     uint64_t other = na > cc ? na - cc : 0;
     char when[16];
     clock_text(when, sizeof when, r->when, 0);

@@ -136,7 +136,8 @@ static void symtab_free(struct symtab *t) {
 /* The symbol's name, or NULL when its offset is out of the string table or
  * the string is not terminated inside it. */
 static const char *sym_name(const struct symtab *t, const Elf64_Sym *s) {
-    if (s->st_name == 0 || s->st_name >= t->strsize || !memchr(t->str + s->st_name, '\0', t->strsize - s->st_name))
+    if (s->st_name == 0 || s->st_name >= t->strsize ||
+        !memchr(t->str + s->st_name, '\0', t->strsize - s->st_name))
         return NULL;
     return t->str + s->st_name;
 }
@@ -151,8 +152,8 @@ static int by_addr(const struct symtab *t, uint64_t vaddr, char *buf, size_t len
     for (size_t i = 0; i < t->n; i++) {
         const Elf64_Sym *s = &t->sym[i];
         const char *name;
-        if (!is_code(s) || vaddr < s->st_value || vaddr - s->st_value >= (s->st_size ? s->st_size : 1) ||
-            !(name = sym_name(t, s)))
+        if (!is_code(s) || vaddr < s->st_value ||
+            vaddr - s->st_value >= (s->st_size ? s->st_size : 1) || !(name = sym_name(t, s)))
             continue;
         snprintf(buf, len, "%s+%#" PRIx64, name, vaddr - s->st_value);
         return 0;
@@ -184,7 +185,8 @@ static int addr2line(const char *object, uint64_t vaddr, char *buf, size_t len) 
     }
     if (pid == 0) {
         char addr[32];
-        snprintf(addr, sizeof addr, "%#" PRIx64, vaddr - 1); /* a return address: the call is before it */
+        snprintf(addr, sizeof addr, "%#" PRIx64,
+                 vaddr - 1); /* a return address: the call is before it */
         dup2(fds[1], STDOUT_FILENO);
         int null = open("/dev/null", O_RDWR);
         if (null >= 0) {
@@ -215,7 +217,8 @@ static int addr2line(const char *object, uint64_t vaddr, char *buf, size_t len) 
     out[strcspn(out, "\n")] = '\0';
     /* "??:0" or "??:?" when there is no line information */
     char *colon = strrchr(out, ':');
-    if (!colon || out[0] == '?' || colon[1] == '?' || strcmp(colon + 1, "0") == 0 || colon[1] == '\0')
+    if (!colon || out[0] == '?' || colon[1] == '?' || strcmp(colon + 1, "0") == 0 ||
+        colon[1] == '\0')
         return -1;
     char *p = strstr(out, " (discriminator");
     if (p)
@@ -298,7 +301,8 @@ static struct entry *cache_get(const char *object, const char *func, unsigned lo
     } else {
         size_t plus = strcspn(func, "+");
         char *end;
-        if (!func[plus] || plus == 0 || plus >= sizeof name || strncmp(func + plus + 1, "0x", 2) != 0)
+        if (!func[plus] || plus == 0 || plus >= sizeof name ||
+            strncmp(func + plus + 1, "0x", 2) != 0)
             return e;
         memcpy(name, func, plus);
         name[plus] = '\0';
@@ -316,7 +320,8 @@ static struct entry *cache_get(const char *object, const char *func, unsigned lo
         return e;
     snprintf(e->path, sizeof e->path, "%s", path);
     struct symtab tabs[2];
-    int loaded[2] = {symtab_load(&el, SHT_SYMTAB, &tabs[0]) == 0, symtab_load(&el, SHT_DYNSYM, &tabs[1]) == 0};
+    int loaded[2] = {symtab_load(&el, SHT_SYMTAB, &tabs[0]) == 0,
+                     symtab_load(&el, SHT_DYNSYM, &tabs[1]) == 0};
     uint64_t base;
     if (is_off) {
         if (load_base(&el, &base) == 0) {
@@ -337,8 +342,8 @@ static struct entry *cache_get(const char *object, const char *func, unsigned lo
     return e;
 }
 
-int sym_lookup(const char *object, const char *func, unsigned long long pid, int want_line, char *sym,
-               size_t slen, char *line, size_t llen) {
+int sym_lookup(const char *object, const char *func, unsigned long long pid, int want_line,
+               char *sym, size_t slen, char *line, size_t llen) {
     sym[0] = '\0';
     line[0] = '\0';
     struct entry *e = cache_get(object, func, pid);

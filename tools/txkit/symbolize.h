@@ -20,7 +20,7 @@
  * gets "file.c:LINE" when want_line and debug information says, else "".
  * Returns 0 when sym was filled. The object is untrusted: every table is
  * bounds-checked. Results are cached. Single-threaded (the CLI's threads are one). */
-int sym_lookup(const char *object, const char *func, unsigned long long pid, int want_line, char *sym,
-               size_t slen, char *line, size_t llen);
+int sym_lookup(const char *object, const char *func, unsigned long long pid, int want_line,
+               char *sym, size_t slen, char *line, size_t llen);
 
 #endif /* TXKIT_CLI_SYMBOLIZE_H */

@@ -36,7 +36,7 @@ struct page {
     char key[64];
     size_t klen;
     size_t size;
-    size_t off;     /* where in the template its body starts */
+    size_t off; /* where in the template its body starts */
 };
 
 struct cfg {
@@ -52,8 +52,8 @@ struct cfg {
 
 static struct page *g_pages;
 static unsigned char g_template[TEMPLATE_SIZE];
-static double *g_cdf;           /* cumulative probability of ranks 0..i */
-static int *g_rank_page;        /* rank -> page */
+static double *g_cdf;    /* cumulative probability of ranks 0..i */
+static int *g_rank_page; /* rank -> page */
 static txc_cache *g_cache;
 static int g_npages;
 
@@ -64,8 +64,7 @@ static struct wstats g_ws[BENCH_MAX_THREADS];
 
 /* -------------------------------------------------------------- workload */
 
-static void make_pages(int n, uint64_t seed)
-{
+static void make_pages(int n, uint64_t seed) {
     g_pages = calloc((size_t)n, sizeof *g_pages);
     g_rank_page = malloc((size_t)n * sizeof *g_rank_page);
     g_cdf = malloc((size_t)n * sizeof *g_cdf);
@@ -76,8 +75,9 @@ static void make_pages(int n, uint64_t seed)
         g_template[i] = (unsigned char)(rng_next(&r) >> 56);
     for (int i = 0; i < n; i++) {
         struct page *p = &g_pages[i];
-        p->klen = (size_t)snprintf(p->key, sizeof p->key,
-                                   "http://127.0.0.1/cgi-bin/man/man2html?%d+page%05d", 1 + i % 8, i);
+        p->klen =
+            (size_t)snprintf(p->key, sizeof p->key,
+                             "http://127.0.0.1/cgi-bin/man/man2html?%d+page%05d", 1 + i % 8, i);
         /* log-uniform in [2 KB, 60 KB]: many short pages, a few long ones */
         double u = (double)(rng_next(&r) >> 11) / 9007199254740992.0;
         p->size = (size_t)(2048.0 * exp(u * log(60.0 / 2.0)));
@@ -94,8 +94,7 @@ static void make_pages(int n, uint64_t seed)
     g_npages = n;
 }
 
-static void make_zipf(double s)
-{
+static void make_zipf(double s) {
     double sum = 0;
     for (int i = 0; i < g_npages; i++) {
         sum += 1.0 / pow((double)(i + 1), s);
@@ -106,8 +105,7 @@ static void make_zipf(double s)
     g_cdf[g_npages - 1] = 1.0;
 }
 
-static int zipf_rank(uint64_t *rng)
-{
+static int zipf_rank(uint64_t *rng) {
     double u = (double)(rng_next(rng) >> 11) / 9007199254740992.0;
     int lo = 0, hi = g_npages - 1;
     while (lo < hi) {
@@ -120,16 +118,15 @@ static int zipf_rank(uint64_t *rng)
     return lo;
 }
 
-static int store(const struct page *p)
-{
+static int store(const struct page *p) {
     int err = 0;
     txc_entry *e = txc_entry_new(g_cache, p->key, p->klen, (int64_t)p->size, &err);
     if (!e)
         return err;
     char meta[META_SIZE];
     memset(meta, 0, sizeof meta);
-    snprintf(meta, sizeof meta, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %zu\r\n",
-             p->size);
+    snprintf(meta, sizeof meta,
+             "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %zu\r\n", p->size);
     if ((err = txc_entry_set_meta(e, meta, sizeof meta)) != 0 ||
         (err = txc_entry_append(e, g_template + p->off, p->size)) != 0) {
         txc_entry_abandon(e);
@@ -138,8 +135,7 @@ static int store(const struct page *p)
     return txc_insert(g_cache, e);
 }
 
-static void worker(struct bench_thread *t)
-{
+static void worker(struct bench_thread *t) {
     struct wstats *ws = &g_ws[t->id];
     uint64_t ops = 0;
     while (!bench_stopped()) {
@@ -172,7 +168,7 @@ static void worker(struct bench_thread *t)
 struct result {
     double ops_s;
     double hit;
-    double aborts_per_tx;   /* < 0: not measured */
+    double aborts_per_tx; /* < 0: not measured */
     uint64_t anomalies, insert_fail;
     int check_failed;
 };
@@ -189,8 +185,7 @@ struct point {
 };
 
 /* One measurement, in its own child process (bench_isolate). */
-static int measure(void *arg, void *outp, char *why, size_t whylen)
-{
+static int measure(void *arg, void *outp, char *why, size_t whylen) {
     const struct point *pt = arg;
     const struct cfg *cf = pt->cf;
     txc_sync_t sync = pt->sync;
@@ -213,7 +208,7 @@ static int measure(void *arg, void *outp, char *why, size_t whylen)
     make_zipf(s);
     /* warm: the most popular pages that fit, the hottest stored last */
     int fill = (int)(cf->max_objects && cf->max_objects < (uint64_t)g_npages ? cf->max_objects
-                                                                              : (uint64_t)g_npages);
+                                                                             : (uint64_t)g_npages);
     for (int r = fill - 1; r >= 0; r--)
         if (store(&g_pages[g_rank_page[r]]) != 0)
             bench_die("warm-up insert failed");
@@ -255,7 +250,8 @@ static int measure(void *arg, void *outp, char *why, size_t whylen)
     txc_destroy(g_cache);
     g_cache = NULL;
     if (txc_live_entries_all() != 0) {
-        fprintf(stderr, "error: %llu entries not freed\n", (unsigned long long)txc_live_entries_all());
+        fprintf(stderr, "error: %llu entries not freed\n",
+                (unsigned long long)txc_live_entries_all());
         out->check_failed = 1;
     }
     free(th);
@@ -264,8 +260,7 @@ static int measure(void *arg, void *outp, char *why, size_t whylen)
 
 /* ----------------------------------------------------------------- options */
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
     fputs("usage: txkit-bench-cache [options]\n"
           "  --sync M[,M...]        lock, tx, cx (default lock,tx,cx)\n"
           "  --zipf S[,S...]        Zipf parameters (default 0.1,1,2)\n"
@@ -287,8 +282,7 @@ static void usage(FILE *f)
           f);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     struct cfg cf;
     memset(&cf, 0, sizeof cf);
     cf.syncs[0] = TXC_SYNC_LOCK;
@@ -334,7 +328,8 @@ int main(int argc, char **argv)
         } else if (bench_opt(argc, argv, &i, "--policy", &v)) {
             if (txc_policy_parse(v, &cf.policy) != 0)
                 bench_die("--policy: unknown policy '%s' (LRU, GDSF)", v);
-        } else if (bench_opt(argc, argv, &i, "--help", NULL) || bench_opt(argc, argv, &i, "-h", NULL)) {
+        } else if (bench_opt(argc, argv, &i, "--help", NULL) ||
+                   bench_opt(argc, argv, &i, "-h", NULL)) {
             usage(stdout);
             return 0;
         } else if (!bench_parse_common(&o, argc, argv, &i)) {
@@ -391,11 +386,11 @@ int main(int argc, char **argv)
            "hit%", "aborts/tx", "vs lock", "notes");
 
     FILE *cf_csv = NULL;
-    if (o.csv &&
-        !(cf_csv = bench_csv_open(o.csv, "bench,sync,label,runtime,method,policy,zipf,threads,pages,"
-                                         "max_objects,max_bytes,seconds,runs,ops_per_s,hit_ratio,"
-                                         "aborts_per_tx,vs_lock,status,host,cpu,rtm,mops,mops_min,"
-                                         "mops_max,oversubscribed")))
+    if (o.csv && !(cf_csv = bench_csv_open(
+                       o.csv, "bench,sync,label,runtime,method,policy,zipf,threads,pages,"
+                              "max_objects,max_bytes,seconds,runs,ops_per_s,hit_ratio,"
+                              "aborts_per_tx,vs_lock,status,host,cpu,rtm,mops,mops_min,"
+                              "mops_max,oversubscribed")))
         return 2;
 
     int any_fail = 0;
@@ -418,11 +413,12 @@ int main(int argc, char **argv)
                     if (!quiet)
                         fprintf(stderr, "\r%s s=%g t=%d run %d/%d   ", txc_sync_name(cf.syncs[k]),
                                 cf.zipfs[zi], threads[ti], run + 1, runs);
-                    struct point pt = {&cf, cf.syncs[k], cf.zipfs[zi], threads[ti], seconds,
-                                       seed + (uint64_t)run * 7919};
+                    struct point pt = {&cf,         cf.syncs[k], cf.zipfs[zi],
+                                       threads[ti], seconds,     seed + (uint64_t)run * 7919};
                     if (bench_isolate(measure, &pt, &r, sizeof r, limit,
                                       (size_t)cf.pages * 64 * 1024, o.nofork, &failed[k], why[k],
-                                      sizeof why[k]) < 0 && failed[k]) {
+                                      sizeof why[k]) < 0 &&
+                        failed[k]) {
                         fprintf(stderr, "%s s=%g t=%d: %s\n", txc_sync_name(cf.syncs[k]),
                                 cf.zipfs[zi], threads[ti], why[k]);
                         continue;
@@ -465,7 +461,8 @@ int main(int argc, char **argv)
                 if (r->check_failed)
                     snprintf(notes, sizeof notes, "CHECK FAILED ");
                 if (over)
-                    snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "oversubscribed ");
+                    snprintf(notes + strlen(notes), sizeof notes - strlen(notes),
+                             "oversubscribed ");
                 if (r->anomalies)
                     snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "%llu anomalies ",
                              (unsigned long long)r->anomalies);
@@ -475,17 +472,17 @@ int main(int argc, char **argv)
                 printf("%-18s %5g %4d %9.3f %6s %6.2f%% %9s %8s  %s\n", label, cf.zipfs[zi],
                        threads[ti], r->ops_s / 1e6, spread, 100 * r->hit, apt, ratio, notes);
                 if (cf_csv)
-                    fprintf(cf_csv, "cache,%s,%s,%s,%s,%s,%g,%d,%d,%llu,%llu,%g,%d,%.0f,%.6f,%s,%s,%s,"
-                                    "%s,%s,%s,%.6f,%.6f,%.6f,%d\n",
+                    fprintf(cf_csv,
+                            "cache,%s,%s,%s,%s,%s,%g,%d,%d,%llu,%llu,%g,%d,%.0f,%.6f,%s,%s,%s,"
+                            "%s,%s,%s,%.6f,%.6f,%.6f,%d\n",
                             txc_sync_name(cf.syncs[k]), label,
                             cf.syncs[k] == TXC_SYNC_TX ? rtname : "-",
                             cf.syncs[k] == TXC_SYNC_TX ? method : "-", txc_policy_name(cf.policy),
-                            cf.zipfs[zi], threads[ti], g_npages,
-                            (unsigned long long)cf.max_objects, (unsigned long long)cf.max_bytes,
-                            seconds, runs, r->ops_s, r->hit, r->aborts_per_tx >= 0 ? apt : "",
-                            lock_ops > 0 ? ratio : "", fail ? "fail" : "ok", bench_host(), cpu,
-                            ri.usable ? "yes" : "no", r->ops_s / 1e6, lo[k] / 1e6, hi[k] / 1e6,
-                            over);
+                            cf.zipfs[zi], threads[ti], g_npages, (unsigned long long)cf.max_objects,
+                            (unsigned long long)cf.max_bytes, seconds, runs, r->ops_s, r->hit,
+                            r->aborts_per_tx >= 0 ? apt : "", lock_ops > 0 ? ratio : "",
+                            fail ? "fail" : "ok", bench_host(), cpu, ri.usable ? "yes" : "no",
+                            r->ops_s / 1e6, lo[k] / 1e6, hi[k] / 1e6, over);
             }
             fflush(stdout);
         }

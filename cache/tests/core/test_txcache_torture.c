@@ -53,14 +53,12 @@ static int g_keys = 64;
 static atomic_int g_stop;
 static atomic_ulong g_bad;
 
-static void fail(const char *what, uint32_t key, uint64_t version)
-{
+static void fail(const char *what, uint32_t key, uint64_t version) {
     fprintf(stderr, "FAIL: %s (key %u version %llx)\n", what, key, (unsigned long long)version);
     atomic_fetch_add(&g_bad, 1);
 }
 
-static uint64_t rnd(uint64_t *s)
-{
+static uint64_t rnd(uint64_t *s) {
     uint64_t x = *s;
     x ^= x >> 12;
     x ^= x << 25;
@@ -69,18 +67,18 @@ static uint64_t rnd(uint64_t *s)
     return x * 0x2545F4914F6CDD1DULL;
 }
 
-static unsigned char body_byte(uint32_t key, uint64_t version, size_t i)
-{
+static unsigned char body_byte(uint32_t key, uint64_t version, size_t i) {
     uint64_t h = (version * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)key << 17) ^ (i * 0x45D9F3B);
     return (unsigned char)(h ^ (h >> 29) ^ (h >> 41));
 }
 
-static int key_str(char *buf, uint32_t key) { return sprintf(buf, "http://torture/page/%u?x", key); }
+static int key_str(char *buf, uint32_t key) {
+    return sprintf(buf, "http://torture/page/%u?x", key);
+}
 
 /* Verify an entry returned for key: meta, key bytes, body (every 7th byte
  * and the last). */
-static void verify(const txc_entry *e, uint32_t key)
-{
+static void verify(const txc_entry *e, uint32_t key) {
     char kb[64];
     int kl = key_str(kb, key);
     size_t len;
@@ -117,8 +115,7 @@ struct worker {
     uint32_t held_key[HELD];
 };
 
-static void do_insert(struct worker *w, uint32_t key)
-{
+static void do_insert(struct worker *w, uint32_t key) {
     char kb[64];
     int kl = key_str(kb, key);
     uint64_t version = ((uint64_t)w->id << 40) | ++w->inserts;
@@ -163,8 +160,7 @@ static void do_insert(struct worker *w, uint32_t key)
     }
 }
 
-static void *worker_main(void *arg)
-{
+static void *worker_main(void *arg) {
     struct worker *w = arg;
     while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
         uint64_t r = rnd(&w->rng);
@@ -224,8 +220,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static const char *itm_runtime(void)
-{
+static const char *itm_runtime(void) {
     void *sym = dlsym(RTLD_DEFAULT, "_ITM_beginTransaction");
     Dl_info info;
     if (!sym || !dladdr(sym, &info) || !info.dli_fname)
@@ -237,8 +232,7 @@ static const char *itm_runtime(void)
     return strstr(info.dli_fname, "libitm") ? "libitm" : info.dli_fname;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     txc_sync_t sync = TXC_SYNC_LOCK;
     txc_policy_t policy = TXC_POLICY_GDSF;
     int nthreads = 4;
@@ -351,8 +345,9 @@ int main(int argc, char **argv)
         bad = 1;
     }
     if (st.hits != hits || st.inserts + st.rejected != ins || st.removals != rem) {
-        fprintf(stderr, "FAIL: statistics disagree with the threads' counts (hits %llu/%llu, "
-                        "inserts %llu+%llu/%llu, removals %llu/%llu)\n",
+        fprintf(stderr,
+                "FAIL: statistics disagree with the threads' counts (hits %llu/%llu, "
+                "inserts %llu+%llu/%llu, removals %llu/%llu)\n",
                 (unsigned long long)st.hits, (unsigned long long)hits,
                 (unsigned long long)st.inserts, (unsigned long long)st.rejected,
                 (unsigned long long)ins, (unsigned long long)st.removals, (unsigned long long)rem);

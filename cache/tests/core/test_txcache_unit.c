@@ -26,8 +26,7 @@ static txc_sync_t g_sync;
 static uint32_t g_slots;
 
 static txc_cache *make(uint64_t max_objects, uint64_t max_bytes, uint64_t min_sz, uint64_t max_sz,
-                       txc_policy_t pol)
-{
+                       txc_policy_t pol) {
     struct txc_config cfg;
     txc_config_default(&cfg);
     cfg.max_objects = max_objects;
@@ -45,8 +44,7 @@ static txc_cache *make(uint64_t max_objects, uint64_t max_bytes, uint64_t min_sz
     return c;
 }
 
-static void check_ok(txc_cache *c)
-{
+static void check_ok(txc_cache *c) {
     char err[256] = "";
     int r = txc_check(c, err, sizeof err);
     if (r != 0)
@@ -55,8 +53,7 @@ static void check_ok(txc_cache *c)
 }
 
 /* Insert key with a body of n bytes, each byte fill; returns txc_insert's result. */
-static int put(txc_cache *c, const char *key, size_t n, int fill)
-{
+static int put(txc_cache *c, const char *key, size_t n, int fill) {
     int err = 0;
     txc_entry *e = txc_entry_new(c, key, strlen(key), (int64_t)n, &err);
     CHECK(e != NULL && err == 0);
@@ -70,8 +67,7 @@ static int put(txc_cache *c, const char *key, size_t n, int fill)
 
 static int has(txc_cache *c, const char *key) { return txc_contains(c, key, strlen(key)); }
 
-static uint64_t live(txc_cache *c)
-{
+static uint64_t live(txc_cache *c) {
     struct txc_stats st;
     txc_stats_get(c, &st);
     return st.live_entries;
@@ -79,8 +75,7 @@ static uint64_t live(txc_cache *c)
 
 /* ------------------------------------------------------------------ tests */
 
-static void test_config(void)
-{
+static void test_config(void) {
     struct txc_config c;
     char err[160];
     txc_config_default(&c);
@@ -130,8 +125,7 @@ static void test_config(void)
     CHECK(strcmp(txc_policy_name(TXC_POLICY_GDSF), "GDSF") == 0);
 }
 
-static void test_basic(void)
-{
+static void test_basic(void) {
     txc_cache *c = make(100, 1 << 20, 1, 1 << 16, TXC_POLICY_GDSF);
     const char *k = "http://h/a?1";
     CHECK(txc_lookup(c, k, strlen(k)) == NULL);
@@ -197,8 +191,7 @@ static void test_basic(void)
     txc_destroy(c);
 }
 
-static void test_stream_and_limits(void)
-{
+static void test_stream_and_limits(void) {
     txc_cache *c = make(100, 1 << 20, 8, 100000, TXC_POLICY_LRU);
     int err = 0;
     /* known lengths outside [min, max] are refused up front */
@@ -261,19 +254,18 @@ static void test_stream_and_limits(void)
     txc_destroy(c);
 }
 
-static void test_lru_order(void)
-{
+static void test_lru_order(void) {
     txc_cache *c = make(3, 0, 1, 1000, TXC_POLICY_LRU);
     CHECK(put(c, "A", 10, 'a') == 0);
     CHECK(put(c, "B", 10, 'b') == 0);
     CHECK(put(c, "C", 10, 'c') == 0);
     txc_entry_release(txc_lookup(c, "A", 1)); /* order now B, C, A */
-    CHECK(put(c, "D", 10, 'd') == 0);          /* evicts B */
+    CHECK(put(c, "D", 10, 'd') == 0);         /* evicts B */
     CHECK(!has(c, "B") && has(c, "A") && has(c, "C") && has(c, "D"));
     txc_entry_release(txc_lookup(c, "C", 1)); /* order A, D, C */
-    CHECK(put(c, "E", 10, 'e') == 0);          /* evicts A */
+    CHECK(put(c, "E", 10, 'e') == 0);         /* evicts A */
     CHECK(!has(c, "A") && has(c, "C") && has(c, "D") && has(c, "E"));
-    CHECK(put(c, "F", 10, 'f') == 0);          /* evicts D */
+    CHECK(put(c, "F", 10, 'f') == 0); /* evicts D */
     CHECK(!has(c, "D") && has(c, "C") && has(c, "E") && has(c, "F"));
     /* replacing refreshes: E replaced, then G evicts C */
     CHECK(put(c, "E", 20, 'E') == 0);
@@ -310,8 +302,7 @@ static void test_lru_order(void)
     txc_destroy(c);
 }
 
-static void test_gdsf_order(void)
-{
+static void test_gdsf_order(void) {
     /* no hits: the largest goes first (lowest 1 * K / size) */
     txc_cache *c = make(3, 0, 1, 100000, TXC_POLICY_GDSF);
     CHECK(put(c, "S", 100, 's') == 0);
@@ -350,8 +341,7 @@ static void test_gdsf_order(void)
     txc_destroy(c);
 }
 
-static void test_limits_random(void)
-{
+static void test_limits_random(void) {
     for (int pol = 0; pol < 2; pol++) {
         txc_cache *c = make(37, 200000, 1, 20000, (txc_policy_t)pol);
         unsigned x = 12345;
@@ -366,7 +356,8 @@ static void test_limits_random(void)
                 if (h) {
                     size_t len;
                     const unsigned char *b = txc_entry_body(h, &len);
-                    CHECK(len > 0 && b[0] == (unsigned char)key && b[len - 1] == (unsigned char)key);
+                    CHECK(len > 0 && b[0] == (unsigned char)key &&
+                          b[len - 1] == (unsigned char)key);
                     txc_entry_release(h);
                 }
             } else if (op < 9) {
@@ -388,8 +379,7 @@ static void test_limits_random(void)
     }
 }
 
-static void test_refcounts(void)
-{
+static void test_refcounts(void) {
     uint64_t base = txc_live_entries_all();
     txc_cache *c = make(2, 0, 1, 1000, TXC_POLICY_LRU);
     CHECK(put(c, "a", 100, 'a') == 0);
@@ -453,8 +443,7 @@ static void test_refcounts(void)
     CHECK(txc_live_entries_all() == base);
 }
 
-static void test_unlimited(void)
-{
+static void test_unlimited(void) {
     /* no object or byte limit: the heap grows past its first allocation */
     txc_cache *c = make(0, 0, 1, 100, TXC_POLICY_GDSF);
     char k[16];
@@ -469,8 +458,7 @@ static void test_unlimited(void)
     txc_destroy(c);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     txc_sync_t modes[3] = {TXC_SYNC_LOCK, TXC_SYNC_TX, TXC_SYNC_CX};
     int nmodes = 3;
     for (int i = 1; i < argc; i++) {

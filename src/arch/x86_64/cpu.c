@@ -67,7 +67,8 @@ static void detect(void) {
         return;
     }
     if (r->rtm_always_abort) {
-        snprintf(r->reason, sizeof r->reason, "CPUID: RTM_ALWAYS_ABORT (TSX disabled by microcode)");
+        snprintf(r->reason, sizeof r->reason,
+                 "CPUID: RTM_ALWAYS_ABORT (TSX disabled by microcode)");
         return;
     }
     r->probe_tries = PROBE_TRIES;

@@ -25,10 +25,10 @@ static inline void tk_cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory
 #define TK_XA_CODE(s) (((s) >> 24) & 0xffu)
 
 /* Explicit abort codes txkit owns (ck-style: named, in one reserved range). */
-#define TK_XCODE_LOCKED 0xf1      /* the global clock was odd: a serial tx runs */
-#define TK_XCODE_RESTART 0xf2     /* tx_restart() */
-#define TK_XCODE_IRREVOCABLE 0xf3 /* tx_irrevocable() */
-#define TK_XCODE_INJECT 0xf4      /* fault injection */
+#define TK_XCODE_LOCKED 0xf1        /* the global clock was odd: a serial tx runs */
+#define TK_XCODE_RESTART 0xf2       /* tx_restart() */
+#define TK_XCODE_IRREVOCABLE 0xf3   /* tx_irrevocable() */
+#define TK_XCODE_INJECT 0xf4        /* fault injection */
 #define TK_XCODE_CANCEL_OUTER 0xf5  /* __transaction_cancel of the whole transaction */
 #define TK_XCODE_CANCEL_NESTED 0xf6 /* __transaction_cancel of a nested one: redo in software */
 #define TK_XCODE_SERIAL 0xf7        /* needs an undo log in place (_ITM_dropReferences): serial */

@@ -54,8 +54,7 @@ __attribute__((visibility("hidden"))) void tk_sim_xend(const char *where);
 __attribute__((visibility("hidden"))) void tk_sim_xabort(unsigned code, const char *where);
 __attribute__((visibility("hidden"))) int tk_sim_xtest(void);
 
-#define tk_xbegin()                                                                   \
-    (__builtin_setjmp(tk_sim_xbegin_slot()) ? tk_sim_resumed() : tk_sim_xbegin())
+#define tk_xbegin() (__builtin_setjmp(tk_sim_xbegin_slot()) ? tk_sim_resumed() : tk_sim_xbegin())
 #define tk_xend() tk_sim_xend(TK_RTM_WHERE)
 #define tk_xtest() tk_sim_xtest()
 #define TK_XABORT(code) tk_sim_xabort((code), TK_RTM_WHERE)

@@ -66,12 +66,9 @@ static int parse_one(const char *s, size_t n, unsigned *out) {
     static const struct {
         const char *name;
         unsigned status;
-    } names[] = {{"start", START_MARK},
-                 {"conflict", TK_XA_CONFLICT | TK_XA_RETRY},
-                 {"capacity", TK_XA_CAPACITY},
-                 {"zero", 0},
-                 {"retry", TK_XA_RETRY},
-                 {"nested", TK_XA_NESTED},
+    } names[] = {{"start", START_MARK},        {"conflict", TK_XA_CONFLICT | TK_XA_RETRY},
+                 {"capacity", TK_XA_CAPACITY}, {"zero", 0},
+                 {"retry", TK_XA_RETRY},       {"nested", TK_XA_NESTED},
                  {"debug", TK_XA_DEBUG}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(tok, names[i].name)) {
@@ -131,8 +128,10 @@ static unsigned next_outcome(void) {
         script_loaded = 1;
         const char *env = getenv("TXKIT_SIM_RTM");
         if (env && *env && load(env) != 0)
-            fprintf(stderr, "txkit: TXKIT_SIM_RTM=%s: not a list of XBEGIN outcomes; "
-                            "using conflict\n", env);
+            fprintf(stderr,
+                    "txkit: TXKIT_SIM_RTM=%s: not a list of XBEGIN outcomes; "
+                    "using conflict\n",
+                    env);
     }
     unsigned s = script[script_pos];
     if (script_pos + 1 < script_len)

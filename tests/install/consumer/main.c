@@ -6,8 +6,12 @@
 static long counter;
 
 int main(void) {
-    TX_ATOMIC { TX_STORE(&counter, TX_LOAD(&counter) + 41); }
-    TX_ATOMIC { TX_STORE(&counter, TX_LOAD(&counter) + 1); }
+    TX_ATOMIC {
+        TX_STORE(&counter, TX_LOAD(&counter) + 41);
+    }
+    TX_ATOMIC {
+        TX_STORE(&counter, TX_LOAD(&counter) + 1);
+    }
     if (counter != 42) {
         fprintf(stderr, "consumer: counter %ld, expected 42\n", counter);
         return 1;

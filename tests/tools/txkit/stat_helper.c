@@ -48,7 +48,10 @@ static unsigned pace_us;
 /* The one TX_ATOMIC site (a function of its own: locals of the caller would
  * live across the block's setjmp-like restart). */
 __attribute__((noinline)) static void one_tx(void) {
-    tx_line = __LINE__; TX_ATOMIC { TX_STORE(&counter, TX_LOAD(&counter) + 1); }
+    tx_line = __LINE__ + 1; /* the line of the TX_ATOMIC below */
+    TX_ATOMIC {
+        TX_STORE(&counter, TX_LOAD(&counter) + 1);
+    }
 }
 
 static void run_tx(unsigned n) {
@@ -126,7 +129,8 @@ static int check(const char *what, unsigned long long got, unsigned long long wa
 }
 
 int main(int argc, char **argv) {
-    unsigned long tx = 100, threads = 0, itm = 0, cxn = 0, wait_s = 60, counter = 0, cx_static_n = 0;
+    unsigned long tx = 100, threads = 0, itm = 0, cxn = 0, wait_s = 60, counter = 0,
+                  cx_static_n = 0;
     int fault = 1, self_check = 1;
     const char *name = NULL;
     for (int i = 1; i < argc; i++) {
@@ -221,7 +225,8 @@ int main(int argc, char **argv) {
         for (unsigned long k = 0; k < counter; k++)
             txkit_counter_add(ev, 1);
         txkit_counter_set(lv, (int64_t)counter);
-        if (txkit_counter_get(ev) != (int64_t)counter || txkit_counter_get(lv) != (int64_t)counter) {
+        if (txkit_counter_get(ev) != (int64_t)counter ||
+            txkit_counter_get(lv) != (int64_t)counter) {
             fprintf(stderr, "stat_helper: counter values wrong\n");
             return 1;
         }
@@ -246,7 +251,8 @@ int main(int argc, char **argv) {
         bad |= check("commits[serial]", s.commits[TXKIT_SERIAL], all);
         bad |= check("aborts", tx_stats_aborts(&s), all * retries);
         bad |= check("aborts[stm]", s.aborts[TXKIT_STM], all * retries);
-        bad |= check("aborts_by_cause[injected]", s.aborts_by_cause[TXKIT_CAUSE_INJECTED], all * retries);
+        bad |= check("aborts_by_cause[injected]", s.aborts_by_cause[TXKIT_CAUSE_INJECTED],
+                     all * retries);
         bad |= check("to_serial", s.to_serial, retries ? all : 0);
     } else if (!fault) {
         bad |= check("aborts", tx_stats_aborts(&s), 0);
@@ -254,17 +260,20 @@ int main(int argc, char **argv) {
     if (bad)
         return 1;
 
-    printf("{\"pid\": %ld, \"tx\": %lu, \"itm\": %lu, \"cx\": %lu, \"threads\": %lu, \"line\": %d, "
-           "\"file\": \"%s\", "
-           "\"transactions\": %llu, \"commits\": %llu, \"commits_htm\": %llu, \"commits_stm\": %llu, "
-           "\"commits_serial\": %llu, \"aborts\": %llu, \"aborts_stm\": %llu, \"injected\": %llu, "
-           "\"conflict\": %llu, \"to_serial\": %llu}\n",
-           (long)getpid(), tx, itm, cxn, threads ? threads : 1, tx_line, __FILE__,
-           (unsigned long long)s.transactions, (unsigned long long)tx_stats_commits(&s),
-           (unsigned long long)s.commits[TXKIT_HTM], (unsigned long long)s.commits[TXKIT_STM],
-           (unsigned long long)s.commits[TXKIT_SERIAL], (unsigned long long)tx_stats_aborts(&s),
-           (unsigned long long)s.aborts[TXKIT_STM], (unsigned long long)s.aborts_by_cause[TXKIT_CAUSE_INJECTED],
-           (unsigned long long)s.aborts_by_cause[TXKIT_CAUSE_CONFLICT], (unsigned long long)s.to_serial);
+    printf(
+        "{\"pid\": %ld, \"tx\": %lu, \"itm\": %lu, \"cx\": %lu, \"threads\": %lu, \"line\": %d, "
+        "\"file\": \"%s\", "
+        "\"transactions\": %llu, \"commits\": %llu, \"commits_htm\": %llu, \"commits_stm\": %llu, "
+        "\"commits_serial\": %llu, \"aborts\": %llu, \"aborts_stm\": %llu, \"injected\": %llu, "
+        "\"conflict\": %llu, \"to_serial\": %llu}\n",
+        (long)getpid(), tx, itm, cxn, threads ? threads : 1, tx_line, __FILE__,
+        (unsigned long long)s.transactions, (unsigned long long)tx_stats_commits(&s),
+        (unsigned long long)s.commits[TXKIT_HTM], (unsigned long long)s.commits[TXKIT_STM],
+        (unsigned long long)s.commits[TXKIT_SERIAL], (unsigned long long)tx_stats_aborts(&s),
+        (unsigned long long)s.aborts[TXKIT_STM],
+        (unsigned long long)s.aborts_by_cause[TXKIT_CAUSE_INJECTED],
+        (unsigned long long)s.aborts_by_cause[TXKIT_CAUSE_CONFLICT],
+        (unsigned long long)s.to_serial);
     fflush(stdout);
 
     struct timespec limit = {(time_t)wait_s, 0};

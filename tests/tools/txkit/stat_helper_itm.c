@@ -10,9 +10,7 @@ void stat_itm_run(unsigned n);
 /* One transaction per call: a loop counter around it would live across the
  * transaction's restart point (gcc warns: -Wclobbered). */
 __attribute__((noinline)) void stat_itm_work(void) {
-    __transaction_atomic {
-        itm_counter++;
-    }
+    __transaction_atomic { itm_counter++; }
 }
 
 void stat_itm_run(unsigned n) {
