@@ -257,35 +257,32 @@ static void *serial_holder(void *arg) {
     return NULL;
 }
 
-static void cx_clock(void) {
+/* The mode (cx_mode()) one optimistic section of a fresh lock runs in
+ * while partner, started first, holds what it holds (until phase 2). */
+static int cx_mode_beside(void *(*partner)(void *)) {
     need_sim("start");
     alarm(20);
-    pthread_t th = start_partner(serial_holder);
+    pthread_t th = start_partner(partner);
     static cx_lock_t l = CX_LOCK_INITIALIZER;
     cx_optimistic(&l);
     int mode = cx_mode();
     cx_unlock(&l);
     release_partner(th, 2);
-    CHECK(mode != 1); /* not a hardware section under an odd clock */
-    CHECK_EQ(g_ser, 1);
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
+    return mode;
+}
+
+static void cx_clock(void) {
+    CHECK(cx_mode_beside(serial_holder) != 1); /* not a hardware section under an odd clock */
+    CHECK_EQ(g_ser, 1);
 }
 
 /* While another transaction is irrevocable (holding the token, in
  * software), an optimistic section must not commit writes in hardware: the
  * irrevocable one cannot abort when they invalidate what it read. */
 static void cx_irr(void) {
-    need_sim("start");
-    alarm(20);
-    pthread_t th = start_partner(irrevocable_waiter);
-    static cx_lock_t l = CX_LOCK_INITIALIZER;
-    cx_optimistic(&l);
-    int mode = cx_mode();
-    cx_unlock(&l);
-    release_partner(th, 2);
-    CHECK(mode != 1); /* not a hardware section under an irrevocable transaction */
+    CHECK(cx_mode_beside(irrevocable_waiter) != 1);
     CHECK_EQ(g_irr_seen, 1);
-    CHECK_EQ(txkit_sim_rtm_violations(), 0);
 }
 
 static cx_lock_t pub_lock = CX_LOCK_INITIALIZER;
