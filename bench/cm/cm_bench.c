@@ -306,7 +306,7 @@ static void print_header(const struct opts *o, const char *what) {
     for (int k = 0; k < o->nscheds; k++)
         printf(" %s", o->scheds[k] ? "on" : "off");
     printf("\n");
-    bench_print_run(stdout, o->b.threads, o->b.nthreads, o->b.seconds, o->b.runs);
+    bench_print_run(stdout, o->b.threads, o->b.nthreads, o->b.seconds, o->b.runs, o->b.nofork);
     bench_print_load_warning(stdout, load1);
 }
 

@@ -377,7 +377,7 @@ static void print_header(const struct cx_opts *o, const struct txkit_rtm_info *r
     printf("io        %s%% of operations write 1 byte to /dev/null inside the section "
            "(cx: after cx_need_exclusive())\n",
            io);
-    bench_print_run(stdout, o->b.threads, o->b.nthreads, o->b.seconds, o->b.runs);
+    bench_print_run(stdout, o->b.threads, o->b.nthreads, o->b.seconds, o->b.runs, o->b.nofork);
     bench_print_load_warning(stdout, load1);
     if (!ri->usable)
         printf("NOTE      no usable RTM: every cx section runs exclusive (a ticket lock) and "

@@ -1022,7 +1022,8 @@ double bench_print_machine(FILE *f, const char *title) {
     return load1;
 }
 
-void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, int runs) {
+void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, int runs,
+                     int nofork) {
     char thr[256] = "";
     int over = 0;
     for (int k = 0; k < nthreads; k++) {
@@ -1032,8 +1033,9 @@ void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, 
     }
     fprintf(f, "threads   %s (pinned round-robin when threads <= %d CPUs%s)\n", thr, bench_ncpus(),
             over ? "; more threads than CPUs: marked oversubscribed" : "");
-    fprintf(f, "duration  %.3g s per measurement, %d run%s%s, each in a child process\n", seconds,
-            runs, runs > 1 ? "s" : "", runs > 1 ? " (median and spread; runs interleaved)" : "");
+    fprintf(f, "duration  %.3g s per measurement, %d run%s%s, %s\n", seconds, runs,
+            runs > 1 ? "s" : "", runs > 1 ? " (median and spread; runs interleaved)" : "",
+            nofork ? "all in this process (--no-fork)" : "each in a child process");
 }
 
 void bench_print_load_warning(FILE *f, double load1) {
@@ -1072,7 +1074,7 @@ void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_
     snprintf(title, sizeof title, "txkit-bench-%s: %s", d->bench, d->structure);
     double load1 = bench_print_machine(f, title);
     fprintf(f, "methods   %s\n", meth);
-    bench_print_run(f, o->threads, o->nthreads, o->seconds, o->runs);
+    bench_print_run(f, o->threads, o->nthreads, o->seconds, o->runs, o->nofork);
     if (d->params)
         fputs(d->params, f);
     int any_libitm = 0, any_txkit = 0, itm_default = 0;

@@ -385,9 +385,11 @@ double bench_print_machine(FILE *f, const char *title);
 
 /**
  * bench_print_run() - the header lines of what is measured: threads (with
- * the counts above the usable CPUs marked oversubscribed), duration and runs.
+ * the counts above the usable CPUs marked oversubscribed), duration, runs and
+ * whether each measurement runs in a child (nofork: in this process).
  */
-void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, int runs);
+void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, int runs,
+                     int nofork);
 
 /* A warning line when the load average says the machine is busy. */
 void bench_print_load_warning(FILE *f, double load1);

@@ -380,7 +380,7 @@ int main(int argc, char **argv) {
            "policy %s\n",
            g_npages, mean_size / 1024, (unsigned long long)cf.max_objects,
            (unsigned long long)cf.max_bytes, txc_policy_name(cf.policy));
-    bench_print_run(stdout, threads, nthreads, seconds, runs);
+    bench_print_run(stdout, threads, nthreads, seconds, runs, 0);
     bench_print_load_warning(stdout, load1);
     printf("\n%-18s %5s %4s %9s %6s %7s %9s %8s  %s\n", "sync", "s", "thr", "Mops/s", "spread",
            "hit%", "aborts/tx", "vs lock", "notes");
