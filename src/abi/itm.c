@@ -104,13 +104,19 @@ static bool uninstrumented_ok(const tk_thread *t, uint32_t props) {
     if (!(props & TK_PR_UNINSTRUMENTED))
         return false;
     if (!(props & TK_PR_INSTRUMENTED))
-        return true; /* no other code to run */
-    if (t->ctl.m->caps & TK_CAP_HARDWARE)
-        return !tk_g.hybrid || __atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED) == 0;
+        return true;                      /* no other code to run */
+    if (t->ctl.m->caps & TK_CAP_HARDWARE) /* (hardware runs only in hybrid mode) */
+        return __atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED) == 0;
     return !__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1;
 }
 
 static uint32_t itm_action(tk_thread *t, int restarted) {
+    /* The attempt ran in hardware and was cancelled ([[outer]]): it is over,
+     * all undone, outside any transaction. Running the code again would run
+     * it with no transaction at all (found on RTM after a software abort:
+     * apps.vacation.auto). */
+    if (t->ctl.cancelled)
+        return TK_A_ABORT | TK_A_RESTORE_LIVE;
     uint32_t p = t->ctl.props, a;
     const struct tk_method *m = t->ctl.m;
     if (m->caps & TK_CAP_SOFTWARE) {
@@ -190,12 +196,6 @@ static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
 static TK_NORETURN void itm_resume(tk_thread *t, unsigned depth) {
     (void)depth;
     tk_run_attempts(t);
-    /* The next attempt ran in hardware and was cancelled ([[outer]]): it is
-     * over, outside any transaction. Running the code again from here would
-     * run it with no transaction at all (found on RTM: a software abort, then
-     * a hardware attempt that cancels; apps.vacation.auto). */
-    if (t->ctl.cancelled)
-        tk_longjmp(&t->ctl.jb, TK_A_ABORT | TK_A_RESTORE_LIVE);
     tk_longjmp(&t->ctl.jb, (int)itm_action(t, 1));
 }
 
@@ -220,8 +220,6 @@ uint32_t tk_itm_begin(uint32_t props) {
     tk_start_transaction(t, site, t->ctl.jb.rsp);
     t->itm.txid = 0;
     tk_run_attempts(t);
-    if (t->ctl.cancelled) /* cancelled inside hardware: all undone already */
-        return TK_A_ABORT | TK_A_RESTORE_LIVE;
     return itm_action(t, 0);
 }
 
