@@ -193,14 +193,15 @@ static void count_exclusive(struct tks_counters *c, unsigned tries) {
     tk_stats_close(t);
 }
 
-static void count_optimistic(struct tks_counters *c, unsigned tries) {
+/* n sections that committed in hardware after tries aborted attempts each. */
+static void count_optimistic(struct tks_counters *c, unsigned tries, unsigned n) {
     if (!c)
         return;
     tk_thread *t = tk_cur;
     tk_stats_open(t);
-    TK_COUNT(c->transactions, 1);
-    TK_COUNT(c->commits[TXKIT_HTM], 1);
-    TK_COUNT(c->retries_hist[tries < 3 ? tries : 3], 1);
+    TK_COUNT(c->transactions, n);
+    TK_COUNT(c->commits[TXKIT_HTM], n);
+    TK_COUNT(c->retries_hist[tries < 3 ? tries : 3], n);
     tk_stats_close(t);
 }
 
@@ -371,12 +372,8 @@ static void count_inner(void) {
     el.ninner = 0;
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
-    for (unsigned k = 0; k < n; k++) {
-        struct el_ent *e = lookup(el.inner[k], el.inner_caller[k]);
-        struct tks_counters *c = counters_of(e);
-        for (unsigned i = 0; i < el.inner_n[k]; i++)
-            count_optimistic(c, 0);
-    }
+    for (unsigned k = 0; k < n; k++)
+        count_optimistic(counters_of(lookup(el.inner[k], el.inner_caller[k])), 0, el.inner_n[k]);
 }
 
 TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
@@ -437,7 +434,7 @@ TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *ca
     el.held[i] = el.held[--el.depth];
     if (el.depth == 0) {
         tk_section_end();
-        count_optimistic(el.cnt, el.tries);
+        count_optimistic(el.cnt, el.tries, 1);
         if (TXKIT_UNLIKELY(el.ninner))
             count_inner();
         adapt(el.ent, 0);
