@@ -24,8 +24,6 @@
 
 #include <txkit/stats.h> /* types only: the functions are looked up at run time */
 
-#include <cpuid.h>
-
 /* XTEST, in a function of its own compiled for RTM (called only where the
  * CPU has it). */
 __attribute__((target("rtm"), noinline)) static int xtest_rtm(void) {
@@ -53,6 +51,7 @@ static int env_lists(const char *var, const char *name) {
     return 0;
 }
 
+static int cpu_rtm;    /* the CPU has RTM, as the kernel says (/proc/cpuinfo): abi_init */
 static int libitm_htm; /* GCC's libitm would run its HTM method here (CPU, ITM_DEFAULT_METHOD) */
 
 /* ABI_LIBITM_HTM_MAYFAIL: defects of libitm's HTM method, its default on
@@ -152,20 +151,6 @@ static int find_itm(struct dl_phdr_info *info, size_t size, void *data) {
     return 0;
 }
 
-static int cpu_has_rtm(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
-        return 0;
-    return (b >> 11) & 1;
-}
-
-int abi_in_hardware(void) {
-    static int rtm = -1;
-    if (rtm < 0)
-        rtm = cpu_has_rtm();
-    return rtm ? xtest_rtm() : 0;
-}
-
 static int cpuinfo_has_rtm(void) {
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[4096];
@@ -184,6 +169,8 @@ static int cpuinfo_has_rtm(void) {
     return has;
 }
 
+int abi_in_hardware(void) { return cpu_rtm ? xtest_rtm() : 0; }
+
 void abi_init(const char *prog) {
     prog_name = prog;
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -191,11 +178,12 @@ void abi_init(const char *prog) {
     struct loaded_itm li = {0, ""};
     dl_iterate_phdr(find_itm, &li);
     const char *method = getenv("TXKIT_METHOD");
+    cpu_rtm = cpuinfo_has_rtm(); /* here: abi_in_hardware runs inside transactions */
 
     /* On the method the test asks for, not a fallback: htm needs RTM. */
     if (method && strcmp(method, "htm") == 0) {
         int (*usable)(void) = (int (*)(void))txkit_sym("txkit_htm_usable");
-        int ok = usable ? usable() : cpuinfo_has_rtm();
+        int ok = usable ? usable() : cpu_rtm;
         if (!ok) {
             printf("SKIP %s: TXKIT_METHOD=htm but RTM is not usable on this machine\n", prog);
             exit(ABI_SKIP_CODE);
@@ -207,7 +195,7 @@ void abi_init(const char *prog) {
      * where TSX is off). Not only on libitm: abi.*.compare gives every run
      * the same list, so that all leave out the same checks. */
     const char *itm_m = getenv("ITM_DEFAULT_METHOD");
-    libitm_htm = (!itm_m || strcmp(itm_m, "htm") == 0) && cpuinfo_has_rtm();
+    libitm_htm = (!itm_m || strcmp(itm_m, "htm") == 0) && cpu_rtm;
 
     const char *expect = getenv("ABI_EXPECT_RUNTIME");
     if (expect && *expect) {

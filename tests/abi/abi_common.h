@@ -90,7 +90,7 @@ int abi_finish(void);
 int abi_on_txkit(void);
 
 /* 1 when called inside a hardware (RTM) transaction: the CPU has RTM and
- * XTEST says so. 0 elsewhere, and on CPUs without RTM. */
+ * XTEST says so. 0 elsewhere, and on CPUs without RTM. After abi_init. */
 ABI_PURE int abi_in_hardware(void);
 
 /* Counts an attempt of a transaction (call it first thing in the body: an
