@@ -213,7 +213,9 @@ static int cmd_info(int argc, char **argv) {
         printf("  probe:        %d/%d empty transactions committed\n", r.probe_commits,
                r.probe_tries);
     else
-        printf("  probe:        not run (CPUID does not allow XBEGIN)\n");
+        printf("  probe:        not run (%s)\n", r.cpuid_rtm && !r.rtm_always_abort
+                                                     ? "TXKIT_RTM=off"
+                                                     : "CPUID does not allow XBEGIN");
     printf("methods:        auto, %s, stm, serial\n", r.usable ? "htm" : "htm (not usable here)");
     printf("method:         %s%s\n", txkit_method_name(m),
            env && *env ? " (from TXKIT_METHOD)" : " (default)");

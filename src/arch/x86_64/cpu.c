@@ -8,6 +8,7 @@
 #include <cpuid.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <txkit/stats.h>
 
@@ -35,15 +36,31 @@ __attribute__((target("rtm"), noinline)) static int probe_rtm(int tries) {
     return commits;
 }
 
+/* TXKIT_RTM=off: use no hardware transaction even where RTM works (every
+ * path then runs as on a CPU without it: software TM, cx locks as locks, no
+ * elision). 1 if set so, 0 if unset or "on"; a value not understood is said
+ * once on stderr and ignored. */
+static int rtm_disabled_by_env(void) {
+    const char *v = getenv("TXKIT_RTM");
+    if (!v || !*v || strcmp(v, "on") == 0 || strcmp(v, "1") == 0)
+        return 0;
+    if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)
+        return 1;
+    fprintf(stderr, "txkit: TXKIT_RTM=%s: expected on or off; using on\n", v);
+    return 0;
+}
+
 static void detect(void) {
     struct txkit_rtm_info *r = &detected;
     unsigned a = 0, b = 0, c = 0, d = 0;
     memset(r, 0, sizeof *r);
+    int off = rtm_disabled_by_env();
 #ifdef TXKIT_SIM_RTM
     memcpy(r->vendor, "simulated", 10);
     r->cpuid_rtm = 1;
-    r->usable = 1;
-    snprintf(r->reason, sizeof r->reason, "simulated RTM (a -DTXKIT_SIM_RTM=ON test build)");
+    r->usable = !off;
+    snprintf(r->reason, sizeof r->reason, "simulated RTM (a -DTXKIT_SIM_RTM=ON test build)%s",
+             off ? ", not used: TXKIT_RTM=off" : "");
     (void)probe_rtm; /* never XBEGIN for real here */
     return;
 #endif
@@ -69,6 +86,10 @@ static void detect(void) {
     if (r->rtm_always_abort) {
         snprintf(r->reason, sizeof r->reason,
                  "CPUID: RTM_ALWAYS_ABORT (TSX disabled by microcode)");
+        return;
+    }
+    if (off) {
+        snprintf(r->reason, sizeof r->reason, "TXKIT_RTM=off: RTM present but not used");
         return;
     }
     r->probe_tries = PROBE_TRIES;

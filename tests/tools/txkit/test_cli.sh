@@ -35,6 +35,15 @@ if ! grep -qw rtm /proc/cpuinfo; then
   err=$(TXKIT_METHOD=htm "$bin" info 2>&1 >/dev/null)
   grep -q 'TXKIT_METHOD=htm: RTM is not usable' <<<"$err" || fail "htm without RTM not explained: '$err'"
 fi
+# TXKIT_RTM=off: no hardware transaction on any CPU, and said so; htm refused
+out=$(TXKIT_RTM=off TXKIT_METHOD=htm "$bin" info 2>&1)
+grep -Eq '^rtm: +no' <<<"$out" || fail "TXKIT_RTM=off: rtm still used"
+grep -q 'TXKIT_METHOD=htm: RTM is not usable' <<<"$out" || fail "TXKIT_RTM=off: htm not refused: '$out'"
+if grep -qw rtm /proc/cpuinfo; then
+  grep -q 'TXKIT_RTM=off' <<<"$out" || fail "TXKIT_RTM=off not named as the reason"
+fi
+err=$(TXKIT_RTM=maybe "$bin" info 2>&1 >/dev/null)
+grep -q 'TXKIT_RTM=maybe' <<<"$err" || fail "bad TXKIT_RTM not reported"
 
 # Every command: --help (stdout, exit 0, its own usage, the exit statuses),
 # the same text from 'txkit help CMD'; a usage error is one line naming the
