@@ -132,7 +132,10 @@ uint64_t txc_stamp(void) {
 
 static uint64_t live_all; /* entries of every cache, not yet freed */
 
-uint64_t txc_live_entries_all(void) { return __atomic_load_n(&live_all, __ATOMIC_RELAXED); }
+uint64_t txc_live_entries_all(void) {
+    txc_reclaim(0);
+    return __atomic_load_n(&live_all, __ATOMIC_RELAXED);
+}
 
 static void cache_unref(txc_cache *c) {
     if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0) {
@@ -155,6 +158,262 @@ void txc_entry_free_now(txc_entry *e) {
     struct txc_payload *pl = e->pl;
     free(e);
     txc_payload_free(pl);
+}
+
+/* ------------------------------------------------------ read-side epochs */
+
+/* Epoch-based reclamation for the tx and cx modes, one domain for every cache
+ * of the process. A thread announces the global epoch in its record while it
+ * may hold a pointer to an entry found without a reference (txc_rd_enter ..
+ * txc_rd_exit); an entry whose last reference went is stamped with a new
+ * epoch and freed once no record announces an older one. Retirement happens
+ * only when an unreferenced entry leaves the cache, so the domain's lock and
+ * its scan of the records are off the hit path. */
+struct txc_rec {
+    uint64_t epoch;       /* 0: quiescent; else the global epoch at entry. Owner writes */
+    unsigned depth;       /* owner only */
+    int in_use;           /* claimed by a live thread (CAS) */
+    struct txc_rec *next; /* immutable once pushed */
+} __attribute__((aligned(TXC_LINE)));
+
+static uint64_t g_epoch = 1;   /* atomic */
+static struct txc_rec *g_recs; /* push-only list (atomic head) */
+static pthread_mutex_t g_limbo_mu = PTHREAD_MUTEX_INITIALIZER;
+static txc_entry *g_limbo;   /* under g_limbo_mu, linked by dead_next */
+static uint64_t g_limbo_len; /* under g_limbo_mu */
+static pthread_key_t g_rec_key;
+static pthread_once_t g_rec_once = PTHREAD_ONCE_INIT;
+static __thread struct txc_rec *my_rec;
+
+static void rec_release(void *arg) {
+    struct txc_rec *r = arg;
+    __atomic_store_n(&r->epoch, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->in_use, 0, __ATOMIC_RELEASE);
+}
+
+static void rec_key_init(void) { (void)pthread_key_create(&g_rec_key, rec_release); }
+
+static struct txc_rec *rec_get(void) {
+    struct txc_rec *r = my_rec;
+    if (__builtin_expect(r != NULL, 1))
+        return r;
+    pthread_once(&g_rec_once, rec_key_init);
+    for (r = __atomic_load_n(&g_recs, __ATOMIC_ACQUIRE); r; r = r->next) {
+        int zero = 0;
+        if (!__atomic_load_n(&r->in_use, __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&r->in_use, &zero, 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            break;
+    }
+    if (!r) {
+        if (posix_memalign((void **)&r, TXC_LINE, sizeof *r) != 0)
+            return NULL; /* the caller falls back to a grace period per retire */
+        memset(r, 0, sizeof *r);
+        r->in_use = 1;
+        r->next = __atomic_load_n(&g_recs, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&g_recs, &r->next, r, 1, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED))
+            ;
+    }
+    r->depth = 0;
+    r->epoch = 0;
+    (void)pthread_setspecific(g_rec_key, r);
+    my_rec = r;
+    return r;
+}
+
+/* Without a record (out of memory) a thread cannot announce itself: it takes
+ * the domain lock instead, which excludes reclamation for its section. */
+static __thread int rd_locked;
+
+void txc_rd_enter(void) {
+    struct txc_rec *r = rec_get();
+    if (__builtin_expect(!r, 0)) {
+        if (rd_locked++ == 0)
+            pthread_mutex_lock(&g_limbo_mu);
+        return;
+    }
+    if (r->depth++ == 0) {
+        /* store, then a full fence before the section's loads (Dekker with
+         * the reclaimer's increment of g_epoch then load of the records) */
+        (void)__atomic_exchange_n(&r->epoch, __atomic_load_n(&g_epoch, __ATOMIC_RELAXED),
+                                  __ATOMIC_SEQ_CST); /* xchg: a full fence */
+    }
+}
+
+void txc_rd_exit(void) {
+    struct txc_rec *r = my_rec;
+    if (__builtin_expect(!r, 0)) {
+        if (--rd_locked == 0)
+            pthread_mutex_unlock(&g_limbo_mu);
+        return;
+    }
+    if (--r->depth == 0)
+        __atomic_store_n(&r->epoch, 0, __ATOMIC_RELEASE);
+}
+
+/* The oldest epoch a thread announces now, or UINT64_MAX. */
+static uint64_t oldest_reader(void) {
+    uint64_t m = UINT64_MAX;
+    for (struct txc_rec *r = __atomic_load_n(&g_recs, __ATOMIC_ACQUIRE); r; r = r->next) {
+        uint64_t e = __atomic_load_n(&r->epoch, __ATOMIC_ACQUIRE);
+        if (e && e < m)
+            m = e;
+    }
+    return m;
+}
+
+/* Under g_limbo_mu: unlink what no reader can still see. */
+static txc_entry *limbo_take_locked(void) {
+    uint64_t m = oldest_reader();
+    txc_entry *out = NULL, **pp = &g_limbo;
+    while (*pp) {
+        txc_entry *e = *pp;
+        if (e->retired <= m) {
+            *pp = e->dead_next;
+            e->dead_next = out;
+            out = e;
+            g_limbo_len--;
+        } else {
+            pp = &e->dead_next;
+        }
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------- references */
+
+/* While an entry is cached in tx or cx mode it counts references per CPU:
+ * a lookup adds 1 to acq in its CPU's slot, a release adds 1 to rel (the
+ * slot of the releasing CPU), each a locked add on a line no other CPU
+ * writes, so hits never bounce a shared line; refs holds TXC_BIAS for the
+ * cache's own reference. Sums are exact only when nobody counts, so zero is
+ * never looked for while cached. When the cache lets the entry go,
+ * txc_let_go switches it to atomic mode (percpu = 0) and retires it; every
+ * count that read the old mode ran inside an epoch section, so after the
+ * grace period the slots are final and fold() adds their sum, minus the
+ * bias, to refs. From then on refs is the exact count and the release that
+ * takes it to 0 frees the entry (no lookup can reach it: it left the cache
+ * before the grace period began). Releases in atomic mode before the fold
+ * cannot reach 0: refs is at least TXC_BIAS minus the references held. */
+
+static int64_t slot_sum(const txc_entry *e) {
+    uint64_t acq = 0, rel = 0;
+    for (uint32_t s = 0; s < e->nslots; s++) {
+        acq += __atomic_load_n(&e->slot[s].acq, __ATOMIC_RELAXED);
+        rel += __atomic_load_n(&e->slot[s].rel, __ATOMIC_RELAXED);
+    }
+    return (int64_t)(acq - rel);
+}
+
+static int is_lock(const txc_entry *e) { return e->cache->cfg.sync == TXC_SYNC_LOCK; }
+
+void txc_ref_publish(txc_entry *e) {
+    if (!is_lock(e)) {
+        /* the builder's reference becomes the cache's (in the bias); extra
+         * ones the builder took stay counted in refs */
+        e->refs += TXC_BIAS - 1;
+        e->percpu = 1;
+    }
+}
+
+int txc_ref_found(txc_entry *e, unsigned s) {
+    if (!__atomic_load_n(&e->percpu, __ATOMIC_SEQ_CST))
+        return 0;
+    __atomic_fetch_add(&e->slot[s].acq, 1, __ATOMIC_SEQ_CST);
+    return 1;
+}
+
+void txc_ref_get(txc_entry *e, unsigned s) {
+    if (is_lock(e)) { /* atomic mode always; acq counts uses only (GDSF) */
+        __atomic_fetch_add(&e->refs, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&e->slot[s].acq, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    txc_rd_enter();
+    if (__atomic_load_n(&e->percpu, __ATOMIC_SEQ_CST))
+        __atomic_fetch_add(&e->slot[s].acq, 1, __ATOMIC_SEQ_CST);
+    else
+        __atomic_fetch_add(&e->refs, 1, __ATOMIC_RELAXED);
+    txc_rd_exit();
+}
+
+void txc_ref_put(txc_entry *e, unsigned s) {
+    if (is_lock(e)) {
+        if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0)
+            txc_entry_free_now(e);
+        return;
+    }
+    txc_rd_enter();
+    if (__atomic_load_n(&e->percpu, __ATOMIC_SEQ_CST)) {
+        __atomic_fetch_add(&e->slot[s].rel, 1, __ATOMIC_SEQ_CST);
+        txc_rd_exit();
+        return;
+    }
+    int last = __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0;
+    txc_rd_exit();
+    if (last)
+        txc_entry_free_now(e);
+}
+
+/* After the grace period of a let-go entry: the slots are final. */
+static void fold(txc_entry *e) {
+    int64_t p = slot_sum(e);
+    if (__atomic_add_fetch(&e->refs, (uint64_t)p - TXC_BIAS, __ATOMIC_ACQ_REL) == 0)
+        txc_entry_free_now(e);
+}
+
+static void fold_list(txc_entry *e) {
+    while (e) {
+        txc_entry *n = e->dead_next;
+        fold(e);
+        e = n;
+    }
+}
+
+void txc_let_go(txc_entry *e) {
+    if (!e->percpu) { /* lock mode, or a builder's entry never published */
+        if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0)
+            txc_entry_free_now(e);
+        return;
+    }
+    /* counts from now on go to refs; the slots settle in a grace period */
+    __atomic_store_n(&e->percpu, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&g_limbo_mu);
+    /* a section that announced an epoch >= this one loaded g_epoch after the
+     * increment, so after e left the cache and switched mode */
+    e->retired = __atomic_add_fetch(&g_epoch, 1, __ATOMIC_SEQ_CST);
+    e->dead_next = g_limbo;
+    g_limbo = e;
+    g_limbo_len++;
+    txc_entry *done = limbo_take_locked();
+    pthread_mutex_unlock(&g_limbo_mu);
+    fold_list(done);
+}
+
+int64_t txc_ref_count(const txc_entry *e) {
+    int64_t r = (int64_t)__atomic_load_n(&e->refs, __ATOMIC_RELAXED);
+    return e->percpu ? r - (int64_t)TXC_BIAS + 1 + slot_sum(e) : r;
+}
+
+void txc_reclaim(int wait) {
+    if (rd_locked)
+        return;
+    /* waiting: for what is retired now, not for what other threads retire
+     * while this one waits */
+    uint64_t upto = __atomic_load_n(&g_epoch, __ATOMIC_SEQ_CST);
+    for (;;) {
+        pthread_mutex_lock(&g_limbo_mu);
+        txc_entry *done = limbo_take_locked();
+        int left = 0;
+        for (txc_entry *e = g_limbo; e && !left; e = e->dead_next)
+            left = e->retired <= upto;
+        pthread_mutex_unlock(&g_limbo_mu);
+        fold_list(done);
+        if (!wait || !left)
+            return;
+        sched_yield(); /* sections are short: a grace period is a few yields */
+    }
 }
 
 /* ---------------------------------------------------------------- builders */
@@ -228,6 +487,7 @@ txc_entry *txc_entry_new(txc_cache *c, const void *key, size_t klen, int64_t bod
     e->pl = pl;
     e->declared = body_len;
     e->state = TXC_BUILDING;
+    e->refs = 1; /* the builder's, passed on to the cache by txc_insert */
     pl->cache = c;
     pl->meta = NULL;
     pl->meta_len = 0;

@@ -18,15 +18,16 @@
  *                  side effects are deferred to commit actions, not transactified;
  *   TXC_SYNC_CX    a txkit cx lock (optimistic hardware section, lock fallback).
  *
- * How the hot path stays cheap (txcache_core.c has the details): a hit writes
- * one counter in the entry's slot for the CPU it runs on (a cache line of its
- * own; one slot per CPU, see txc_config.slots), so hits on the same entry from
- * different CPUs never conflict; the hit and miss statistics are relaxed
- * atomics counted after the section; and the heap is not sifted on hits: its
- * keys are lower bounds of the priorities (which only grow), and eviction
- * re-keys the top lazily until the top's key is exact, which gives exactly
- * the LRU / GDSF order. The same design runs in every sync mode: only the
- * synchronization differs.
+ * How the hot path stays cheap (txcache_core.c has the details): a hit's
+ * critical section only reads (so with software TM it is a read-only
+ * transaction, which never conflicts with another hit); the reference it
+ * hands out and the use that raises the priority are counted after the
+ * section in a per-CPU slot of the entry, protected by an epoch scheme, so
+ * hits on one entry from different CPUs never write the same line; the heap
+ * is not sifted on hits: its keys are lower bounds of the priorities (which
+ * only grow), and eviction re-keys the top lazily until the top's key is
+ * exact, which gives exactly the LRU / GDSF order. Lock mode keeps the
+ * legacy design's one mutex and takes the reference under it.
  *
  * Thread safety: every function may be called from any thread, except
  * txc_destroy(), which must not race with other calls on the same cache.

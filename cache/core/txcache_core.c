@@ -11,13 +11,15 @@
  *         transaction where RTM works, the cx lock otherwise).
  *
  * The hit path is the hot spot (every hit of mod_mem_cache's design updated
- * the heap under the process's one lock). Here a hit reads the chain and
- * writes one word: the reference count of its CPU's slot in the entry (a
- * cache line of its own; the count is also GDSF's use count), plus the last
- * access in that slot when it moved. Hits on the same entry from different
- * CPUs therefore never conflict. The hit/miss statistics are relaxed atomics
- * counted after the section (never accessed transactionally), and the heap
- * is not sifted on hits.
+ * the heap under the process's one lock). Here a hit's section only reads:
+ * the bucket and the chain (and the GDSF clock). The reference and the use
+ * are counted after it, per CPU (txcache.c, "references"): in tx and cx
+ * modes the section and the count run inside a read-side epoch section, so
+ * the entry cannot be freed in between, and a hit never writes a line
+ * another CPU writes. Software transactions of hits are therefore read-only
+ * (no clock to take, nothing to write back) and never conflict with each
+ * other. The hit/miss statistics are relaxed atomics after the section, and
+ * the heap is not sifted on hits.
  * Instead a heap key is a lower bound of the entry's priority (priorities
  * only grow: access stamps and the GDSF clock are monotonic, hits only add),
  * and eviction re-keys lazily: it recomputes the top's priority from the
@@ -26,13 +28,11 @@
  * at least its key, at least the top's), so the eviction order is exactly the
  * one LRU / GDSF define, at a cost paid by misses instead of by every hit.
  *
- * Dead entries (out of the cache, no reference left) are freed after the
- * section: in lock and cx mode from a list once the lock is released; in tx
- * mode the payload (meta, body: never read inside a transaction) through a
- * commit action (_ITM_addUserCommitAction) instead of being transactified, and
- * the small header through free() in the transaction, which gcc turns into
- * _ITM_free: the runtime defers it until no concurrent attempt can still be
- * reading the header (txkit's limbo list, libitm's privatization barrier).
+ * Entries the cache lets go (evicted, replaced, removed, rejected) are
+ * collected by the section on a list and handed to txc_let_go() after it:
+ * nothing is freed inside a section, in any mode. Lock mode frees an entry
+ * at its last reference; tx and cx modes settle the per-CPU counts after a
+ * grace period (txcache.c) and free at the last reference after that.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -42,15 +42,6 @@
 #include <string.h>
 
 #include "txcache_int.h"
-
-#ifdef TXC_HAVE_GNU_TM
-/* libitm ABI (libitm.h is not installed). GCC's libitm requires
- * resumingTransactionId == _ITM_noTransactionId (1): the action runs when the
- * outermost transaction commits (and is discarded if it aborts). */
-#define TXC_ITM_NO_TRANSACTION_ID 1
-extern void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t resuming_id, void *arg)
-    __attribute__((transaction_pure));
-#endif
 
 /* ------------------------------------------------------- immutable reads */
 
@@ -110,37 +101,21 @@ TXC_SAFE static uint64_t gdsf_weight(uint64_t freq, uint64_t size) {
 }
 
 /* The entry's priority now (LRU: its last access; GDSF: the queue clock at
- * its last access + (1 + uses) * K / size, the insert counting as a use) and
- * the references held on it, in one pass over its slots. */
-TXC_SAFE static uint64_t slot_sums(const txc_entry *e, int policy, int64_t *refs) {
-    uint64_t last = e->born, acq = 0, rel = 0;
+ * its last access + (1 + uses) * K / size, the insert counting as a use),
+ * from its slots. The slots are written by hits outside sections, so this
+ * reads hints that only grow: a stale value is a lower bound. */
+TXC_SAFE static uint64_t prio_now(const txc_entry *e, int policy) {
+    uint64_t last = e->born, uses = 0; /* acq: lookups and references */
     uint32_t n = entry_nslots(e);
     for (uint32_t s = 0; s < n; s++) {
         uint64_t l = e->slot[s].last;
         if (l > last)
             last = l;
-        acq += e->slot[s].acq;
-        rel += e->slot[s].rel;
+        uses += e->slot[s].acq;
     }
-    *refs = (int64_t)(acq - rel);
     if (policy == TXC_POLICY_LRU)
         return last;
-    return prio_add(last, gdsf_weight(1 + acq, e->size));
-}
-
-TXC_SAFE static uint64_t prio_now(const txc_entry *e, int policy) {
-    int64_t refs;
-    return slot_sums(e, policy, &refs);
-}
-
-TXC_SAFE static int64_t refs_sum(const txc_entry *e) {
-    uint64_t acq = 0, rel = 0;
-    uint32_t n = entry_nslots(e);
-    for (uint32_t s = 0; s < n; s++) {
-        acq += e->slot[s].acq;
-        rel += e->slot[s].rel;
-    }
-    return (int64_t)(acq - rel);
+    return prio_add(last, gdsf_weight(1 + uses, e->size));
 }
 
 /* ------------------------------------------------------------------ heap */
@@ -215,26 +190,12 @@ TXC_SAFE static int heap_push(txc_cache *c, txc_entry *e, uint64_t key) {
 
 /* ------------------------------------------------------- entry lifetime */
 
-/* e is dead: no reference, not in the cache. */
-TXC_SAFE static void bury(txc_entry *e, int tx, txc_entry **dead) {
-#ifdef TXC_HAVE_GNU_TM
-    if (tx) {
-        _ITM_addUserCommitAction(txc_payload_free, TXC_ITM_NO_TRANSACTION_ID, e->pl);
-        free(e); /* _ITM_free: after commit, once no attempt can read it */
-        return;
-    }
-#else
-    (void)tx;
-#endif
+/* The cache (or a rejected builder) lets go of e: its reference is dropped
+ * after the section (txc_let_go), never inside, where atomics cannot run. */
+TXC_SAFE static void drop(txc_entry *e, txc_entry **dead) {
+    e->state = TXC_DROPPED;
     e->dead_next = *dead;
     *dead = e;
-}
-
-/* The cache (or the builder) lets go of e. */
-TXC_SAFE static void drop(txc_entry *e, int tx, txc_entry **dead) {
-    e->state = TXC_DROPPED;
-    if (refs_sum(e) == 0)
-        bury(e, tx, dead);
 }
 
 TXC_SAFE static void unlink_entry(txc_cache *c, txc_entry *e) {
@@ -248,12 +209,10 @@ TXC_SAFE static void unlink_entry(txc_cache *c, txc_entry *e) {
 }
 
 /* Evict the entry of lowest priority (the heap is not empty). */
-TXC_SAFE static void evict_one(txc_cache *c, struct txc_cstats *st, int policy, int tx,
-                               txc_entry **dead) {
+TXC_SAFE static void evict_one(txc_cache *c, struct txc_cstats *st, int policy, txc_entry **dead) {
     for (;;) {
         txc_entry *v = c->heap[0].e;
-        int64_t refs;
-        uint64_t p = slot_sums(v, policy, &refs);
+        uint64_t p = prio_now(v, policy);
         if (p > c->heap[0].key) {
             /* hit since it was keyed: re-key lazily and look again */
             c->heap[0].key = p;
@@ -264,30 +223,23 @@ TXC_SAFE static void evict_one(txc_cache *c, struct txc_cstats *st, int policy, 
         if (policy == TXC_POLICY_GDSF && p > c->qclock)
             c->qclock = p; /* aging: later entries start from here */
         st->evictions++;
-        v->state = TXC_DROPPED;
-        if (refs == 0)
-            bury(v, tx, dead);
+        drop(v, dead);
         return;
     }
 }
 
 /* -------------------------------------------------------------- operations */
 
-/* Hit path: in tx mode, reads: the bucket, the chain links, the slot's acq
- * and last (and the GDSF clock); writes: acq (and last when it moved). */
+/* Hit path: reads the bucket and the chain links (and the GDSF clock, into
+ * *qclock); writes nothing. The caller takes the reference and counts the
+ * use after the section. */
 TXC_SAFE static txc_entry *core_lookup(txc_cache *c, uint64_t h, const void *key, size_t klen,
-                                       unsigned s, uint64_t stamp, int policy) {
+                                       int policy, uint64_t *qclock) {
     txc_entry *e = *bucket_of(c, h);
     while (e && !entry_matches(e, h, key, klen))
         e = e->next;
-    if (!e)
-        return NULL;
-    struct txc_slot *sl = &e->slot[s];
-    sl->acq++;
-    /* LRU: the request's stamp; GDSF: the queue clock (read, rarely written) */
-    uint64_t last = policy == TXC_POLICY_LRU ? stamp : c->qclock;
-    if (last > sl->last)
-        sl->last = last;
+    if (e && policy == TXC_POLICY_GDSF)
+        *qclock = c->qclock;
     return e;
 }
 
@@ -298,25 +250,12 @@ TXC_SAFE static int core_contains(txc_cache *c, uint64_t h, const void *key, siz
     return e != NULL;
 }
 
-TXC_SAFE static void core_ref(txc_entry *e, unsigned s) { e->slot[s].acq++; }
-
-TXC_SAFE static void core_release(txc_entry *e, unsigned s, int tx, txc_entry **dead) {
-    e->slot[s].rel++;
-    if (e->state == TXC_DROPPED && refs_sum(e) == 0)
-        bury(e, tx, dead);
-}
-
-TXC_SAFE static void core_abandon(txc_entry *e, int tx, txc_entry **dead) {
-    if (e->state == TXC_BUILDING)
-        drop(e, tx, dead);
-}
-
 TXC_SAFE static int core_insert(txc_cache *c, txc_entry *e, unsigned s, uint64_t stamp, int policy,
-                                int reject, int tx, txc_entry **dead) {
+                                int reject, txc_entry **dead) {
     struct txc_cstats *st = &c->st[s];
     if (reject) {
         st->rejected++;
-        drop(e, tx, dead);
+        drop(e, dead);
         return -ERANGE;
     }
     txc_entry **b = bucket_of(c, e->hash);
@@ -324,16 +263,16 @@ TXC_SAFE static int core_insert(txc_cache *c, txc_entry *e, unsigned s, uint64_t
         if (entry_matches(o, e->hash, e->key, e->klen)) {
             unlink_entry(c, o);
             st->replaced++;
-            drop(o, tx, dead);
+            drop(o, dead);
             break;
         }
     uint64_t mo = cfg_max_objects(c), mb = cfg_max_bytes(c);
     while (c->heap_len > 0 && ((mo && c->objects >= mo) || (mb && c->bytes + e->size > mb)))
-        evict_one(c, st, policy, tx, dead);
+        evict_one(c, st, policy, dead);
     uint64_t born = policy == TXC_POLICY_LRU ? stamp : c->qclock;
     uint64_t key = policy == TXC_POLICY_LRU ? born : prio_add(born, gdsf_weight(1, e->size));
     if (heap_push(c, e, key) != 0) {
-        drop(e, tx, dead);
+        drop(e, dead);
         return -ENOMEM;
     }
     e->born = born;
@@ -347,7 +286,7 @@ TXC_SAFE static int core_insert(txc_cache *c, txc_entry *e, unsigned s, uint64_t
 }
 
 TXC_SAFE static int core_remove(txc_cache *c, uint64_t h, const void *key, size_t klen, unsigned s,
-                                int tx, txc_entry **dead) {
+                                txc_entry **dead) {
     txc_entry *e = *bucket_of(c, h);
     while (e && !entry_matches(e, h, key, klen))
         e = e->next;
@@ -355,7 +294,7 @@ TXC_SAFE static int core_remove(txc_cache *c, uint64_t h, const void *key, size_
         return -ENOENT;
     unlink_entry(c, e);
     c->st[s].removals++;
-    drop(e, tx, dead);
+    drop(e, dead);
     return 0;
 }
 
@@ -388,11 +327,15 @@ TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out) {
  * from the same values. */
 #pragma GCC diagnostic ignored "-Wclobbered"
 
-/* BODY runs as one critical section in the cache's sync mode. */
+/* BODY runs as one critical section in the cache's sync mode; in tx and cx
+ * modes inside a read-side epoch section (txcache.c), so that no entry it
+ * reaches is freed under it (entries are retired outside any section). */
 #ifdef TXC_HAVE_GNU_TM
 #define TXC_TX_CASE(BODY)              \
     case TXC_SYNC_TX:                  \
+        txc_rd_enter();                \
         __transaction_atomic { BODY; } \
+        txc_rd_exit();                 \
         break;
 #else
 #define TXC_TX_CASE(BODY)
@@ -402,9 +345,11 @@ TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out) {
         switch ((c)->cfg.sync) {            \
             TXC_TX_CASE(BODY)               \
         case TXC_SYNC_CX:                   \
+            txc_rd_enter();                 \
             cx_optimistic(&(c)->cx);        \
             BODY;                           \
             cx_unlock(&(c)->cx);            \
+            txc_rd_exit();                  \
             break;                          \
         default:                            \
             pthread_mutex_lock(&(c)->mu);   \
@@ -414,16 +359,24 @@ TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out) {
         }                                   \
     } while (0)
 
-/* Lock and cx modes: free what the section found dead, the lock released. */
-static void free_dead(txc_entry *dead) {
+/* After a section: the cache lets go of what it dropped. */
+static void let_go(txc_entry *dead) {
     while (dead) {
-        txc_entry *n = dead->dead_next;
-        txc_entry_free_now(dead);
+        txc_entry *n = dead->dead_next; /* before txc_let_go reuses the link */
+        txc_let_go(dead);
         dead = n;
     }
 }
 
-static int is_tx(const txc_cache *c) { return c->cfg.sync == TXC_SYNC_TX; }
+/* Record a hit's access in its CPU's slot (LRU stamp or GDSF clock; the use
+ * itself is the reference counted in acq), only ever forward. */
+static void count_use(txc_entry *e, unsigned s, uint64_t last) {
+    struct txc_slot *sl = &e->slot[s];
+    uint64_t o = __atomic_load_n(&sl->last, __ATOMIC_RELAXED);
+    while (o < last &&
+           !__atomic_compare_exchange_n(&sl->last, &o, last, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
 
 txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
     if (!c || !key)
@@ -433,7 +386,43 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
     int policy = c->cfg.policy;
     uint64_t stamp = policy == TXC_POLICY_LRU ? txc_stamp() : 0;
     txc_entry *e;
-    TXC_SECTION(c, e = core_lookup(c, h, key, klen, s, stamp, policy));
+    uint64_t q = 0;
+    if (c->cfg.sync == TXC_SYNC_LOCK) {
+        /* the legacy design: the reference is taken under the lock */
+        pthread_mutex_lock(&c->mu);
+        e = core_lookup(c, h, key, klen, policy, &q);
+        if (e)
+            txc_ref_get(e, s);
+        pthread_mutex_unlock(&c->mu);
+    } else {
+        /* a read-only section; the reference after it, still inside the
+         * epoch section that keeps e allocated. An entry that lost its last
+         * reference in between left the cache: look again. */
+        for (int tries = 0;; tries++) {
+            txc_rd_enter();
+            if (c->cfg.sync == TXC_SYNC_CX) {
+                cx_optimistic(&c->cx);
+                e = core_lookup(c, h, key, klen, policy, &q);
+                cx_unlock(&c->cx);
+            } else {
+#ifdef TXC_HAVE_GNU_TM
+                __transaction_atomic { e = core_lookup(c, h, key, klen, policy, &q); }
+#else
+                e = NULL;
+#endif
+            }
+            int ok = !e || txc_ref_found(e, s);
+            txc_rd_exit();
+            if (ok)
+                break;
+            if (tries == 8) {
+                e = NULL;
+                break;
+            }
+        }
+    }
+    if (e)
+        count_use(e, s, policy == TXC_POLICY_LRU ? stamp : q);
     __atomic_fetch_add(e ? &c->st[s].hits : &c->st[s].misses, 1, __ATOMIC_RELAXED);
     return e;
 }
@@ -448,31 +437,21 @@ int txc_contains(txc_cache *c, const void *key, size_t klen) {
 }
 
 txc_entry *txc_entry_ref(txc_entry *e) {
-    txc_cache *c = e->cache;
-    unsigned s = txc_my_slot(c);
-    TXC_SECTION(c, core_ref(e, s));
+    txc_ref_get(e, txc_my_slot(e->cache));
     return e;
 }
 
 void txc_entry_release(txc_entry *e) {
-    if (!e)
-        return;
-    txc_cache *c = e->cache;
-    unsigned s = txc_my_slot(c);
-    int tx = is_tx(c);
-    txc_entry *dead = NULL;
-    TXC_SECTION(c, core_release(e, s, tx, &dead));
-    free_dead(dead);
+    if (e)
+        txc_ref_put(e, txc_my_slot(e->cache));
 }
 
 void txc_entry_abandon(txc_entry *e) {
-    if (!e)
-        return;
-    txc_cache *c = e->cache;
-    int tx = is_tx(c);
-    txc_entry *dead = NULL;
-    TXC_SECTION(c, core_abandon(e, tx, &dead));
-    free_dead(dead);
+    /* still private to its builder: nobody else can reach it */
+    if (e && e->state == TXC_BUILDING) {
+        e->state = TXC_DROPPED;
+        txc_let_go(e);
+    }
 }
 
 int txc_insert(txc_cache *c, txc_entry *e) {
@@ -485,11 +464,12 @@ int txc_insert(txc_cache *c, txc_entry *e) {
                  (c->cfg.max_bytes && e->size > c->cfg.max_bytes) ||
                  (e->declared >= 0 && (uint64_t)e->declared != pl->body_len);
     unsigned s = txc_my_slot(c);
-    int policy = c->cfg.policy, tx = is_tx(c), r;
+    int policy = c->cfg.policy, r;
     uint64_t stamp = policy == TXC_POLICY_LRU ? txc_stamp() : 0;
+    txc_ref_publish(e);
     txc_entry *dead = NULL;
-    TXC_SECTION(c, r = core_insert(c, e, s, stamp, policy, reject, tx, &dead));
-    free_dead(dead);
+    TXC_SECTION(c, r = core_insert(c, e, s, stamp, policy, reject, &dead));
+    let_go(dead);
     return r;
 }
 
@@ -498,10 +478,10 @@ int txc_remove(txc_cache *c, const void *key, size_t klen) {
         return -EINVAL;
     uint64_t h = txc_hash(key, klen);
     unsigned s = txc_my_slot(c);
-    int tx = is_tx(c), r;
+    int r;
     txc_entry *dead = NULL;
-    TXC_SECTION(c, r = core_remove(c, h, key, klen, s, tx, &dead));
-    free_dead(dead);
+    TXC_SECTION(c, r = core_remove(c, h, key, klen, s, &dead));
+    let_go(dead);
     return r;
 }
 
@@ -514,6 +494,7 @@ static void add_hits(txc_cache *c, struct txc_stats *st) {
 }
 
 void txc_stats_get(txc_cache *c, struct txc_stats *out) {
+    txc_reclaim(0); /* live_entries counts what is due to be freed as freed */
     struct txc_stats st;
     memset(&st, 0, sizeof st);
     TXC_SECTION(c, core_stats(c, &st));
@@ -533,13 +514,14 @@ void txc_destroy(txc_cache *c) {
         txc_entry *e = c->table[b];
         while (e) {
             txc_entry *n = e->next;
-            drop(e, 0, &dead);
+            drop(e, &dead);
             e = n;
         }
         c->table[b] = NULL;
     }
     c->heap_len = c->objects = c->bytes = 0;
-    free_dead(dead);
+    let_go(dead);
+    txc_reclaim(1); /* the entries retired by this cache's last operations */
     free(c->table);
     free(c->heap);
     c->table = NULL;
@@ -585,8 +567,9 @@ static int check_locked(txc_cache *c, char *err, size_t errlen) {
                 return fail(err, errlen, "entry in the table in state %d", e->state);
             if (e->heap_pos >= c->heap_len || c->heap[e->heap_pos].e != e)
                 return fail(err, errlen, "entry not at its heap position");
-            if (refs_sum(e) < 0)
-                return fail(err, errlen, "entry with %" PRId64 " references", refs_sum(e));
+            if (txc_ref_count(e) < 1)
+                return fail(err, errlen, "cached entry with %" PRId64 " references",
+                            txc_ref_count(e));
             if (e->size != e->klen + e->pl->meta_len + e->pl->body_len)
                 return fail(err, errlen, "entry size does not match its parts");
             for (const txc_entry *o = e->next; o; o = o->next)

@@ -4,16 +4,20 @@
  * Who touches what, and how:
  *  - immutable after txc_insert publishes an entry (hash, key, size, payload
  *    pointer, cache): read inside critical sections without instrumentation
- *    (transaction_pure helpers), which is safe because an entry header is
- *    only ever freed through the TM runtime's free (txkit's limbo list, GCC
- *    libitm's privatization barrier) or after the lock is released;
- *  - shared mutable fields (chains, heap, counts, states, thread slots): only
+ *    (transaction_pure helpers), which is safe because an entry is freed only
+ *    once no section can reach it: in lock mode after the lock is released
+ *    and the last reference went; in tx and cx modes, whose sections run
+ *    inside read-side epoch sections (txc_rd_enter/exit), after a grace
+ *    period as well;
+ *  - shared mutable fields (chains, heap, counts, states, dead_next): only
  *    inside a critical section of the cache's sync mode, never with atomics;
  *  - the payload (meta + body): written only while the entry is private to
  *    its builder, read in place by reference holders outside any critical
- *    section, freed after the last reference (a commit action in tx mode);
- *  - c->refs and the process-wide live count: atomic read-modify-write,
- *    never inside a critical section.
+ *    section, freed with the entry;
+ *  - e->refs, e->percpu, the slots' acq and rel, c->refs and the live count:
+ *    atomics, never written inside a critical section; a slot's last and acq
+ *    are read inside sections as hints that only grow (txcache.c,
+ *    "references", says how the per-CPU counts settle).
  */
 #ifndef TXCACHE_INT_H
 #define TXCACHE_INT_H
@@ -45,17 +49,23 @@
 
 enum txc_state { TXC_BUILDING = 0, TXC_CACHED = 1, TXC_DROPPED = 2 };
 
-/* One thread slot's share of an entry: references taken (lookups and
- * txc_entry_ref) and released through this slot. A reference may be released
- * by another thread than the one that took it, so only the sums mean
- * something: references held = sum(acq) - sum(rel); uses (GDSF's frequency)
- * = sum(acq). One counter per hit instead of a count and a frequency: the hit
- * transaction writes one word of the entry. */
+/* One CPU slot's share of an entry (tx and cx modes): references taken
+ * (lookups and txc_entry_ref) and released through this slot while the entry
+ * is cached, and the last access seen through it. Written outside sections
+ * with atomics on the slot's own line, so hits on one entry from different
+ * CPUs never share a line; a reference may be released through another slot
+ * than the one that took it, so only the sums mean something. Eviction reads
+ * acq (GDSF's use count) and last inside sections as hints that only grow. */
 struct txc_slot {
     uint64_t acq;
     uint64_t rel;
     uint64_t last; /* LRU: stamp of the last hit; GDSF: queue clock then */
 } __attribute__((aligned(TXC_LINE)));
+
+/* Counting references while cached: a per-CPU mode, where refs holds
+ * TXC_BIAS (the cache's reference) and holders count in the slots, and an
+ * atomic mode, where refs counts them all. See txcache.c, "references". */
+#define TXC_BIAS (1ull << 48)
 
 /* A thread slot's operation counters in the cache. Stores and evictions are
  * counted inside their sections (transactional words); hits and misses, the
@@ -89,12 +99,20 @@ struct txc_entry {
     int64_t declared; /* body length given to txc_entry_new, or -1 */
     /* shared, inside critical sections only */
     struct txc_entry *next;      /* hash chain */
-    struct txc_entry *dead_next; /* lock/cx: freed after the section */
+    struct txc_entry *dead_next; /* let go by a section; then txcache.c's limbo */
     uint64_t heap_pos;
-    uint64_t born;          /* LRU: stamp at insert; GDSF: L at insert */
-    int state;              /* enum txc_state */
-    uint32_t nslots;        /* immutable: the cache's */
-    unsigned char *key;     /* immutable: after the slots */
+    uint64_t born;      /* LRU: stamp at insert; GDSF: L at insert */
+    int state;          /* enum txc_state */
+    uint32_t nslots;    /* immutable: the cache's */
+    unsigned char *key; /* immutable: after the slots */
+    uint64_t retired;   /* txcache.c: epoch at retirement */
+    /* txcache.c, atomic, never inside a section (read in sections only by
+     * txc_check): the reference count in atomic mode (lock mode always; tx
+     * and cx before publication and after the cache lets go), and whether
+     * the slots count instead (per-CPU mode). On a line of their own, away
+     * from the fields every lookup reads. */
+    uint64_t refs __attribute__((aligned(TXC_LINE)));
+    int percpu;
     struct txc_slot slot[]; /* nslots lines */
 };
 
@@ -129,5 +147,19 @@ unsigned txc_my_slot(const txc_cache *c);
 uint64_t txc_stamp(void); /* per thread strictly increasing, ns */
 uint64_t txc_hash(const void *key, size_t len);
 void txc_cache_unref_internal(txc_cache *c); /* drops the handle's or an entry's ref */
+/* Read-side epoch sections (nest; any thread): an entry the cache let go
+ * meanwhile stays allocated until every section that began before ends. */
+void txc_rd_enter(void);
+void txc_rd_exit(void);
+/* References (txcache.c; any thread, outside sections). */
+void txc_ref_publish(txc_entry *e);          /* still private: per-CPU mode (tx, cx) */
+int txc_ref_found(txc_entry *e, unsigned s); /* inside the epoch section whose
+                                              * section found e: 1, or 0 if
+                                              * the cache let it go (look again) */
+void txc_ref_get(txc_entry *e, unsigned s);  /* the caller holds one */
+void txc_ref_put(txc_entry *e, unsigned s);  /* frees e after the last */
+void txc_let_go(txc_entry *e);               /* the cache's (or builder's) reference */
+int64_t txc_ref_count(const txc_entry *e);   /* quiescent entries only (txc_check) */
+void txc_reclaim(int wait); /* settles what is due; wait: also what is pending now */
 
 #endif /* TXCACHE_INT_H */
