@@ -208,9 +208,13 @@ static void release_txheld(tk_thread *t) {
 
 /* ------------------------------------------------------ adaptive policy */
 
-/* Racy counters: hints only. */
+/* Racy counters: hints only. Without hardware sections there is nothing to
+ * adapt, and these stores to a line every thread shares would cost each
+ * section a cache-line transfer. */
 void tk_section_adapt(uint32_t *entries, uint32_t *exclusive, uint32_t *skip, const cx_policy_t *p,
                       int ended_exclusive) {
+    if (!tk_g.hybrid)
+        return;
     uint32_t n = __atomic_load_n(entries, __ATOMIC_RELAXED) + 1;
     uint32_t x = __atomic_load_n(exclusive, __ATOMIC_RELAXED) + (ended_exclusive != 0);
     if (n >= p->window) {
