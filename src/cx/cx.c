@@ -208,14 +208,25 @@ static void release_txheld(tk_thread *t) {
 
 /* ------------------------------------------------------ adaptive policy */
 
-/* Racy counters: hints only. Without hardware sections there is nothing to
- * adapt, and these stores to a line every thread shares would cost each
- * section a cache-line transfer. */
+/* Racy counters: hints only, on a line every thread of the lock shares, so
+ * each store costs a cache-line transfer. Without hardware sections there
+ * is nothing to adapt. With them, optimistic endings are sampled: one in
+ * CX_ADAPT_SAMPLE per thread counts for CX_ADAPT_SAMPLE entries; exclusive
+ * endings, which took the lock's line anyway, all count. */
+#define CX_ADAPT_SAMPLE 16u
+static __thread unsigned adapt_sample;
+
 void tk_section_adapt(uint32_t *entries, uint32_t *exclusive, uint32_t *skip, const cx_policy_t *p,
                       int ended_exclusive) {
     if (!tk_g.hybrid)
         return;
-    uint32_t n = __atomic_load_n(entries, __ATOMIC_RELAXED) + 1;
+    uint32_t weight = 1;
+    if (!ended_exclusive) {
+        if (++adapt_sample % CX_ADAPT_SAMPLE)
+            return;
+        weight = CX_ADAPT_SAMPLE;
+    }
+    uint32_t n = __atomic_load_n(entries, __ATOMIC_RELAXED) + weight;
     uint32_t x = __atomic_load_n(exclusive, __ATOMIC_RELAXED) + (ended_exclusive != 0);
     if (n >= p->window) {
         if (x * 100 > n * p->exclusive_pct)
