@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench/harness/apps_selftest.sh BUILD_DIR - ctest bench.apps: one tiny run of
+# bench/run-apps.sh (0.2 s, 1 run per point): every app passes its oracle on
+# both runtimes (exit 0), the CSV has a row per pair, app, thread count and
+# runtime with a rate, and the summary prints the 13 targets of the auto pair.
+# Exit 77 (skip) without the apps (no system libitm at configure time).
+set -u
+BUILD=$1
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+fail() { echo "FAIL [bench.apps]: $*" >&2; exit 1; }
+[ -x "$BUILD/tests/apps/app_vacation" ] || { echo "SKIP [bench.apps]: no apps built (system libitm)"; exit 77; }
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+log=$(TXKIT_BENCH_SECONDS=0.2 TXKIT_BENCH_RUNS=1 "$REPO/bench/run-apps.sh" "$BUILD" "$OUT" 2>&1)
+rc=$?
+[ $rc -eq 0 ] || fail "run-apps.sh exit $rc:
+$log"
+pairs=1
+grep -qw rtm /proc/cpuinfo && pairs=2
+rows=$(tail -n +2 "$OUT/apps.csv" | awk -F, '$6 != ""' | wc -l)
+[ "$rows" -eq $((pairs * 6 * 2 * 2)) ] || fail "apps.csv: $rows rows with a rate, expected $((pairs * 24))"
+n=$(grep -c '^TARGET' <<<"$log")
+[ "$n" -eq 13 ] || fail "$n TARGET lines, expected 13"
+grep -q '^TARGET geomean auto@2' <<<"$log" || fail "no geomean target"
+echo "PASS [bench.apps]: $rows rows, $n targets"
