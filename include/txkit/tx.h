@@ -232,10 +232,15 @@ struct txkit_tls {
     uint64_t snap;                     /* the snapshot the reads so far are valid at */
     uint64_t wbloom;                   /* written words (bit (addr >> 3) & 63): no fast path */
     struct _txkit_rentry *rcur, *rend; /* read log: next free entry, end */
+    /* hardware commits seen by the snapshot (TXKIT_ACC_FASTREAD_HW; appended,
+     * so code built against the fields above keeps working) */
+    const volatile uint64_t *hw; /* the hardware-commit counter */
+    uint64_t hsnap;              /* its value the reads so far are valid at */
 };
 #define TXKIT_ACC_LOAD 1u
 #define TXKIT_ACC_STORE 2u
-#define TXKIT_ACC_FASTREAD 4u /* loads may take the inline software path */
+#define TXKIT_ACC_FASTREAD 4u    /* loads may take the inline software path */
+#define TXKIT_ACC_FASTREAD_HW 8u /* ... checking hardware commits too (hybrid) */
 
 extern TXKIT_API __thread struct txkit_tls _txkit_tls;
 
@@ -261,11 +266,11 @@ static inline __attribute__((always_inline)) uint64_t
 _txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
     struct txkit_tls *tls = &_txkit_tls;
     uintptr_t a = (uintptr_t)addr;
-    if ((acc & TXKIT_ACC_FASTREAD) && (size == 8 || size == 4) && !(a & (size - 1)) &&
-        !(tls->wbloom & (1ull << ((a >> 3) & 63))) && tls->rcur != tls->rend) {
+    if ((acc & (TXKIT_ACC_FASTREAD | TXKIT_ACC_FASTREAD_HW)) && (size == 8 || size == 4) &&
+        !(a & (size - 1)) && !(tls->wbloom & (1ull << ((a >> 3) & 63))) && tls->rcur != tls->rend) {
         uint64_t v =
             size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
-        if (TXKIT_LIKELY(*tls->clock == tls->snap)) {
+        if (TXKIT_LIKELY(*tls->clock == tls->snap && *tls->hw == tls->hsnap)) {
             struct _txkit_rentry *r = tls->rcur++;
             r->addr = addr;
             r->val = v;

@@ -78,11 +78,11 @@ static inline void put_bytes(void *dst, uint64_t v, size_t size) {
     }
 }
 
-static inline bool snapshot_current(const tk_thread *t) {
+static inline bool snapshot_current(void) {
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* data loads before the clock load */
     if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) != _txkit_tls.snap)
         return false;
-    return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == t->stm.hsnap;
+    return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == _txkit_tls.hsnap;
 }
 
 /* Entries of memory this attempt owns and writes in place (its own stack
@@ -150,7 +150,7 @@ static bool try_extend(tk_thread *t) {
         if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == c &&
             (!tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == h)) {
             _txkit_tls.snap = c;
-            t->stm.hsnap = h;
+            _txkit_tls.hsnap = h;
             tk_epoch_publish(t, c); /* what we can still reach is valid at c */
             return true;
         }
@@ -322,7 +322,7 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
     _txkit_tls.snap = clock;
     __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_RELAXED);
     tk_epoch_publish(t, clock); /* we hold the clock: no free is pending at it */
-    t->stm.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    _txkit_tls.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     t->ctl.m = &tk_method_stm;
     /* Visible and pinned, as when irrevocable from the start (stm_begin): its
      * commit decides against the readers it overwrites. Its own reads need
@@ -332,7 +332,7 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
         tk_vis_begin(t);
         TK_ASSERT(tk_vis_pin(t)); /* we hold the clock: nobody can have killed us */
     }
-    _txkit_tls.access = tk_method_stm.access & (tk_g.hybrid ? ~TXKIT_ACC_FASTREAD : ~0u);
+    _txkit_tls.access = tk_read_access(tk_method_stm.access, 0);
 }
 
 static int stm_begin(tk_thread *t) {
@@ -365,7 +365,7 @@ static int stm_begin(tk_thread *t) {
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
     _txkit_tls.snap = tk_wait_clock_even();
     tk_epoch_publish(t, _txkit_tls.snap);
-    t->stm.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    _txkit_tls.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
      * nothing we read can change any more: irrevocable from the start. */
     t->ctl.irrevocable = t->ctl.irr_token;
@@ -401,7 +401,7 @@ static bool acquire_clock(tk_thread *t) {
         c = _txkit_tls.snap;
     }
     /* Hardware commits stop once the clock is odd; check those that came before. */
-    if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != t->stm.hsnap &&
+    if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != _txkit_tls.hsnap &&
         !rlog_valid(t)) {
         __atomic_store_n(&tk_g.clock, c + 2, __ATOMIC_RELEASE);
         return false;
@@ -498,7 +498,7 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
     if (t->vis.active)
         tk_vis_read(t, addr, size);
     uint64_t v = read_mem(addr, (uint32_t)size);
-    while (TXKIT_UNLIKELY(!snapshot_current(t))) {
+    while (TXKIT_UNLIKELY(!snapshot_current())) {
         if (!try_extend(t)) {
             TK_ASSERT(!t->ctl.irrevocable); /* nobody may write while it runs */
             tk_abort(t, TXKIT_CAUSE_CONFLICT);

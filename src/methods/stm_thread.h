@@ -29,7 +29,6 @@ typedef struct tk_wslot {
 } tk_wslot;
 
 struct tk_stm_thread {
-    uint64_t hsnap;       /* hardware-commit counter seen consistent: stm_begin, revalidation */
     int sw_registered;    /* counted in tk_g.sw_active: stm_begin sets, commit/rollback clear */
     tk_rentry *rlog;      /* read log (grown by the barriers); its fill pointer and end are in
                           * _txkit_tls (rcur, rend) for the inline barrier; the snapshot and

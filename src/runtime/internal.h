@@ -205,6 +205,22 @@ enum tk_kind {
 #define TK_SITE_FLAG_ITM 1u /* a gcc -fgnu-tm call site, key = return address */
 
 /* The method the user asked for (thread override, else process): t's thread. */
+/* The access bits an attempt of a method with access bits m_access runs
+ * with: the inline software read (TXKIT_ACC_FASTREAD) checks the clock only,
+ * so in hybrid mode it becomes TXKIT_ACC_FASTREAD_HW, whose inline read also
+ * checks the hardware-commit counter (code built before that bit existed
+ * takes the full barrier); with visible reads (a contention manager that
+ * decides conflicts, vis.c) neither, the inline read would not mark them. */
+static inline unsigned tk_read_access(unsigned m_access, int visible) {
+    if (!(m_access & TXKIT_ACC_FASTREAD))
+        return m_access;
+    if (visible)
+        return m_access & ~TXKIT_ACC_FASTREAD;
+    if (tk_g.hybrid)
+        return (m_access & ~TXKIT_ACC_FASTREAD) | TXKIT_ACC_FASTREAD_HW;
+    return m_access;
+}
+
 static inline int tk_configured_method(const tk_thread *t) {
     return t->thread_method >= 0 ? t->thread_method
                                  : __atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED);

@@ -195,6 +195,7 @@ tk_thread *tk_thread_get(void) {
         pthread_attr_destroy(&attr);
     }
     _txkit_tls.clock = &tk_g.clock;
+    _txkit_tls.hw = &tk_g.hw_commits; /* stays 0 without hardware sections */
     t->rng = tk_rdtsc() ^ ((uint64_t)(uintptr_t)t << 17) ^ (uint64_t)gettid();
     if (!t->rng)
         t->rng = 0x9e3779b97f4a7c15ull;

@@ -117,11 +117,7 @@ void tk_run_attempts(tk_thread *t) {
             tk_sched_attempt_start(t);
         int r = m->begin(t);
         if (r == TK_OK) {
-            /* The inline software read cannot see hardware commits: off in hybrid. */
-            /* Hybrid: the inline read cannot see hardware commits; visible
-             * accesses (contention managers): it would not mark its reads. */
-            _txkit_tls.access =
-                m->access & (tk_g.hybrid || t->vis.active ? ~TXKIT_ACC_FASTREAD : ~0u);
+            _txkit_tls.access = tk_read_access(m->access, t->vis.active);
             _txkit_tls.depth = 1;
             return;
         }
