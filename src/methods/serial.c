@@ -92,7 +92,16 @@ static void serial_store(tk_thread *t, void *addr, const void *src, size_t size)
      * may be cancelled needs the part of them that outlives it. */
     if (!t->ctl.irrevocable && (t->itm.cps.len || !tk_stack_private(t, addr, size)))
         tk_undo_log(t, addr, size);
-    memcpy(addr, src, size);
+    switch (size) { /* the barriers' sizes, without a call to memcpy */
+    case 8:
+        __builtin_memcpy(addr, src, 8);
+        break;
+    case 4:
+        __builtin_memcpy(addr, src, 4);
+        break;
+    default:
+        memcpy(addr, src, size);
+    }
 }
 
 static void serial_explicit_abort(tk_thread *t, int cause) { tk_abort(t, cause); }

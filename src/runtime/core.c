@@ -43,7 +43,7 @@ void tk_fatal(const char *file, int line, const char *fmt, ...) {
 
 /* ---------------------------------------------------------------- vectors */
 
-void *tk_vec_push(tk_vec *v, size_t elem_size) {
+void *tk_vec_push_grow(tk_vec *v, size_t elem_size) {
     if (v->len == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 64;
         char *d = realloc(v->data, cap * elem_size);

@@ -55,7 +55,14 @@ typedef struct tk_vec {
     size_t len, cap; /* in elements */
 } tk_vec;
 
-TK_HIDDEN void *tk_vec_push(tk_vec *v, size_t elem_size); /* NULL on ENOMEM */
+TK_HIDDEN void *tk_vec_push_grow(tk_vec *v, size_t elem_size); /* NULL on ENOMEM */
+/* A new last element (uninitialized), or NULL on ENOMEM. Inline: the undo
+ * log and the write set push on every store. */
+static inline void *tk_vec_push(tk_vec *v, size_t elem_size) {
+    if (__builtin_expect(v->len < v->cap, 1))
+        return v->data + elem_size * v->len++;
+    return tk_vec_push_grow(v, elem_size);
+}
 TK_HIDDEN void tk_vec_free(tk_vec *v);
 #define TK_VEC_AT(v, type, i) (((type *)(v)->data)[i])
 

@@ -361,7 +361,19 @@ TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
 /* The transaction holds or depends on cx locks (cheap test, owner thread). */
 static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
 /* Record the current bytes at addr, put back if the attempt aborts. */
-TK_HIDDEN void tk_undo_log(tk_thread *t, const void *addr, size_t size);
+TK_HIDDEN void tk_undo_log_any(tk_thread *t, const void *addr, size_t size);
+/* Log addr's size bytes for the rollback. Inline for the barriers' common
+ * case, one aligned word with room in the log (tk_undo_log_any: the rest). */
+static inline void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
+    if (TXKIT_LIKELY(size == 8 && t->ulog.len < t->ulog.cap)) {
+        tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, t->ulog.len++);
+        u->addr = (void *)addr;
+        u->size = 8;
+        __builtin_memcpy(&u->old, addr, 8);
+        return;
+    }
+    tk_undo_log_any(t, addr, size);
+}
 /* Put back, newest first, what the undo log recorded after its first keep
  * entries, except in the thread's stack below dead_top: frames that are gone
  * once the rollback jumps back to its checkpoint (whose stack pointer that is). */

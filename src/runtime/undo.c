@@ -7,7 +7,7 @@
 
 #include "runtime/internal.h"
 
-void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
+void tk_undo_log_any(tk_thread *t, const void *addr, size_t size) {
     const char *a = addr;
     while (size) {
         size_t n = size < 8 ? size : 8;
@@ -16,8 +16,12 @@ void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
             TK_FATAL("out of memory growing the undo log");
         u->addr = (void *)a;
         u->size = (uint32_t)n;
-        u->old = 0;
-        memcpy(&u->old, a, n);
+        if (n == 8) { /* the common case: no call to memcpy */
+            __builtin_memcpy(&u->old, a, 8);
+        } else {
+            u->old = 0;
+            memcpy(&u->old, a, n);
+        }
         a += n;
         size -= n;
     }
