@@ -32,12 +32,18 @@ static inline void itm_load(void *dst, const void *src, size_t n) {
 }
 
 static inline void itm_store(void *dst, const void *src, size_t n) {
-    if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE)))
+    if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE))) {
         __builtin_memcpy(dst, src, n);
-    else if (n <= 8 && tk_piece((uintptr_t)dst, n) == n)
-        _txkit_store_bytes(dst, src, n);
-    else
+    } else if (n <= 8 && tk_piece((uintptr_t)dst, n) == n) {
+        /* straight to the method: the access bits say an attempt runs */
+        tk_thread *t = tk_cur;
+        if (TXKIT_LIKELY(!t->doomed))
+            t->ctl.m->store(t, dst, src, n);
+        else
+            _txkit_store_bytes(dst, src, n); /* C++ unwinding: its rules */
+    } else {
         tk_copy(dst, src, n, 0, 1, 0);
+    }
 }
 
 /* _ITM_L*: memory only this transaction uses (e.g. a local whose address
