@@ -270,7 +270,8 @@ _txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
         !(a & (size - 1)) && !(tls->wbloom & (1ull << ((a >> 3) & 63))) && tls->rcur != tls->rend) {
         uint64_t v =
             size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
-        if (TXKIT_LIKELY(*tls->clock == tls->snap && *tls->hw == tls->hsnap)) {
+        if (TXKIT_LIKELY(*tls->clock == tls->snap &&
+                         (!(acc & TXKIT_ACC_FASTREAD_HW) || *tls->hw == tls->hsnap))) {
             struct _txkit_rentry *r = tls->rcur++;
             r->addr = addr;
             r->val = v;
