@@ -179,8 +179,7 @@ struct txc_rec {
 static uint64_t g_epoch = 1;   /* atomic */
 static struct txc_rec *g_recs; /* push-only list (atomic head) */
 static pthread_mutex_t g_limbo_mu = PTHREAD_MUTEX_INITIALIZER;
-static txc_entry *g_limbo;   /* under g_limbo_mu, linked by dead_next */
-static uint64_t g_limbo_len; /* under g_limbo_mu */
+static txc_entry *g_limbo; /* under g_limbo_mu, linked by dead_next */
 static pthread_key_t g_rec_key;
 static pthread_once_t g_rec_once = PTHREAD_ONCE_INIT;
 static __thread struct txc_rec *my_rec;
@@ -207,7 +206,7 @@ static struct txc_rec *rec_get(void) {
     }
     if (!r) {
         if (posix_memalign((void **)&r, TXC_LINE, sizeof *r) != 0)
-            return NULL; /* the caller falls back to a grace period per retire */
+            return NULL; /* txc_rd_enter falls back to the domain lock */
         memset(r, 0, sizeof *r);
         r->in_use = 1;
         r->next = __atomic_load_n(&g_recs, __ATOMIC_RELAXED);
@@ -273,7 +272,6 @@ static txc_entry *limbo_take_locked(void) {
             *pp = e->dead_next;
             e->dead_next = out;
             out = e;
-            g_limbo_len--;
         } else {
             pp = &e->dead_next;
         }
@@ -308,6 +306,13 @@ static int64_t slot_sum(const txc_entry *e) {
 
 static int is_lock(const txc_entry *e) { return e->cache->cfg.sync == TXC_SYNC_LOCK; }
 
+/* refs += delta in atomic mode; whoever takes it to 0 frees e (nobody can
+ * reach it any more: see above). */
+static void refs_add(txc_entry *e, uint64_t delta) {
+    if (__atomic_add_fetch(&e->refs, delta, __ATOMIC_ACQ_REL) == 0)
+        txc_entry_free_now(e);
+}
+
 void txc_ref_publish(txc_entry *e) {
     if (!is_lock(e)) {
         /* the builder's reference becomes the cache's (in the bias); extra
@@ -331,37 +336,26 @@ void txc_ref_get(txc_entry *e, unsigned s) {
         return;
     }
     txc_rd_enter();
-    if (__atomic_load_n(&e->percpu, __ATOMIC_SEQ_CST))
-        __atomic_fetch_add(&e->slot[s].acq, 1, __ATOMIC_SEQ_CST);
-    else
+    if (!txc_ref_found(e, s)) /* let go: the count is refs now */
         __atomic_fetch_add(&e->refs, 1, __ATOMIC_RELAXED);
     txc_rd_exit();
 }
 
 void txc_ref_put(txc_entry *e, unsigned s) {
     if (is_lock(e)) {
-        if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0)
-            txc_entry_free_now(e);
+        refs_add(e, (uint64_t)-1);
         return;
     }
     txc_rd_enter();
-    if (__atomic_load_n(&e->percpu, __ATOMIC_SEQ_CST)) {
+    if (__atomic_load_n(&e->percpu, __ATOMIC_SEQ_CST))
         __atomic_fetch_add(&e->slot[s].rel, 1, __ATOMIC_SEQ_CST);
-        txc_rd_exit();
-        return;
-    }
-    int last = __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0;
+    else
+        refs_add(e, (uint64_t)-1); /* a free at 0 is done with e: fine inside */
     txc_rd_exit();
-    if (last)
-        txc_entry_free_now(e);
 }
 
 /* After the grace period of a let-go entry: the slots are final. */
-static void fold(txc_entry *e) {
-    int64_t p = slot_sum(e);
-    if (__atomic_add_fetch(&e->refs, (uint64_t)p - TXC_BIAS, __ATOMIC_ACQ_REL) == 0)
-        txc_entry_free_now(e);
-}
+static void fold(txc_entry *e) { refs_add(e, (uint64_t)slot_sum(e) - TXC_BIAS); }
 
 static void fold_list(txc_entry *e) {
     while (e) {
@@ -373,8 +367,7 @@ static void fold_list(txc_entry *e) {
 
 void txc_let_go(txc_entry *e) {
     if (!e->percpu) { /* lock mode, or a builder's entry never published */
-        if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0)
-            txc_entry_free_now(e);
+        refs_add(e, (uint64_t)-1);
         return;
     }
     /* counts from now on go to refs; the slots settle in a grace period */
@@ -385,7 +378,6 @@ void txc_let_go(txc_entry *e) {
     e->retired = __atomic_add_fetch(&g_epoch, 1, __ATOMIC_SEQ_CST);
     e->dead_next = g_limbo;
     g_limbo = e;
-    g_limbo_len++;
     txc_entry *done = limbo_take_locked();
     pthread_mutex_unlock(&g_limbo_mu);
     fold_list(done);

@@ -396,21 +396,12 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
         pthread_mutex_unlock(&c->mu);
     } else {
         /* a read-only section; the reference after it, still inside the
-         * epoch section that keeps e allocated. An entry that lost its last
-         * reference in between left the cache: look again. */
+         * epoch section that keeps e allocated (TXC_SECTION's own nests in
+         * it). An entry that lost its last reference in between left the
+         * cache: look again. */
         for (int tries = 0;; tries++) {
             txc_rd_enter();
-            if (c->cfg.sync == TXC_SYNC_CX) {
-                cx_optimistic(&c->cx);
-                e = core_lookup(c, h, key, klen, policy, &q);
-                cx_unlock(&c->cx);
-            } else {
-#ifdef TXC_HAVE_GNU_TM
-                __transaction_atomic { e = core_lookup(c, h, key, klen, policy, &q); }
-#else
-                e = NULL;
-#endif
-            }
+            TXC_SECTION(c, e = core_lookup(c, h, key, klen, policy, &q));
             int ok = !e || txc_ref_found(e, s);
             txc_rd_exit();
             if (ok)
