@@ -34,7 +34,7 @@
 # threads (where libitm serializes: target >= 1.5).
 # Files in BUILD_DIR/bench-results/: abi-<workload>.csv (every run, the
 # benchmarks' CSV format), abi-summary.csv (medians), abi-ratios.csv,
-# abi-log.txt (the benchmarks' own output) and abi.png if gnuplot is installed.
+# abi-log.txt (the benchmarks' own output) and abi.png (bench/plot.py).
 #
 # Environment:
 #   TXKIT_BENCH_SECONDS  seconds per measurement (default 0.25)
@@ -69,7 +69,7 @@ fi
 
 OUT=$BUILD/bench-results
 mkdir -p "$OUT" || exit 2
-rm -f "$OUT"/abi-*.csv "$OUT"/abi-*.dat "$OUT"/abi.png "$OUT"/abi.gp "$OUT"/abi-log.txt "$OUT"/abi-gnuplot.log
+rm -f "$OUT"/abi-*.csv "$OUT"/abi.png "$OUT"/abi-log.txt
 LOG=$OUT/abi-log.txt
 : >"$LOG" || exit 2
 
@@ -336,57 +336,7 @@ for w in "${WORKLOADS[@]}"; do abi_ratio "$w" 1 itm@txkit:auto seq - dropin_vs_s
 
 # ------------------------------------------------------------ plot
 
-if command -v gnuplot >/dev/null 2>&1 && [ -s "$SUMMARY" ]; then
-    DAT=$OUT/abi-ratios.dat
-    {
-        echo "# cluster libitm_ml_wt libitm_gl_wt txkit_auto txkit_stm txkit_api_auto (throughput / itm@libitm:default)"
-        for w in "${WORKLOADS[@]}"; do
-            for t in 1 2; do
-                d=$(get "$w" itm@libitm:default "$t" mops)
-                printf '%s' "$w@$t"
-                for m in itm@libitm:ml_wt itm@libitm:gl_wt itm@txkit:auto itm@txkit:stm auto; do
-                    v=$(get "$w" "$m" "$t" mops)
-                    awk -v v="$v" -v d="$d" 'BEGIN { if (v == "" || d == "" || d + 0 <= 0) printf " ?"; else printf " %.4f", v / d }'
-                done
-                echo
-            done
-        done
-    } >"$DAT"
-    term=$(png_term 1100,560)
-    {
-        echo "set terminal $term noenhanced"
-        echo "set output '$OUT/abi.png'"
-        echo "set title 'The same gcc -fgnu-tm binaries: throughput relative to GCC libitm default (= 1); $(hostname), median of $RUNS x $SECS s'"
-        echo "set ylabel 'throughput / itm@libitm:default (log scale)'"
-        echo "set xlabel 'workload@threads'"
-        echo "set style data histograms"
-        echo "set style histogram clustered gap 1"
-        echo "set style fill solid 0.85 border -1"
-        echo "set boxwidth 0.9"
-        echo "set datafile missing '?'"
-        echo "set logscale y 2"
-        echo "set yrange [0.0625:32]"
-        echo "set ytics ('1/16' 0.0625, '1/8' 0.125, '1/4' 0.25, '1/2' 0.5, '1' 1, '2' 2, '4' 4, '8' 8, '16' 16, '32' 32)"
-        echo "set xtics rotate by -25"
-        echo "set xrange [-0.6:$(( ${#WORKLOADS[@]} * 2 ))-0.4]"
-        echo "set grid ytics"
-        echo "set key outside right"
-        echo "plot '$DAT' using 2:xtic(1) title 'libitm ml_wt' lc rgb '#e377c2', \\"
-        echo "     '' using 3 title 'libitm gl_wt' lc rgb '#bcbd22', \\"
-        echo "     '' using 4 title 'txkit auto (drop-in)' lc rgb '#1f77b4', \\"
-        echo "     '' using 5 title 'txkit stm (drop-in)' lc rgb '#2ca02c', \\"
-        echo "     '' using 6 title 'txkit API auto' lc rgb '#17becf', \\"
-        echo "     1 with lines dt 2 lw 2 lc rgb '#9467bd' title 'libitm default'"
-    } >"$OUT/abi.gp"
-    if gnuplot "$OUT/abi.gp" 2>"$OUT/abi-gnuplot.log"; then
-        echo "plot: $OUT/abi.png"
-        rm -f "$OUT/abi-gnuplot.log"
-    else
-        echo "plot: gnuplot failed (see $OUT/abi-gnuplot.log)"
-    fi
-else
-    echo "plot: skipped (gnuplot not installed)"
-fi
+[ -s "$SUMMARY" ] && plot_csv abi "$SUMMARY" --out "$OUT/abi.png" --scale "median of $RUNS x $SECS s"
 
 echo "results: $OUT/abi-*.csv (every run: abi-<workload>.csv; medians: abi-summary.csv; ratios: abi-ratios.csv)"
 echo "log: $LOG (the benchmarks' own tables)"

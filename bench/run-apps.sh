@@ -17,7 +17,7 @@
 # Targets (auto pair): every app <= 1.0 at 1 and 2 threads; the geometric
 # mean at 2 threads <= 0.8. The nortm pair prints the same lines as
 # reference. Output in OUTDIR (default BUILD_DIR/bench-results/apps):
-# apps.csv, summary.txt, apps.png (time ratios) when gnuplot is installed.
+# apps.csv, summary.txt, apps.png (time ratios, bench/plot.py).
 # Exit status: 0; 1 if an app failed its oracle or crashed; 2 on a usage
 # error or missing binaries.
 set -u
@@ -135,38 +135,6 @@ tratio() { ratio_of "$(csv_get "$CSV" rounds_per_s pair="$1" app="$2" threads="$
 } | tee "$OUT/summary.txt"
 count_targets "$OUT/summary.txt"
 
-if command -v gnuplot >/dev/null 2>&1; then
-    dat=$OUT/apps.dat
-    {
-        echo "app ${PAIRS[*]/%/@1} ${PAIRS[*]/%/@2}"
-        for a in "${APPS[@]}"; do
-            line=$a
-            for t in "${THREADS[@]}"; do
-                for pair in "${PAIRS[@]}"; do
-                    r=$(tratio "$pair" "$a" "$t")
-                    line="$line ${r:-NaN}"
-                done
-            done
-            echo "$line"
-        done
-    } >"$dat"
-    ncol=$((1 + ${#PAIRS[@]} * ${#THREADS[@]}))
-    gnuplot <<EOF 2>>"$OUT/gnuplot.log" && echo "plot: $OUT/apps.png" || echo "$BENCH_NAME: gnuplot failed"
-set terminal $(png_term 1100,500) noenhanced
-set output '$OUT/apps.png'
-set title "Application corpus: time per round, txkit / GCC's libitm ($(hostname), $(nproc) CPUs, RTM $rtm; median of $RUNS x $SECS s)"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set ylabel 'time ratio (< 1: txkit faster)'
-set yrange [0:*]
-set offsets 0, 0, graph 0.05, 0
-set key outside right top
-set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb 'black'
-plot for [i=2:$ncol] '$dat' using i:xtic(1) title columnheader(i)
-EOF
-else
-    echo "$BENCH_NAME: gnuplot is not installed: no plot (apt-get install gnuplot-nox)"
-fi
+plot_csv apps "$CSV" --out "$OUT/apps.png" --scale "median of $RUNS x $SECS s, runs interleaved"
 echo "results: $OUT (apps.csv, summary.txt)"
 bench_finish

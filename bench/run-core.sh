@@ -19,7 +19,7 @@
 #   - auto@2 vs mutex@2, hash set and tree (read-mostly):    >= 2
 #   - stm vs itm@libitm:ml_wt at 1 and 2 threads, hash set and tree: >= 2.5
 #   - auto@2 vs itm@libitm:default@2 (libitm's own choice), no target
-# CSV files (and a PNG plot of the 65536-key hash set if gnuplot is installed)
+# CSV files (and core.png, every workload, drawn by bench/plot.py)
 # go to BUILD_DIR/bench-results/ (the abi-* files there are bench/run-abi.sh's,
 # which runs the same binaries' gcc transactions on txkit too, and stay).
 #
@@ -140,68 +140,9 @@ if [ -f "$HASH" ] && grep -q "elision inactive" "$HASH"; then
 fi
 
 # ------------------------------------------------------------------- plot
-
-if command -v gnuplot >/dev/null 2>&1 && [ -f "$HASH" ]; then
-    plots=()
-    for m in seq mutex mutex+elision rwlock auto htm stm serial itm@libitm:default itm@libitm:ml_wt itm@libitm:gl_wt; do
-        f="$OUT/hash-65536-$(echo "$m" | tr ':+' '__').dat"
-        awk -F, -v m="$m" '
-            NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-            $col["method"] == m && $col["status"] == "ok" { print $col["threads"], $col["mops"] }' \
-            "$HASH" | sort -n >"$f"
-        if [ -s "$f" ]; then
-            # one colour and point per method; dashed: the baselines from
-            # outside txkit's locks (libitm, glibc elision)
-            case $m in
-                seq) style="lc rgb '#000000' pt 7" ;;
-                mutex) style="lc rgb '#d62728' pt 5" ;;
-                mutex+elision) style="lc rgb '#ff7f0e' pt 4 dt 3" ;;
-                rwlock) style="lc rgb '#8c564b' pt 9" ;;
-                auto) style="lc rgb '#1f77b4' pt 7 lw 3" ;;
-                htm) style="lc rgb '#17becf' pt 11" ;;
-                stm) style="lc rgb '#2ca02c' pt 13" ;;
-                serial) style="lc rgb '#7f7f7f' pt 15" ;;
-                itm@libitm:default) style="lc rgb '#9467bd' pt 6 dt 2" ;;
-                itm@libitm:ml_wt) style="lc rgb '#e377c2' pt 8 dt 2" ;;
-                *) style="lc rgb '#bcbd22' pt 12 dt 2" ;;
-            esac
-            case $m in auto) ;; *) style="$style lw 2" ;; esac
-            plots+=("'$f' using 1:2 with linespoints $style title '$m'")
-        else
-            rm -f "$f"
-        fi
-    done
-    if [ ${#plots[@]} -gt 0 ]; then
-        term=$(png_term 960,600)
-        {
-            echo "set terminal $term noenhanced"
-            echo "set output '$OUT/hash-65536.png'"
-            echo "set title 'txkit: hash set, 1024 buckets, 65536 keys, 10% updates ($(hostname)); itm = GCC libitm'"
-            echo "set xlabel 'threads'"
-            echo "set ylabel 'Mops/s (median)'"
-            echo "set xtics 1"
-            echo "set xrange [0.5:*]"
-            echo "set yrange [0:*]"
-            echo "set key outside right"
-            echo "set grid"
-            printf 'plot '
-            sep=""
-            for p in "${plots[@]}"; do
-                printf '%s%s' "$sep" "$p"
-                sep=", "
-            done
-            echo
-        } >"$OUT/hash-65536.gp"
-        if gnuplot "$OUT/hash-65536.gp" 2>"$OUT/gnuplot.log"; then
-            echo "plot: $OUT/hash-65536.png"
-            rm -f "$OUT/gnuplot.log"
-        else
-            echo "plot: gnuplot failed (see $OUT/gnuplot.log)"
-        fi
-    fi
-else
-    echo "plot: skipped (gnuplot not installed)"
-fi
+# one panel per workload: Mops/s vs threads, every method, min/max bars
+plot_csv intset "$HASH" "$HASH4K" "$TREE" "$BANKCSV" --out "$OUT/core.png" \
+    --scale "median of $RUNS x $SECS s per point"
 
 echo "results: $OUT/*.csv"
 bench_finish

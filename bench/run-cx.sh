@@ -16,7 +16,7 @@
 #   - uncontended ns, cx / mutex:            <= 1.3  (on RTM machines)
 # Without usable RTM every cx section runs exclusive and glibc elision does
 # nothing: the ratios are printed, and the targets are reported as needing RTM.
-# CSV: BUILD_DIR/bench-results/cx.csv (rewritten).
+# CSV: BUILD_DIR/bench-results/cx.csv (rewritten); plot: cx.png (bench/plot.py).
 #
 # Environment:
 #   TXKIT_BENCH_SECONDS  seconds per measurement (default 0.1)
@@ -121,5 +121,6 @@ done
 [ "${ELISION:-0}" -gt 0 ] || echo "  (no mutex+elision rows)"
 
 echo "preload: ${HOW:-not found}"
+plot_csv cx "$CSV" --out "$OUT/cx.png" --scale "median of $RUNS x $SECS s"
 echo "results: $CSV"
 bench_finish

@@ -5,8 +5,10 @@
 #   scripts/deps.sh test    + what the tests use: spin (model checks), apache2,
 #                           apache2-dev (mod_cache_tx is built only when apxs is
 #                           there at configure time), man2html, wrk, curl,
-#                           groff-base and man-db (the manual pages)
-#   scripts/deps.sh demo    + gnuplot-nox (the plots of make demo)
+#                           groff-base and man-db (the manual pages),
+#                           clang-format (docs.format), python3-matplotlib
+#                           (bench.plot: the figures of every benchmark)
+#   scripts/deps.sh demo    + python3-matplotlib (bench/plot.py, the figures)
 # As root it installs them with apt-get. Otherwise it names the missing ones
 # and fails, unless --if-root is given: then it only names them and succeeds
 # (`make test` as a user: the tests that need a missing tool skip, exit 77,
@@ -18,8 +20,8 @@ if_root=0
 want=(build-essential cmake pkg-config)
 case "$mode" in
   build) ;;
-  test) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db clang-format) ;;
-  demo) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db gnuplot-nox) ;;
+  test) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db clang-format python3-matplotlib) ;;
+  demo) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db python3-matplotlib) ;;
   *) echo "usage: $0 build|test|demo [--if-root]" >&2; exit 2 ;;
 esac
 missing=()

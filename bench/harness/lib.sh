@@ -15,6 +15,7 @@
 #   bench_finish                         # elapsed, PASS/MISS counts, exit status
 
 BENCH_NAME=${BENCH_NAME:-bench}
+BENCH_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_PASS=0
 BENCH_MISS=0
 FAILED=()
@@ -164,14 +165,34 @@ count_targets() {
     BENCH_MISS=$((BENCH_MISS + m))
 }
 
-# png_term WIDTH,HEIGHT: the gnuplot terminal for a PNG of that size:
-# pngcairo (it draws dashes), else the libgd png terminal.
-png_term() {
-    if gnuplot -e "set terminal pngcairo" >/dev/null 2>&1; then
-        echo "pngcairo size $1"
-    else
-        echo "png size $1"
+# plot_about: the machine line of a figure's title: host, CPU model, CPU
+# count, RTM usable or not (txkit info when the build has it, else the CPU flag).
+plot_about() {
+    local cpu rtm=no tx
+    cpu=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1)
+    if tx=$(find_bin txkit); then
+        "$tx" info 2>/dev/null | grep -Eq '^rtm:[[:space:]]+yes' && rtm=yes
+    elif grep -qw rtm /proc/cpuinfo 2>/dev/null; then
+        rtm=yes
     fi
+    echo "$(hostname): ${cpu:-unknown CPU}, $(nproc) CPUs, RTM $rtm"
+}
+
+# plot_csv KIND [ARGS...]: draw figures with bench/plot.py, the one place
+# every figure of the benchmarks is drawn (see its --help), with the machine
+# line of plot_about. Needs a Python 3 with matplotlib (Debian:
+# python3-matplotlib); without one it says so: the CSV files are the results.
+plot_csv() {
+    local py
+    for py in /usr/bin/python3 python3; do
+        if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import matplotlib' 2>/dev/null; then
+            "$py" "$BENCH_LIB_DIR/../plot.py" "$@" --about "$(plot_about)" ||
+                echo "$BENCH_NAME: bench/plot.py $1 failed"
+            return 0
+        fi
+    done
+    echo "$BENCH_NAME: no PNG: matplotlib is not installed (apt-get install python3-matplotlib);" \
+        "the CSV files are the results"
 }
 
 # bench_finish: elapsed time, the PASS/MISS count, the failures; exits 1 if

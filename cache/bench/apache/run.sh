@@ -9,7 +9,7 @@
 # request mix, run wrk for --seconds, stop the server. Recorded: throughput,
 # mean and p99 latency, errors, hit ratio (X-Cache headers) and the server's
 # txkit abort rate (aborts per transaction, `txkit stat --json` deltas over the
-# measured interval). Output: CSV, a markdown table, gnuplot PNGs, a summary of
+# measured interval). Output: CSV, a markdown table, PNGs (bench/plot.py), a summary of
 # the targets. See bench/README.md ("The Apache experiment") and --help.
 set -u
 
@@ -22,10 +22,11 @@ usage() {
     cat <<EOF
 usage: cache/bench/apache/run.sh [options]
   --quick            small matrix (make demo): servers nocache,socache,lock,tx,cx;
-                     s 0.1,1,2; threads 1,2; 2 s per point;
-                     500 pages, 100 cached (the default scale; about 2.5 minutes)
+                     s 0.1,1,2; threads 1,2; 2 s per point, 3 runs;
+                     500 pages, 100 cached (the default scale; about 5 minutes)
   --full             the paper-size matrix: every server, s 0.1,1,2,
-                     threads 1,2,4,8; 10 s per point (+1 s wrk warm-up); 2000 pages, 400 cached
+                     threads 1,2,4,8; 5 s per point (+1 s wrk warm-up), 3 runs;
+                     2000 pages, 400 cached (about 45 minutes)
   --servers LIST     comma-separated, from: ${ALL_SERVERS// /,}
   --threads LIST     server worker threads, e.g. 1,2,4,8
   --zipf LIST        Zipf exponents s, e.g. 0.1,1,2
@@ -40,14 +41,15 @@ usage: cache/bench/apache/run.sh [options]
   --warmup S         then S seconds of wrk with the request mix (default 0,
                      1 with --full)
   --pages N          how many distinct man pages the URLs draw from
-  --runs R           repeat each point R times (median reported)
+  --runs R           repeat each point R times (default 3; the median is
+                     reported, the figures show min/max bars)
   --conns K          client connections per server worker thread (default 2)
   --tolerance F      "not slower than lock" passes at ratio >= 1 - F (default 0.05)
   --build DIR        txkit build directory (default \$TXKIT_BUILD or REPO/build)
   --out DIR          results directory (default BUILD/bench-results/apache)
   --no-cache-bench   do not run cache/bench/core/run.sh (the in-process benchmark)
   --install-deps     install missing Debian packages (apache2, man2html, wrk,
-                     gnuplot-nox, manpages) with apt-get, then go on
+                     python3-matplotlib, manpages) with apt-get, then go on
   --deps-only        with --install-deps: install and exit
   --self-test        check the Zipf tables and the page list, no server
   -h, --help         this text
@@ -61,7 +63,7 @@ die() { echo "run.sh: $*" >&2; exit 2; }
 
 # ---------------------------------------------------------------- options
 SCALE=quick
-SERVERS="" THREADS="" ZIPF="" SECONDS_PT="" WARMUP="" PAGES="" RUNS=1 CONNS=2 WARMREQ="" OBJECTS=""
+SERVERS="" THREADS="" ZIPF="" SECONDS_PT="" WARMUP="" PAGES="" RUNS=3 CONNS=2 WARMREQ="" OBJECTS=""
 TOL=0.05 BUILD=${TXKIT_BUILD:-$REPO/build} OUT="" CACHE_BENCH=1 INSTALL=0
 DEPS_ONLY=0 SELFTEST=0
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || die "option $1 needs a value"; }
@@ -94,7 +96,7 @@ done
 
 if [ "$SCALE" = full ]; then
     : "${SERVERS:=${ALL_SERVERS// /,}}" "${THREADS:=1,2,4,8}" "${ZIPF:=0.1,1,2}"
-    : "${SECONDS_PT:=10}" "${WARMUP:=1}" "${PAGES:=2000}"
+    : "${SECONDS_PT:=5}" "${WARMUP:=1}" "${PAGES:=2000}"
 else
     : "${SERVERS:=nocache,socache,lock,tx,cx}" "${THREADS:=1,2}" "${ZIPF:=0.1,1,2}"
     : "${SECONDS_PT:=2}" "${WARMUP:=0}" "${PAGES:=500}"
@@ -132,10 +134,10 @@ done
 MANDIR=/usr/share/man
 CGI=/usr/lib/cgi-bin/man/man2html
 # package:what-to-check (a command, or a path)
-DEPS="apache2:/usr/sbin/apache2 man2html:$CGI wrk:wrk gnuplot-nox:gnuplot curl:curl manpages:$MANDIR/man7/man.7.gz"
-# needed to build the module (mod_cache_tx), not to run: installed by
-# --install-deps, not checked here
-BUILD_DEPS="apache2-dev:/usr/bin/apxs"
+DEPS="apache2:/usr/sbin/apache2 man2html:$CGI wrk:wrk curl:curl manpages:$MANDIR/man7/man.7.gz"
+# needed to build the module (mod_cache_tx) or to draw the figures, not to
+# run: installed by --install-deps, not checked here
+BUILD_DEPS="apache2-dev:/usr/bin/apxs python3-matplotlib:/usr/lib/python3/dist-packages/matplotlib/__init__.py"
 missing_pkgs() {
     local d p w
     for d in $DEPS ${1:-}; do
@@ -793,67 +795,13 @@ awk -F, -v tol="$TOL" -v threads="$THREADS" -v servers="$SERVERS" 'NR > 1 && $4 
     }' "$SUMMARY" >"$TARGETS"
 
 # ---------------------------------------------------------------- plots
+# bench/plot.py, from every run in the CSV: apache.png (per s: throughput and
+# mean latency vs threads, median and min/max over the runs) and
+# apache-aborts.png (aborts per million transactions, with the counts)
 plot() {
-    command -v gnuplot >/dev/null || { echo "  (gnuplot absent: no PNG)"; return; }
-    local s dat gp srvs x
-    for s in "${ZIPF_LIST[@]}"; do
-        gp=$OUT/apache-s$s.gp
-        srvs=""
-        for x in "${SERVER_LIST[@]}"; do
-            dat=$OUT/apache-s$s-$x.dat
-            awk -F, -v s="$s" -v x="$x" 'NR > 1 && $1 == x && $2 == s && $4 == "ok" { print $3, $6, $7, ($11 == "" ? "NaN" : $11) }' \
-                "$SUMMARY" | sort -n >"$dat"
-            [ -s "$dat" ] && srvs="$srvs $x"
-        done
-        [ -n "$srvs" ] || continue
-        {
-            echo "set terminal pngcairo size 1200,480 font 'sans,10'"
-            echo "set output '$OUT/apache-s$s.png'"
-            echo "set multiplot layout 1,2 title 'Apache + man2html, Zipf s = $s ($PAGES pages, $SECONDS_PT s per point)'"
-            echo "set grid; set key top left; set xlabel 'server worker threads'; set logscale x 2; set xtics (${THREADS})"
-            echo "set title '(a) request throughput'; set ylabel 'requests / s'; set yrange [0:*]"
-            printf "plot "
-            local first=1
-            for x in $srvs; do
-                [ $first -eq 1 ] || printf ", "
-                printf "'%s' using 1:2 with linespoints lw 2 title '%s'" "$OUT/apache-s$s-$x.dat" "$x"
-                first=0
-            done
-            echo
-            echo "set title '(b) average latency'; set ylabel 'mean latency (ms)'"
-            printf "plot "
-            first=1
-            for x in $srvs; do
-                [ $first -eq 1 ] || printf ", "
-                printf "'%s' using 1:3 with linespoints lw 2 title '%s'" "$OUT/apache-s$s-$x.dat" "$x"
-                first=0
-            done
-            echo
-            echo "unset multiplot"
-        } >"$gp"
-        gnuplot "$gp" 2>>"$LOG" && echo "  $OUT/apache-s$s.png"
-    done
-    # abort rate vs threads: the servers with txkit statistics, one line per (server, s)
-    gp=$OUT/apache-aborts.gp
-    local lines=""
-    for x in "${SERVER_LIST[@]}"; do
-        for s in "${ZIPF_LIST[@]}"; do
-            dat=$OUT/apache-s$s-$x.dat
-            [ -s "$dat" ] && awk '$4 != "NaN" { f = 1 } END { exit !f }' "$dat" &&
-                lines="$lines${lines:+, }'$dat' using 1:4 with linespoints lw 2 title '$x, s=$s'"
-        done
-    done
-    if [ -n "$lines" ]; then
-        {
-            echo "set terminal pngcairo size 700,480 font 'sans,10'"
-            echo "set output '$OUT/apache-aborts.png'"
-            echo "set title 'txkit aborts per transaction in the server'"
-            echo "set grid; set key top left; set xlabel 'server worker threads'; set logscale x 2; set xtics (${THREADS})"
-            echo "set ylabel 'aborts / transaction'; set yrange [0:*]"
-            echo "plot $lines"
-        } >"$gp"
-        gnuplot "$gp" 2>>"$LOG" && echo "  $OUT/apache-aborts.png"
-    fi
+    plot_csv apache "$CSV" --out "$OUT/apache.png" --cpus "$(nproc)" \
+        --scale "$PAGES pages, $OBJECTS cached, $SECONDS_PT s per point, $RUNS runs, $CONNS connections per worker thread" |
+        sed 's/^/  /'
 }
 
 # ---------------------------------------------------------------- in-process

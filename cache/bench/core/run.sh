@@ -16,8 +16,8 @@
 #           checks that it is libitm and says so.
 # Output in OUTDIR (default BUILD_DIR/bench-results/cache): cache-<run>.csv,
 # cache.csv (all rows), log.txt (the tables), summary.txt (tx/lock and
-# cx/lock at 2 and 4 threads for s = 1, 2, each a PASS/MISS target line) and cache.png (ops/s vs threads, one
-# panel per s) when gnuplot is installed. About 30 s with the defaults.
+# cx/lock at 2 and 4 threads for s = 1, 2, each a PASS/MISS target line) and cache.png (Mops/s vs threads, one
+# panel per s; bench/plot.py). About 30 s with the defaults.
 #
 # Environment: TXKIT_BENCH_SECONDS (per measurement, default 0.1),
 # TXKIT_BENCH_RUNS (median of, default 3).
@@ -101,49 +101,9 @@ csv_cat "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-nortm.csv "$OUT"
 } | tee "$OUT/summary.txt" | tee -a "$LOG"
 count_targets "$OUT/summary.txt"
 
-if command -v gnuplot >/dev/null 2>&1; then
-    # one data file per (label, s): threads ops/s; lock and cx from the auto run
-    dat=$OUT/plot
-    mkdir -p "$dat"
-    rm -f "$dat"/*.dat
-    for f in "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-nortm.csv "$OUT"/cache-libitm.csv; do
-        [ -f "$f" ] || continue
-        run=$(basename "$f" .csv)
-        awk -F, -v d="$dat" -v run="$run" 'NR > 1 {
-                if (run != "cache-auto" && run != "cache-nortm" && $2 != "tx") next
-                if (run == "cache-nortm") $3 = $3 " (TXKIT_RTM=off)"
-                lab = $3; gsub(/[^A-Za-z0-9]/, "_", lab)
-                file = d "/" lab "_s" $7 ".dat"
-                if (!(file in started)) { print "# " $3 > file; started[file] = 1 }
-                print $8, $22 >> file }' "$f"
-    done
-    plots=""
-    for s in 0.1 1 2; do
-        p=""
-        for d in "$dat"/*_s$s.dat; do
-            [ -f "$d" ] || continue
-            lab=$(head -n 1 "$d" | sed 's/^# //')
-            p="$p${p:+, }'$d' using 1:2 with linespoints title '$lab'"
-        done
-        plots="$plots
-set title 'Zipf s = $s'
-plot $p"
-    done
-    gnuplot <<EOF 2>>"$LOG" && echo "plot: $OUT/cache.png" || echo "run.sh: gnuplot failed (see $LOG)"
-set terminal png size 1500,500 noenhanced
-set output '$OUT/cache.png'
-set multiplot layout 1,3 title 'txkit-bench-cache: mod_cache_tx core, ops/s vs threads ($(hostname))'
-set xlabel 'threads'
-set ylabel 'Mops/s (median)'
-set logscale x 2
-set xtics (1, 2, 4)
-set key top left
-set yrange [0:*]
-$plots
-unset multiplot
-EOF
-else
-    echo "run.sh: gnuplot is not installed: no plot (apt-get install gnuplot-nox)" | tee -a "$LOG"
-fi
+# one panel per s: Mops/s vs threads; lock, cx and the rest from the auto run,
+# the tx line of each other run
+plot_csv cache auto="$OUT/cache-auto.csv" stm="$OUT/cache-stm.csv" nortm="$OUT/cache-nortm.csv" \
+    libitm="$OUT/cache-libitm.csv" --out "$OUT/cache.png" | tee -a "$LOG"
 echo "results: $OUT (cache.csv, summary.txt, log.txt)"
 bench_finish
