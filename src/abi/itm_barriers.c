@@ -38,7 +38,7 @@ static inline void itm_store(void *dst, const void *src, size_t n) {
         /* straight to the method: the access bits say an attempt runs */
         tk_thread *t = tk_cur;
         if (TXKIT_LIKELY(!t->doomed))
-            t->ctl.m->store(t, dst, src, n);
+            tk_method_store(t, dst, src, n);
         else
             _txkit_store_bytes(dst, src, n); /* C++ unwinding: its rules */
     } else {

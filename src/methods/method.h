@@ -87,6 +87,14 @@ extern const struct tk_method *const tk_method_table[TK_NMETHODS_ALL] TK_HIDDEN;
 static inline bool tk_method_has(const struct tk_method *m, unsigned cap) {
     return m && (m->caps & cap);
 }
+/* The running method's store, tk_undo_store inline when the access bits say
+ * so (TK_ACC_UNDO_STORE). Owner thread, inside an attempt, t not doomed. */
+static inline void tk_method_store(tk_thread *t, void *addr, const void *src, size_t size) {
+    if (_txkit_tls.access & TK_ACC_UNDO_STORE)
+        tk_undo_store(t, addr, src, size);
+    else
+        t->ctl.m->store(t, addr, src, size);
+}
 /* Name of method id (any of the table, "auto" for 0), NULL if none. Any thread. */
 TK_HIDDEN const char *tk_method_name(int id);
 /* The id of a method name (all of the table, and "auto"), or -1. Any thread. */

@@ -87,21 +87,13 @@ static int serial_make_irrevocable(tk_thread *t) {
     return TK_OK;
 }
 
+/* The barriers run tk_undo_store inline (TK_ACC_UNDO_STORE); this is for the
+ * other callers of the method's store. */
 static void serial_store(tk_thread *t, void *addr, const void *src, size_t size) {
-    /* The transaction's own frames need no undo, unless a nested block that
-     * may be cancelled needs the part of them that outlives it. */
-    if (!t->ctl.irrevocable && (t->itm.cps.len || !tk_stack_private(t, addr, size)))
-        tk_undo_log(t, addr, size);
-    switch (size) { /* the barriers' sizes, without a call to memcpy */
-    case 8:
-        __builtin_memcpy(addr, src, 8);
-        break;
-    case 4:
-        __builtin_memcpy(addr, src, 4);
-        break;
-    default:
+    if (!t->ctl.irrevocable)
+        tk_undo_store(t, addr, src, size);
+    else
         memcpy(addr, src, size);
-    }
 }
 
 static void serial_explicit_abort(tk_thread *t, int cause) { tk_abort(t, cause); }
@@ -111,7 +103,7 @@ const struct tk_method tk_method_serial = {
     .id = TXKIT_SERIAL,
     .stats_id = TXKIT_SERIAL,
     .caps = TK_CAP_EXCLUSIVE | TK_CAP_UNDO_LOG | TK_CAP_CLOSED_NESTING,
-    .access = TXKIT_ACC_STORE,
+    .access = TXKIT_ACC_STORE | TK_ACC_UNDO_STORE,
     .begin = serial_begin,
     .commit = serial_commit,
     .rollback = serial_rollback,

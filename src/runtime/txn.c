@@ -418,7 +418,7 @@ void _txkit_store_bytes(void *addr, const void *src, size_t size) {
             memcpy(addr, src, size);
         return;
     }
-    t->ctl.m->store(t, addr, src, size);
+    tk_method_store(t, addr, src, size);
 }
 
 void tk_copy(void *dst, const void *src, size_t n, int src_tx, int dst_tx, int move) {
