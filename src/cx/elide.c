@@ -287,6 +287,13 @@ static inline bool from_self(void *caller, const pthread_mutex_t *m) {
     return (a >= self_lo && a < self_hi) || (d >= self_data_lo && d < self_data_hi);
 }
 
+int tk_lp_from_self(void *caller, const void *lock) { return from_self(caller, lock); }
+
+/* The real lock, through the lock report when it is on. */
+static inline int lock_real(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
+    return TXKIT_UNLIKELY(tk_lp_on) ? tk_lp_mutex_lock(m, real, caller) : real(m);
+}
+
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     uintptr_t me = (uintptr_t)arg;
@@ -377,8 +384,10 @@ static void count_inner(void) {
 }
 
 TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
-    if (!elidable(m) || from_self(caller, m))
+    if (from_self(caller, m))
         return real(m);
+    if (!elidable(m))
+        return lock_real(m, real, caller);
     if (el.depth) {
         nested_lock(m, caller);
         return 0;
@@ -386,9 +395,12 @@ TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *call
     struct el_ent *e;
     struct tks_counters *c;
     unsigned tries;
-    if (enter_elided(m, caller, &e, &c, &tries))
+    if (enter_elided(m, caller, &e, &c, &tries)) {
+        if (TXKIT_UNLIKELY(tk_lp_on))
+            tk_lp_elided(m, caller);
         return 0;
-    int rc = real(m);
+    }
+    int rc = lock_real(m, real, caller);
     if (rc == 0) {
         count_exclusive(c, tries);
         if (tk_g.hybrid)
@@ -399,32 +411,53 @@ TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *call
 
 TK_EXPORT int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime,
                                      tk_timedlock_fn real, void *caller) {
-    if (!elidable(m) || from_self(caller, m))
+    if (from_self(caller, m))
         return real(m, abstime);
+    if (!elidable(m)) {
+        int rc = real(m, abstime);
+        if (rc == 0 && TXKIT_UNLIKELY(tk_lp_on))
+            tk_lp_mutex_taken(m, caller);
+        return rc;
+    }
     if (el.depth)
         tk_section_abort_exclusive(); /* may have to sleep: a section cannot */
     struct el_ent *e = TXKIT_UNLIKELY(tk_cfg.stats_off) ? NULL : lookup(m, caller);
     int rc = real(m, abstime);
-    if (rc == 0)
+    if (rc == 0) {
         count_exclusive(counters_of(e), 0);
+        if (TXKIT_UNLIKELY(tk_lp_on))
+            tk_lp_mutex_taken(m, caller);
+    }
     return rc;
 }
 
 TK_EXPORT int _txkit_mutex_trylock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
-    if (!elidable(m) || from_self(caller, m))
+    if (from_self(caller, m))
         return real(m);
+    if (!elidable(m)) {
+        int rc = real(m);
+        if (rc == 0 && TXKIT_UNLIKELY(tk_lp_on))
+            tk_lp_mutex_taken(m, caller);
+        return rc;
+    }
     if (el.depth)
         tk_section_abort_exclusive(); /* its EBUSY must be the real mutex's answer */
     struct el_ent *e = TXKIT_UNLIKELY(tk_cfg.stats_off) ? NULL : lookup(m, caller);
     int rc = real(m);
-    if (rc == 0)
+    if (rc == 0) {
         count_exclusive(counters_of(e), 0);
+        if (TXKIT_UNLIKELY(tk_lp_on))
+            tk_lp_mutex_taken(m, caller);
+    }
     return rc;
 }
 
 TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
-    if (TXKIT_LIKELY(el.depth == 0) || from_self(caller, m) || !elidable(m))
-        return real(m); /* also an unlocked mutex: glibc's answer */
+    if (TXKIT_LIKELY(el.depth == 0) || from_self(caller, m) || !elidable(m)) {
+        if (TXKIT_UNLIKELY(tk_lp_on) && !from_self(caller, m))
+            tk_lp_release(m); /* before: the hold ends when others may take it */
+        return real(m);       /* also an unlocked mutex: glibc's answer */
+    }
     unsigned i = el.depth;
     while (i-- > 0)
         if (el.held[i] == m)
@@ -444,17 +477,33 @@ TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *ca
     return 0;
 }
 
+/* The lock report: a condition wait gives the mutex up and takes it again. */
+static inline bool lp_cond(pthread_mutex_t *m) {
+    if (TXKIT_LIKELY(!tk_lp_on) || from_self(NULL, m))
+        return false;
+    tk_lp_release(m);
+    return true;
+}
+
 TK_EXPORT int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, tk_condwait_fn real) {
     if (el.depth)
         tk_section_abort_exclusive(); /* restarts holding the real mutex */
-    return real(cv, m);
+    bool lp = lp_cond(m);
+    int rc = real(cv, m);
+    if (lp)
+        tk_lp_mutex_taken(m, NULL);
+    return rc;
 }
 
 TK_EXPORT int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
                                     const struct timespec *abstime, tk_condtimedwait_fn real) {
     if (el.depth)
         tk_section_abort_exclusive();
-    return real(cv, m, abstime);
+    bool lp = lp_cond(m);
+    int rc = real(cv, m, abstime);
+    if (lp)
+        tk_lp_mutex_taken(m, NULL);
+    return rc;
 }
 
 /* ------------------------------------------------------- exit summary */

@@ -28,4 +28,31 @@ int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m, const struct t
 /* TXKIT_ELIDE_STATS report at exit (the preload library's destructor). */
 void _txkit_elide_report(void);
 
+/* The lock report (cx/lockprof.c, on with TXKIT_LOCK_REPORT): rwlocks and
+ * spinlocks go through these when it is on, straight to real otherwise; try_fn
+ * is the non-blocking variant of real. write: a write lock. */
+typedef int (*tk_rwlock_fn)(pthread_rwlock_t *);
+typedef int (*tk_spin_fn)(pthread_spinlock_t *);
+int _txkit_rwlock_lock(pthread_rwlock_t *l, int write, tk_rwlock_fn try_fn, tk_rwlock_fn real,
+                       void *caller);
+int _txkit_rwlock_trylock(pthread_rwlock_t *l, int write, tk_rwlock_fn real, void *caller);
+int _txkit_rwlock_unlock(pthread_rwlock_t *l, tk_rwlock_fn real, void *caller);
+int _txkit_spin_lock(pthread_spinlock_t *l, tk_spin_fn try_fn, tk_spin_fn real, void *caller);
+int _txkit_spin_trylock(pthread_spinlock_t *l, tk_spin_fn real, void *caller);
+int _txkit_spin_unlock(pthread_spinlock_t *l, tk_spin_fn real, void *caller);
+/* The real pthread_mutex_trylock, for the report's contention test. */
+void _txkit_lp_set_mutex_trylock(tk_mutex_fn f);
+/* Write the raw lock report now (the preload library's destructor). */
+void _txkit_lock_report(void);
+
+/* libtxkit-internal (cx/lockprof.c for cx/elide.c). */
+extern int tk_lp_on __attribute__((visibility("hidden")));
+int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller)
+    __attribute__((visibility("hidden")));
+void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller) __attribute__((visibility("hidden")));
+void tk_lp_release(const void *lock) __attribute__((visibility("hidden")));
+void tk_lp_elided(pthread_mutex_t *m, void *caller) __attribute__((visibility("hidden")));
+/* cx/elide.c: a call from libtxkit's code, or a lock in its data. */
+int tk_lp_from_self(void *caller, const void *lock) __attribute__((visibility("hidden")));
+
 #endif /* TK_ELIDE_ABI_H */

@@ -25,6 +25,8 @@ static mutex_fn real_lock, real_trylock, real_unlock;
 static timedlock_fn real_timedlock;
 static condwait_fn real_cond_wait;
 static condtimedwait_fn real_cond_timedwait;
+static tk_rwlock_fn real_rdlock, real_wrlock, real_tryrdlock, real_trywrlock, real_rwunlock;
+static tk_spin_fn real_spin_lock, real_spin_trylock, real_spin_unlock;
 
 static void *need(void *p, const char *name) {
     if (!p) {
@@ -48,6 +50,22 @@ __attribute__((constructor(101))) static void resolve(void) {
     real_cond_timedwait =
         (condtimedwait_fn)need(dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2"),
                                "pthread_cond_timedwait@GLIBC_2.3.2");
+    real_rdlock =
+        (tk_rwlock_fn)need(dlsym(RTLD_NEXT, "pthread_rwlock_rdlock"), "pthread_rwlock_rdlock");
+    real_wrlock =
+        (tk_rwlock_fn)need(dlsym(RTLD_NEXT, "pthread_rwlock_wrlock"), "pthread_rwlock_wrlock");
+    real_tryrdlock = (tk_rwlock_fn)need(dlsym(RTLD_NEXT, "pthread_rwlock_tryrdlock"),
+                                        "pthread_rwlock_tryrdlock");
+    real_trywrlock = (tk_rwlock_fn)need(dlsym(RTLD_NEXT, "pthread_rwlock_trywrlock"),
+                                        "pthread_rwlock_trywrlock");
+    real_rwunlock =
+        (tk_rwlock_fn)need(dlsym(RTLD_NEXT, "pthread_rwlock_unlock"), "pthread_rwlock_unlock");
+    real_spin_lock = (tk_spin_fn)need(dlsym(RTLD_NEXT, "pthread_spin_lock"), "pthread_spin_lock");
+    real_spin_trylock =
+        (tk_spin_fn)need(dlsym(RTLD_NEXT, "pthread_spin_trylock"), "pthread_spin_trylock");
+    real_spin_unlock =
+        (tk_spin_fn)need(dlsym(RTLD_NEXT, "pthread_spin_unlock"), "pthread_spin_unlock");
+    _txkit_lp_set_mutex_trylock(real_trylock);
 }
 
 #define READY(p)                                                           \
@@ -56,7 +74,10 @@ __attribute__((constructor(101))) static void resolve(void) {
             resolve();                                                     \
     } while (0)
 
-__attribute__((destructor)) static void report(void) { _txkit_elide_report(); }
+__attribute__((destructor)) static void report(void) {
+    _txkit_elide_report();
+    _txkit_lock_report();
+}
 
 int pthread_mutex_lock(pthread_mutex_t *m) {
     READY(real_lock);
@@ -86,4 +107,46 @@ int pthread_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m) {
 int pthread_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m, const struct timespec *abstime) {
     READY(real_cond_timedwait);
     return _txkit_cond_timedwait(cv, m, abstime, real_cond_timedwait);
+}
+
+/* rwlocks and spinlocks: only the lock report (txkit run --report) looks at
+ * them; libtxkit calls real straight away when it is off. */
+int pthread_rwlock_rdlock(pthread_rwlock_t *l) {
+    READY(real_rdlock);
+    return _txkit_rwlock_lock(l, 0, real_tryrdlock, real_rdlock, __builtin_return_address(0));
+}
+
+int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
+    READY(real_wrlock);
+    return _txkit_rwlock_lock(l, 1, real_trywrlock, real_wrlock, __builtin_return_address(0));
+}
+
+int pthread_rwlock_tryrdlock(pthread_rwlock_t *l) {
+    READY(real_tryrdlock);
+    return _txkit_rwlock_trylock(l, 0, real_tryrdlock, __builtin_return_address(0));
+}
+
+int pthread_rwlock_trywrlock(pthread_rwlock_t *l) {
+    READY(real_trywrlock);
+    return _txkit_rwlock_trylock(l, 1, real_trywrlock, __builtin_return_address(0));
+}
+
+int pthread_rwlock_unlock(pthread_rwlock_t *l) {
+    READY(real_rwunlock);
+    return _txkit_rwlock_unlock(l, real_rwunlock, __builtin_return_address(0));
+}
+
+int pthread_spin_lock(pthread_spinlock_t *l) {
+    READY(real_spin_lock);
+    return _txkit_spin_lock(l, real_spin_trylock, real_spin_lock, __builtin_return_address(0));
+}
+
+int pthread_spin_trylock(pthread_spinlock_t *l) {
+    READY(real_spin_trylock);
+    return _txkit_spin_trylock(l, real_spin_trylock, __builtin_return_address(0));
+}
+
+int pthread_spin_unlock(pthread_spinlock_t *l) {
+    READY(real_spin_unlock);
+    return _txkit_spin_unlock(l, real_spin_unlock, __builtin_return_address(0));
 }

@@ -5,34 +5,39 @@
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <txkit.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "json.h"
+#include "lockreport.h"
 
 /* Exit statuses of every command (txkit(1) says the same). */
 #define EXIT_USAGE 2
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: txkit [-h|--help] [-V|--version] COMMAND [ARGS...]\n"
-               "commands:\n"
-               "  info [--json]   version, CPU, RTM support and why, methods, default method\n"
-               "  run [-m METHOD] [--stats[=FILE]] [--no-elide] [--] CMD [ARGS...]\n"
-               "                  run CMD on txkit (gcc -fgnu-tm code, elided pthread mutexes)\n"
-               "  stat [-p PID,...] [-n NAME] [-u USER] [-s] [-v] [--json] [INTERVAL [COUNT]]\n"
-               "                  statistics of running txkit processes, like vmstat\n"
-               "  report [--json] FILE\n"
-               "                  the statistics a process dumped at exit (TXKIT_STATS=FILE)\n"
-               "  version         print the version\n"
-               "  help [COMMAND]  this text, or a command's (same as txkit COMMAND --help)\n"
-               "Exit status: 0 success, 1 error, 2 usage error (bad command or arguments);\n"
-               "txkit run exits with CMD's status (126, 127: CMD could not be run).\n"
-               "See txkit(1), txkit(7) and libtxkit(3).\n");
+    fprintf(f,
+            "usage: txkit [-h|--help] [-V|--version] COMMAND [ARGS...]\n"
+            "commands:\n"
+            "  info [--json]   version, CPU, RTM support and why, methods, default method\n"
+            "  run [-m METHOD] [--stats[=FILE]] [--report[=FILE]] [--no-elide] [--] CMD [ARGS...]\n"
+            "                  run CMD on txkit (gcc -fgnu-tm code, elided pthread mutexes);\n"
+            "                  --report: which of its locks cost the most time\n"
+            "  stat [-p PID,...] [-n NAME] [-u USER] [-s] [-v] [--json] [INTERVAL [COUNT]]\n"
+            "                  statistics of running txkit processes, like vmstat\n"
+            "  report [--json] FILE\n"
+            "                  the statistics a process dumped at exit (TXKIT_STATS=FILE)\n"
+            "  version         print the version\n"
+            "  help [COMMAND]  this text, or a command's (same as txkit COMMAND --help)\n"
+            "Exit status: 0 success, 1 error, 2 usage error (bad command or arguments);\n"
+            "txkit run exits with CMD's status (126, 127: CMD could not be run).\n"
+            "See txkit(1), txkit(7) and libtxkit(3).\n");
 }
 
 static void info_usage(FILE *f) {
@@ -47,18 +52,26 @@ static void info_usage(FILE *f) {
 }
 
 static void run_usage(FILE *f) {
-    fprintf(f, "usage: txkit run [-m METHOD] [--stats[=FILE]] [--no-elide] [--] CMD [ARGS...]\n"
-               "  Run CMD on txkit: its gcc -fgnu-tm code binds to txkit's libitm drop-in\n"
-               "  instead of GCC's libitm (LD_LIBRARY_PATH), its pthread mutexes are elided\n"
-               "  (LD_PRELOAD=libtxkit-preload.so) and symbols are bound at load\n"
-               "  (LD_BIND_NOW=1, so no lazy binding aborts a hardware transaction).\n"
-               "  -m, --method METHOD  auto, htm, stm or serial (sets TXKIT_METHOD)\n"
-               "      --stats          print statistics when CMD exits (TXKIT_STATS=1)\n"
-               "      --stats=FILE     dump them to FILE for txkit report (TXKIT_STATS=FILE)\n"
-               "      --no-elide       do not preload the mutex-eliding library\n"
-               "  -h, --help           this text\n"
-               "  Exit status: CMD's; 126 when CMD cannot be executed, 127 when it is not\n"
-               "  found, 1 when txkit's libraries are missing, 2 for bad arguments.\n");
+    fprintf(f,
+            "usage: txkit run [-m METHOD] [--stats[=FILE]] [--report[=FILE]] [--no-elide] [--] CMD "
+            "[ARGS...]\n"
+            "  Run CMD on txkit: its gcc -fgnu-tm code binds to txkit's libitm drop-in\n"
+            "  instead of GCC's libitm (LD_LIBRARY_PATH), its pthread mutexes are elided\n"
+            "  (LD_PRELOAD=libtxkit-preload.so) and symbols are bound at load\n"
+            "  (LD_BIND_NOW=1, so no lazy binding aborts a hardware transaction).\n"
+            "  -m, --method METHOD  auto, htm, stm or serial (sets TXKIT_METHOD)\n"
+            "      --stats          print statistics when CMD exits (TXKIT_STATS=1)\n"
+            "      --stats=FILE     dump them to FILE for txkit report (TXKIT_STATS=FILE)\n"
+            "      --report[=FILE]  when CMD ends, print the lock report to stderr (or\n"
+            "                       FILE): per pthread mutex, rwlock and spinlock, and per\n"
+            "                       call site, acquisitions, contended ones, time waiting\n"
+            "                       and holding, threads waiting at once; sorted by the\n"
+            "                       time lost waiting (TXKIT_LOCK_REPORT; one section per\n"
+            "                       process, forked children too). txkit waits for CMD.\n"
+            "      --no-elide       do not preload the mutex-eliding library\n"
+            "  -h, --help           this text\n"
+            "  Exit status: CMD's; 126 when CMD cannot be executed, 127 when it is not\n"
+            "  found, 1 when txkit's libraries are missing, 2 for bad arguments.\n");
 }
 
 static void version_usage(FILE *f) {
@@ -277,13 +290,56 @@ static int add_preload(const char *lib) {
     return 0;
 }
 
+/* txkit run --report: CMD in a child with TXKIT_LOCK_REPORT set, then the
+ * report of every process it left; CMD's exit status. */
+static int run_with_report(char **cmd, const char *report) {
+    FILE *out = stderr;
+    if (strcmp(report, "-") != 0 && !(out = fopen(report, "w"))) {
+        fprintf(stderr, "txkit run: --report=%s: %s\n", report, strerror(errno));
+        return 1;
+    }
+    char dir[] = "/tmp/txkit-report.XXXXXX", prefix[64];
+    if (!mkdtemp(dir)) {
+        perror("txkit run: --report: mkdtemp");
+        return 1;
+    }
+    snprintf(prefix, sizeof prefix, "%s/locks", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("txkit run: fork");
+        return 1;
+    }
+    if (pid == 0) {
+        setenv("TXKIT_LOCK_REPORT", prefix, 1);
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "txkit run: %s: %s\n", cmd[0], strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    /* ^C and ^\ are for CMD; the report comes after it ends */
+    unsetenv("LD_PRELOAD"); /* the symbolizer's helpers (addr2line) are not CMD */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (!(WIFEXITED(st) && (rc == 126 || rc == 127)))
+        lockreport_print(prefix, cmd[0], out);
+    rmdir(dir);
+    if (out != stderr && fclose(out) != 0) {
+        fprintf(stderr, "txkit run: --report=%s: %s\n", report, strerror(errno));
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
 static int cmd_run(int argc, char **argv) {
-    static const struct option opts[] = {{"method", required_argument, NULL, 'm'},
-                                         {"stats", optional_argument, NULL, 's'},
-                                         {"no-elide", no_argument, NULL, 'E'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *method = NULL, *stats = NULL;
+    static const struct option opts[] = {
+        {"method", required_argument, NULL, 'm'}, {"stats", optional_argument, NULL, 's'},
+        {"no-elide", no_argument, NULL, 'E'},     {"report", optional_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    const char *method = NULL, *stats = NULL, *report = NULL;
     char stats_file[PATH_MAX + 2];
     int elide = 1;
     opterr = 0;
@@ -311,6 +367,11 @@ static int cmd_run(int argc, char **argv) {
         case 'E':
             elide = 0;
             break;
+        case 'r':
+            report = optarg ? optarg : "-";
+            if (!*report)
+                return cli_usage_error("run", "--report=: no file name");
+            break;
         case 'h':
             run_usage(stdout);
             return 0;
@@ -321,6 +382,8 @@ static int cmd_run(int argc, char **argv) {
     int i = optind;
     if (i >= argc)
         return cli_usage_error("run", "no command given");
+    if (report && !elide)
+        return cli_usage_error("run", "--report needs the preload library: drop --no-elide");
     txkit_method_t m;
     if (method && txkit_method_parse(method, &m) != 0)
         return cli_usage_error("run", "--method %s: unknown method (auto, htm, stm, serial)",
@@ -367,6 +430,8 @@ static int cmd_run(int argc, char **argv) {
         setenv("TXKIT_METHOD", method, 1);
     if (stats)
         setenv("TXKIT_STATS", stats, 1);
+    if (report)
+        return run_with_report(argv + i, report);
     execvp(argv[i], argv + i);
     fprintf(stderr, "txkit run: %s: %s\n", argv[i], strerror(errno));
     return errno == ENOENT ? 127 : 126;

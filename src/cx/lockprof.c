@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/* lockprof.c - the lock report of an unmodified program (`txkit run
+ * --report`): which pthread mutex, rwlock or spinlock costs the program the
+ * most time, and from which call sites.
+ *
+ * On when TXKIT_LOCK_REPORT names a file prefix (txkit run sets it); each
+ * process writes PREFIX.PID at exit (a server's forked children too), raw,
+ * for the CLI to symbolize, sort and print (tools/txkit/lockreport.c). The
+ * interposers of the preload library (preload/preload.c) call in here for
+ * every lock operation of the program; libtxkit's own locks are not counted.
+ *
+ * Per lock (an open-addressing table keyed by its address, like elide.c's),
+ * and per call site of acquisition (up to LP_SITES per lock, the rest in the
+ * last): acquisitions, contended ones (the try failed first: the exact test,
+ * a trylock before the blocking call), nanoseconds waiting and holding (log2
+ * histograms), the most threads waiting at once. Counters are relaxed
+ * atomics on the lock's own entry; times come from the TSC. Owner: this
+ * file; every function is callable from any thread.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload/elide_abi.h"
+#include "runtime/internal.h"
+
+#define LP_TAB_BITS 12
+#define LP_TAB_SIZE (1u << LP_TAB_BITS)
+#define LP_PROBES 64u
+#define LP_SITES 6 /* call sites kept per lock; the last collects the rest */
+#define LP_HIST 24 /* log2 buckets of nanoseconds: [2^k, 2^(k+1)), the last open */
+#define LP_HELD 16 /* locks one thread holds at once that are timed */
+
+enum { LP_MUTEX, LP_RWLOCK_RD, LP_RWLOCK_WR, LP_SPIN };
+static const char *const lp_kind_name[] = {"mutex", "rwlock-read", "rwlock-write", "spinlock"};
+
+struct lp_site {
+    uintptr_t caller; /* return address into the program, 0: free */
+    uint64_t acq, contended, wait_ns;
+};
+
+struct lp_lock {
+    uintptr_t key; /* lock address, 0: free */
+    unsigned kind;
+    uint64_t acq, contended, wait_ns, hold_ns, timed_holds;
+    unsigned waiting, max_waiting, elided;
+    uint64_t wait_hist[LP_HIST], hold_hist[LP_HIST];
+    struct lp_site sites[LP_SITES];
+} __attribute__((aligned(64)));
+
+static struct lp_lock *lp_tab; /* LP_TAB_SIZE entries, allocated when on */
+static double lp_npt = 1.0;    /* ns per TSC tick, calibrated at start */
+static char lp_prefix[4096];
+static uint64_t lp_start_tsc;
+static unsigned lp_threads; /* threads that took a profiled lock */
+static unsigned lp_lost;    /* locks the table had no room for */
+int tk_lp_on;               /* read by elide.c and the hooks below */
+
+struct lp_held {
+    uintptr_t key;
+    uint64_t tsc;
+    struct lp_lock *e;
+};
+static __thread struct lp_held lp_stack[LP_HELD];
+static __thread unsigned lp_depth, lp_seen;
+
+static void lp_fork_child(void) {
+    if (lp_tab)
+        memset(lp_tab, 0, sizeof *lp_tab * LP_TAB_SIZE);
+    lp_start_tsc = tk_rdtsc();
+    lp_threads = 1;
+    lp_lost = 0;
+}
+
+__attribute__((constructor(102))) static void lp_init(void) {
+    const char *p = getenv("TXKIT_LOCK_REPORT");
+    if (!p || !*p)
+        return;
+    if (strlen(p) >= sizeof lp_prefix - 24) {
+        fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: path too long; no lock report\n");
+        return;
+    }
+    lp_tab = calloc(LP_TAB_SIZE, sizeof *lp_tab);
+    if (!lp_tab) {
+        fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: out of memory; no lock report\n");
+        return;
+    }
+    strcpy(lp_prefix, p);
+    lp_npt = tk_ns_per_tick();
+    lp_start_tsc = tk_rdtsc();
+    pthread_atfork(NULL, NULL, lp_fork_child);
+    __atomic_store_n(&tk_lp_on, 1, __ATOMIC_RELEASE);
+}
+
+static struct lp_lock *lp_entry(const void *lock, unsigned kind) {
+    uintptr_t k = (uintptr_t)lock;
+    unsigned h = (unsigned)((k * 0x9e3779b97f4a7c15ull) >> (64 - LP_TAB_BITS));
+    for (unsigned i = 0; i < LP_PROBES; i++, h = (h + 1) & (LP_TAB_SIZE - 1)) {
+        struct lp_lock *e = &lp_tab[h];
+        uintptr_t cur = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
+        if (cur == 0 && __atomic_compare_exchange_n(&e->key, &cur, k, false, __ATOMIC_ACQ_REL,
+                                                    __ATOMIC_ACQUIRE)) {
+            e->kind = kind;
+            return e;
+        }
+        if (cur == k)
+            return e;
+    }
+    __atomic_add_fetch(&lp_lost, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static struct lp_site *lp_site_of(struct lp_lock *e, void *caller) {
+    uintptr_t c = (uintptr_t)caller;
+    for (int i = 0; i < LP_SITES - 1; i++) {
+        uintptr_t cur = __atomic_load_n(&e->sites[i].caller, __ATOMIC_ACQUIRE);
+        if (cur == c)
+            return &e->sites[i];
+        if (cur == 0 && __atomic_compare_exchange_n(&e->sites[i].caller, &cur, c, false,
+                                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return &e->sites[i];
+        if (cur == c)
+            return &e->sites[i];
+    }
+    return &e->sites[LP_SITES - 1]; /* the rest (its caller: the first one) */
+}
+
+static unsigned lp_bucket(uint64_t ns) {
+    unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0;
+    return b < LP_HIST ? b : LP_HIST - 1;
+}
+
+static inline uint64_t lp_ns(uint64_t ticks) { return (uint64_t)((double)ticks * lp_npt); }
+
+#define ADD(x, v) __atomic_add_fetch(&(x), (v), __ATOMIC_RELAXED)
+
+/* The lock was just taken (after wait_ticks waiting, 0 when the try got it). */
+static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int contended,
+                        uint64_t wait_ticks, uint64_t now) {
+    if (!lp_seen) {
+        lp_seen = 1;
+        ADD(lp_threads, 1);
+    }
+    struct lp_site *s = lp_site_of(e, caller);
+    if (s->caller == 0)
+        __atomic_store_n(&s->caller, (uintptr_t)caller, __ATOMIC_RELEASE);
+    ADD(e->acq, 1);
+    ADD(s->acq, 1);
+    if (contended) {
+        uint64_t ns = lp_ns(wait_ticks);
+        ADD(e->contended, 1);
+        ADD(s->contended, 1);
+        ADD(e->wait_ns, ns);
+        ADD(s->wait_ns, ns);
+        ADD(e->wait_hist[lp_bucket(ns)], 1);
+    }
+    if (lp_depth < LP_HELD)
+        lp_stack[lp_depth] = (struct lp_held){(uintptr_t)lock, now, e};
+    lp_depth++;
+}
+
+static void lp_released(const void *lock) {
+    uint64_t now = tk_rdtsc();
+    unsigned n = lp_depth < LP_HELD ? lp_depth : LP_HELD;
+    for (unsigned i = n; i-- > 0;) {
+        if (lp_stack[i].key != (uintptr_t)lock)
+            continue;
+        struct lp_lock *e = lp_stack[i].e;
+        uint64_t ns = lp_ns(now - lp_stack[i].tsc);
+        ADD(e->hold_ns, ns);
+        ADD(e->timed_holds, 1);
+        ADD(e->hold_hist[lp_bucket(ns)], 1);
+        lp_stack[i] = lp_stack[n - 1];
+        lp_depth--;
+        return;
+    }
+    if (lp_depth > LP_HELD) /* one of the untimed ones */
+        lp_depth--;
+}
+
+/* Wait for a lock the try did not get, counted as waiting. */
+static void lp_wait_enter(struct lp_lock *e) {
+    unsigned w = ADD(e->waiting, 1);
+    unsigned m = __atomic_load_n(&e->max_waiting, __ATOMIC_RELAXED);
+    while (w > m && !__atomic_compare_exchange_n(&e->max_waiting, &m, w, true, __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED))
+        ;
+}
+
+typedef int (*lp_lock_fn)(void *);
+
+/* The one profiled acquisition: try, else wait in the blocking call. */
+static int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_fn block_fn,
+                   void *caller) {
+    struct lp_lock *e = lp_entry(lock, kind);
+    if (!e)
+        return block_fn((void *)lock);
+    int rc = try_fn((void *)lock);
+    if (rc == 0) {
+        lp_acquired(e, lock, caller, 0, 0, tk_rdtsc());
+        return 0;
+    }
+    if (rc != EBUSY && rc != EAGAIN) /* EDEADLK and the like: the blocking call's answer */
+        return block_fn((void *)lock);
+    uint64_t t0 = tk_rdtsc();
+    lp_wait_enter(e);
+    rc = block_fn((void *)lock);
+    ADD(e->waiting, (unsigned)-1);
+    uint64_t t1 = tk_rdtsc();
+    if (rc == 0)
+        lp_acquired(e, lock, caller, 1, t1 - t0, t1);
+    return rc;
+}
+
+static tk_mutex_fn lp_mutex_try;
+TK_EXPORT void _txkit_lp_set_mutex_trylock(tk_mutex_fn f) { lp_mutex_try = f; }
+
+int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
+    if (!lp_mutex_try)
+        return real(m);
+    return lp_take(m, LP_MUTEX, (lp_lock_fn)lp_mutex_try, (lp_lock_fn)real, caller);
+}
+
+/* A lock taken some other way (trylock, timedlock, after a condition wait). */
+void tk_lp_taken(const void *lock, unsigned kind, void *caller) {
+    struct lp_lock *e = lp_entry(lock, kind);
+    if (e)
+        lp_acquired(e, lock, caller, 0, 0, tk_rdtsc());
+}
+void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller) { tk_lp_taken(m, LP_MUTEX, caller); }
+void tk_lp_release(const void *lock) { lp_released(lock); }
+
+/* A section elided in hardware (elide.c): an acquisition without the lock. */
+void tk_lp_elided(pthread_mutex_t *m, void *caller) {
+    struct lp_lock *e = lp_entry(m, LP_MUTEX);
+    if (!e)
+        return;
+    struct lp_site *s = lp_site_of(e, caller);
+    if (s->caller == 0)
+        __atomic_store_n(&s->caller, (uintptr_t)caller, __ATOMIC_RELEASE);
+    ADD(e->acq, 1);
+    ADD(s->acq, 1);
+    ADD(e->elided, 1);
+}
+
+/* ------------------------------------------------ rwlocks and spinlocks */
+
+TK_EXPORT int _txkit_rwlock_lock(pthread_rwlock_t *l, int write, tk_rwlock_fn try_fn,
+                                 tk_rwlock_fn real, void *caller) {
+    if (!__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) || tk_lp_from_self(caller, l))
+        return real(l);
+    return lp_take(l, write ? LP_RWLOCK_WR : LP_RWLOCK_RD, (lp_lock_fn)try_fn, (lp_lock_fn)real,
+                   caller);
+}
+
+TK_EXPORT int _txkit_rwlock_trylock(pthread_rwlock_t *l, int write, tk_rwlock_fn real,
+                                    void *caller) {
+    int rc = real(l);
+    if (rc == 0 && __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_lp_from_self(caller, l))
+        tk_lp_taken(l, write ? LP_RWLOCK_WR : LP_RWLOCK_RD, caller);
+    return rc;
+}
+
+TK_EXPORT int _txkit_rwlock_unlock(pthread_rwlock_t *l, tk_rwlock_fn real, void *caller) {
+    if (__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_lp_from_self(caller, l))
+        lp_released(l);
+    return real(l);
+}
+
+TK_EXPORT int _txkit_spin_lock(pthread_spinlock_t *l, tk_spin_fn try_fn, tk_spin_fn real,
+                               void *caller) {
+    if (!__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) || tk_lp_from_self(caller, (void *)l))
+        return real(l);
+    return lp_take((const void *)l, LP_SPIN, (lp_lock_fn)try_fn, (lp_lock_fn)real, caller);
+}
+
+TK_EXPORT int _txkit_spin_trylock(pthread_spinlock_t *l, tk_spin_fn real, void *caller) {
+    int rc = real(l);
+    if (rc == 0 && __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) &&
+        !tk_lp_from_self(caller, (void *)l))
+        tk_lp_taken((const void *)l, LP_SPIN, caller);
+    return rc;
+}
+
+TK_EXPORT int _txkit_spin_unlock(pthread_spinlock_t *l, tk_spin_fn real, void *caller) {
+    if (__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_lp_from_self(caller, (void *)l))
+        lp_released((const void *)l);
+    return real(l);
+}
+
+/* ------------------------------------------------------------ the file */
+
+/* "OBJECT<TAB>0xOFFSET" or "OBJECT<TAB>symbol+0xN" of a code address (the
+ * form tools/txkit/symbolize.c reads), or "?<TAB>0xADDR". */
+static void lp_where(FILE *f, uintptr_t a) {
+    Dl_info info;
+    if (a && dladdr((void *)a, &info) && info.dli_fname) {
+        if (info.dli_sname)
+            fprintf(f, "%s\t%s+%#lx", info.dli_fname, info.dli_sname,
+                    (unsigned long)(a - (uintptr_t)info.dli_saddr));
+        else
+            fprintf(f, "%s\t%#lx", info.dli_fname, (unsigned long)(a - (uintptr_t)info.dli_fbase));
+    } else {
+        fprintf(f, "?\t%#lx", (unsigned long)a);
+    }
+}
+
+/* Write PREFIX.PID (at exit; also callable to flush, e.g. by a test). */
+TK_EXPORT void _txkit_lock_report(void) {
+    if (!__atomic_load_n(&tk_lp_on, __ATOMIC_ACQUIRE))
+        return;
+    char path[sizeof lp_prefix + 24];
+    snprintf(path, sizeof path, "%s.%ld", lp_prefix, (long)getpid());
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: %s: %s\n", path, strerror(errno));
+        return;
+    }
+    uint64_t ns = lp_ns(tk_rdtsc() - lp_start_tsc);
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    /* format 1: a header line per fact, then L (lock) lines each followed by
+     * its S (site) lines, tab-separated */
+    fprintf(f, "txkit-lock-report\t1\n");
+    fprintf(f, "pid\t%ld\nexe\t%s\nelapsed_ns\t%llu\nthreads\t%u\nrtm\t%d\nuntracked_locks\t%u\n",
+            (long)getpid(), exe, (unsigned long long)ns, lp_threads, tk_g.hybrid ? 1 : 0, lp_lost);
+    for (unsigned i = 0; i < LP_TAB_SIZE; i++) {
+        struct lp_lock *e = &lp_tab[i];
+        if (!e->key || !e->acq)
+            continue;
+        fprintf(f, "L\t%#lx\t%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%u\t%u\t", (unsigned long)e->key,
+                lp_kind_name[e->kind], (unsigned long long)e->acq, (unsigned long long)e->contended,
+                (unsigned long long)e->wait_ns, (unsigned long long)e->hold_ns,
+                (unsigned long long)e->timed_holds, e->max_waiting, e->elided);
+        for (int b = 0; b < LP_HIST; b++)
+            fprintf(f, "%s%llu", b ? "," : "", (unsigned long long)e->wait_hist[b]);
+        fputc('\t', f);
+        for (int b = 0; b < LP_HIST; b++)
+            fprintf(f, "%s%llu", b ? "," : "", (unsigned long long)e->hold_hist[b]);
+        fputc('\n', f);
+        for (int s = 0; s < LP_SITES; s++) {
+            const struct lp_site *st = &e->sites[s];
+            if (!st->caller || !st->acq)
+                continue;
+            fprintf(f, "S\t%llu\t%llu\t%llu\t", (unsigned long long)st->acq,
+                    (unsigned long long)st->contended, (unsigned long long)st->wait_ns);
+            lp_where(f, st->caller);
+            fprintf(f, "\t%s\n", s == LP_SITES - 1 ? "and-others" : "");
+        }
+    }
+    if (fclose(f) != 0)
+        fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: %s: %s\n", path, strerror(errno));
+}

@@ -1,0 +1,65 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# lockreport.sh TXKIT LOCKREPORT_PROG - `txkit run --report` on a plain
+# pthread program with known lock traffic (lockreport_prog.c): the report's
+# counts are the program's, the hot mutex ranks first, every call site is
+# named by its function, forked processes report too, CMD's exit status comes
+# back, and bad combinations are usage errors. TXKIT_RTM=off: the locks are
+# taken for real (with RTM most sections would be elided, not waited for).
+set -u
+txkit=$1
+prog=$2
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; for f in "$tmp"/*; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done; exit 1; }
+unset LD_PRELOAD TXKIT_LOCK_REPORT
+export TXKIT_RTM=off
+
+"$txkit" run --report="$tmp/report.txt" -- "$prog" 2 >"$tmp/prog.out" 2>"$tmp/prog.err" ||
+    fail "txkit run --report exit $?"
+[ -s "$tmp/report.txt" ] || fail "no report written"
+grep -q '^txkit lock report: .*lockreport_prog (pid [0-9]*; run as: ' "$tmp/report.txt" ||
+    fail "no report title naming the program"
+grep -q '^time lost waiting for locks: ' "$tmp/report.txt" || fail "no time-lost line"
+
+# expect NAME ADDRESS COUNT -> the report's line for ADDRESS has COUNT acquired
+acq_of() { awk -v a="$1" '$2 == a && $1 ~ /^[0-9]+$/ { print $4; exit }' "$tmp/report.txt"; }
+rank_of() { awk -v a="$1" '$2 == a && $1 ~ /^[0-9]+$/ { print $1; exit }' "$tmp/report.txt"; }
+contended_of() { awk -v a="$1" '$2 == a && $1 ~ /^[0-9]+$/ { print $5; exit }' "$tmp/report.txt"; }
+addr() { sed -n "s/^expect $1 \(0x[0-9a-f]*\) .*/\1/p" "$tmp/prog.out"; }
+count() { sed -n "s/^expect $1 0x[0-9a-f]* \([0-9]*\)/\1/p" "$tmp/prog.out"; }
+hot=$(addr hot_mutex)
+cold=$(addr cold_mutex)
+rw=$(addr table_lock-read)
+spin=$(addr spin)
+[ -n "$hot" ] && [ -n "$cold" ] && [ -n "$rw" ] && [ -n "$spin" ] || fail "the program printed no addresses"
+[ "$(acq_of "$hot")" = "$(count hot_mutex)" ] || fail "hot mutex: $(acq_of "$hot") acquired, the program took $(count hot_mutex)"
+[ "$(acq_of "$cold")" = "$(count cold_mutex)" ] || fail "cold mutex: $(acq_of "$cold") acquired, expected $(count cold_mutex)"
+want_rw=$(($(count table_lock-read) + $(count table_lock-write)))
+[ "$(acq_of "$rw")" = "$want_rw" ] || fail "rwlock: $(acq_of "$rw") acquired, expected $want_rw"
+[ "$(acq_of "$spin")" = "$(count spin)" ] || fail "spinlock: $(acq_of "$spin") acquired, expected $(count spin)"
+[ "$(contended_of "$cold")" = 0 ] || fail "the cold mutex (one thread) counted as contended"
+[ "$(rank_of "$hot")" = 1 ] || fail "the hot mutex ranks $(rank_of "$hot"), not first"
+grep -q "^ *1 $hot  *mutex " "$tmp/report.txt" || fail "rank 1 is not the hot mutex"
+grep -q " rwlock " "$tmp/report.txt" || fail "no rwlock line"
+grep -q " spinlock " "$tmp/report.txt" || fail "no spinlock line"
+for f in hot_path cold_path reader writer spinner; do
+    grep -q "^ *at $f+0x[0-9a-f]* (lockreport_prog)" "$tmp/report.txt" || fail "no site line for $f()"
+done
+echo "counts, ranking and sites ok"
+
+# forked processes write their own reports; CMD's exit status comes back
+"$txkit" run --report="$tmp/sh.txt" -- sh -c "\"$prog\" 1 >/dev/null; exit 3"
+rc=$?
+[ $rc -eq 3 ] || fail "exit status $rc, expected CMD's 3"
+grep -q 'lockreport_prog (pid [0-9]*; run as: sh)' "$tmp/sh.txt" || fail "the forked program's report is missing"
+# stderr by default; a program without locks says so
+"$txkit" run --report -- true 2>"$tmp/true.err" || fail "txkit run --report -- true failed"
+grep -q 'no pthread lock was taken' "$tmp/true.err" || fail "no 'no lock' line for true"
+# usage errors
+"$txkit" run --report --no-elide -- true 2>"$tmp/noelide.err"
+[ $? -eq 2 ] || fail "--report --no-elide: expected exit 2"
+grep -q 'preload' "$tmp/noelide.err" || fail "--report --no-elide: the error does not say why"
+"$txkit" run --report=/nonexistent-dir/x -- true 2>"$tmp/baddir.err"
+[ $? -eq 1 ] || fail "--report to an unwritable file: expected exit 1"
+echo "PASS [preload.lockreport]"

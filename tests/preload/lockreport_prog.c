@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/* lockreport_prog.c - a plain pthread program with known lock traffic, for
+ * the lock report (txkit run --report, tests/preload/lockreport.sh), which
+ * checks the report against the numbers this program prints:
+ *   hot_mutex   THREADS x HOT acquisitions in hot_path(), held ~2 us each
+ *               (contended: every thread wants it)
+ *   cold_mutex  COLD acquisitions in cold_path() by thread 0 only (never
+ *               contended), plus one trylock
+ *   table_lock  a rwlock: THREADS x RW read locks in reader(), RW / 10 write
+ *               locks in writer() (thread 0)
+ *   spin        a spinlock: THREADS x SPIN acquisitions in spinner()
+ *   cv_mutex    one condition-variable handshake per thread
+ * Usage: lockreport_prog THREADS; prints "expect NAME ADDRESS COUNT" lines.
+ * The functions are not static and not inlined, so the report can name them. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define HOT 4000
+#define COLD 500
+#define RW 3000
+#define SPIN 3000
+
+pthread_mutex_t hot_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t cold_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t cv_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
+pthread_spinlock_t spin;
+static volatile uint64_t shared_counter, table[64];
+static int ready;
+
+static void busy_ns(long ns) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
+__attribute__((noinline)) void hot_path(void) {
+    pthread_mutex_lock(&hot_mutex);
+    shared_counter++;
+    busy_ns(2000);
+    pthread_mutex_unlock(&hot_mutex);
+}
+
+__attribute__((noinline)) void cold_path(void) {
+    pthread_mutex_lock(&cold_mutex);
+    shared_counter++;
+    pthread_mutex_unlock(&cold_mutex);
+}
+
+__attribute__((noinline)) void reader(int i) {
+    pthread_rwlock_rdlock(&table_lock);
+    volatile uint64_t x = table[i & 63];
+    (void)x;
+    pthread_rwlock_unlock(&table_lock);
+}
+
+__attribute__((noinline)) void writer(int i) {
+    pthread_rwlock_wrlock(&table_lock);
+    table[i & 63]++;
+    pthread_rwlock_unlock(&table_lock);
+}
+
+__attribute__((noinline)) void spinner(void) {
+    pthread_spin_lock(&spin);
+    shared_counter++;
+    pthread_spin_unlock(&spin);
+}
+
+static void *worker(void *arg) {
+    int id = (int)(intptr_t)arg;
+    pthread_mutex_lock(&cv_mutex);
+    while (!ready)
+        pthread_cond_wait(&cv, &cv_mutex);
+    pthread_mutex_unlock(&cv_mutex);
+    for (int i = 0; i < HOT; i++)
+        hot_path();
+    for (int i = 0; i < RW; i++) {
+        reader(i);
+        if (id == 0 && i % 10 == 0)
+            writer(i);
+    }
+    for (int i = 0; i < SPIN; i++)
+        spinner();
+    if (id == 0) {
+        for (int i = 0; i < COLD; i++)
+            cold_path();
+        if (pthread_mutex_trylock(&cold_mutex) == 0)
+            pthread_mutex_unlock(&cold_mutex);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 2;
+    if (n < 1 || n > 64) {
+        fprintf(stderr, "usage: lockreport_prog THREADS (1-64)\n");
+        return 2;
+    }
+    pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
+    pthread_t th[64];
+    for (int i = 0; i < n; i++)
+        pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
+    busy_ns(20000000); /* all of them waiting on the condition variable */
+    pthread_mutex_lock(&cv_mutex);
+    ready = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&cv_mutex);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    printf("expect hot_mutex %p %d\n", (void *)&hot_mutex, n * HOT);
+    printf("expect cold_mutex %p %d\n", (void *)&cold_mutex, COLD + 1);
+    printf("expect table_lock-read %p %d\n", (void *)&table_lock, n * RW);
+    printf("expect table_lock-write %p %d\n", (void *)&table_lock, RW / 10);
+    printf("expect spin %p %d\n", (void *)&spin, n * SPIN);
+    printf("counter %llu\n", (unsigned long long)shared_counter);
+    return 0;
+}

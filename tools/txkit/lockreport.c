@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/* lockreport.c - `txkit run --report`: reads the raw lock files of a run
+ * (src/cx/lockprof.c writes them), names the call sites (symbolize.c) and
+ * prints, per process, the locks sorted so that the one worth transactifying
+ * first is on top: the most time lost waiting for it, then the most
+ * acquisitions. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lockreport.h"
+#include "symbolize.h"
+
+#define HIST 24
+#define MAX_SITES 8
+
+struct site {
+    unsigned long long acq, contended, wait_ns;
+    char object[512], func[160];
+    int others;
+};
+
+struct lock {
+    char addr[32], kind[16];
+    unsigned long long acq, contended, wait_ns, hold_ns, timed_holds;
+    unsigned max_waiting, elided;
+    unsigned long long wait_hist[HIST], hold_hist[HIST];
+    int nsites;
+    struct site sites[MAX_SITES];
+};
+
+struct proc {
+    long pid;
+    char exe[512];
+    unsigned long long elapsed_ns;
+    unsigned threads, untracked;
+    int rtm;
+    int nlocks, cap;
+    struct lock *locks;
+};
+
+static void parse_hist(const char *s, unsigned long long *h) {
+    for (int b = 0; b < HIST && s && *s; b++) {
+        h[b] = strtoull(s, NULL, 10);
+        s = strchr(s, ',');
+        if (s)
+            s++;
+    }
+}
+
+/* Split line (modified) at tabs into at most max fields; returns the count. */
+static int fields(char *line, char **f, int max) {
+    int n = 0;
+    line[strcspn(line, "\n")] = 0;
+    for (char *p = line; n < max; n++) {
+        f[n] = p;
+        char *t = strchr(p, '\t');
+        if (!t)
+            return n + 1;
+        *t = 0;
+        p = t + 1;
+    }
+    return n;
+}
+
+static int read_proc(const char *path, struct proc *p) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "txkit run: --report: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    memset(p, 0, sizeof *p);
+    char line[8192];
+    char *fl[16];
+    int ok = 0;
+    while (fgets(line, sizeof line, f)) {
+        int n = fields(line, fl, 16);
+        if (n >= 2 && !strcmp(fl[0], "txkit-lock-report")) {
+            ok = 1;
+        } else if (n >= 2 && !strcmp(fl[0], "pid")) {
+            p->pid = strtol(fl[1], NULL, 10);
+        } else if (n >= 2 && !strcmp(fl[0], "exe")) {
+            snprintf(p->exe, sizeof p->exe, "%s", fl[1]);
+        } else if (n >= 2 && !strcmp(fl[0], "elapsed_ns")) {
+            p->elapsed_ns = strtoull(fl[1], NULL, 10);
+        } else if (n >= 2 && !strcmp(fl[0], "threads")) {
+            p->threads = (unsigned)strtoul(fl[1], NULL, 10);
+        } else if (n >= 2 && !strcmp(fl[0], "rtm")) {
+            p->rtm = atoi(fl[1]);
+        } else if (n >= 2 && !strcmp(fl[0], "untracked_locks")) {
+            p->untracked = (unsigned)strtoul(fl[1], NULL, 10);
+        } else if (n >= 12 && !strcmp(fl[0], "L")) {
+            if (p->nlocks == p->cap) {
+                int cap = p->cap ? 2 * p->cap : 64;
+                struct lock *l = realloc(p->locks, (size_t)cap * sizeof *l);
+                if (!l) {
+                    fclose(f);
+                    fprintf(stderr, "txkit run: --report: out of memory\n");
+                    return -1;
+                }
+                p->locks = l;
+                p->cap = cap;
+            }
+            struct lock *l = &p->locks[p->nlocks++];
+            memset(l, 0, sizeof *l);
+            snprintf(l->addr, sizeof l->addr, "%s", fl[1]);
+            snprintf(l->kind, sizeof l->kind, "%.*s", strncmp(fl[2], "rwlock", 6) ? 15 : 6, fl[2]);
+            l->acq = strtoull(fl[3], NULL, 10);
+            l->contended = strtoull(fl[4], NULL, 10);
+            l->wait_ns = strtoull(fl[5], NULL, 10);
+            l->hold_ns = strtoull(fl[6], NULL, 10);
+            l->timed_holds = strtoull(fl[7], NULL, 10);
+            l->max_waiting = (unsigned)strtoul(fl[8], NULL, 10);
+            l->elided = (unsigned)strtoul(fl[9], NULL, 10);
+            parse_hist(fl[10], l->wait_hist);
+            parse_hist(fl[11], l->hold_hist);
+        } else if (n >= 6 && !strcmp(fl[0], "S") && p->nlocks > 0) {
+            struct lock *l = &p->locks[p->nlocks - 1];
+            if (l->nsites == MAX_SITES)
+                continue;
+            struct site *s = &l->sites[l->nsites++];
+            s->acq = strtoull(fl[1], NULL, 10);
+            s->contended = strtoull(fl[2], NULL, 10);
+            s->wait_ns = strtoull(fl[3], NULL, 10);
+            snprintf(s->object, sizeof s->object, "%s", fl[4]);
+            snprintf(s->func, sizeof s->func, "%s", fl[5]);
+            s->others = n >= 7 && !strcmp(fl[6], "and-others");
+        }
+    }
+    fclose(f);
+    if (!ok) {
+        fprintf(stderr, "txkit run: --report: %s: not a txkit lock report\n", path);
+        free(p->locks);
+        return -1;
+    }
+    return 0;
+}
+
+static int by_cost(const void *a, const void *b) {
+    const struct lock *x = a, *y = b;
+    if (x->wait_ns != y->wait_ns)
+        return x->wait_ns < y->wait_ns ? 1 : -1;
+    if (x->acq != y->acq)
+        return x->acq < y->acq ? 1 : -1;
+    return strcmp(x->addr, y->addr);
+}
+
+/* The upper bound (ns) of the bucket holding quantile q of a log2 histogram. */
+static unsigned long long quantile(const unsigned long long *h, double q) {
+    unsigned long long n = 0, run = 0;
+    for (int b = 0; b < HIST; b++)
+        n += h[b];
+    if (!n)
+        return 0;
+    for (int b = 0; b < HIST; b++) {
+        run += h[b];
+        if ((double)run >= q * (double)n)
+            return 2ull << b;
+    }
+    return 2ull << (HIST - 1);
+}
+
+static void fmt_ns(char *buf, size_t len, unsigned long long ns) {
+    if (ns < 1000)
+        snprintf(buf, len, "%lluns", ns);
+    else if (ns < 1000000)
+        snprintf(buf, len, "%.3gus", (double)ns / 1e3);
+    else if (ns < 1000000000ull)
+        snprintf(buf, len, "%.3gms", (double)ns / 1e6);
+    else
+        snprintf(buf, len, "%.3gs", (double)ns / 1e9);
+}
+
+static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
+    double secs = (double)p->elapsed_ns / 1e9;
+    unsigned long long lost = 0;
+    for (int i = 0; i < p->nlocks; i++)
+        lost += p->locks[i].wait_ns;
+    double denom = (double)p->elapsed_ns * (p->threads ? p->threads : 1);
+    fprintf(out,
+            "txkit lock report: %s (pid %ld; run as: %s), %.3f s, %u threads took locks, "
+            "RTM %s\n",
+            p->exe, p->pid, cmd, secs, p->threads, p->rtm ? "yes" : "no");
+    fprintf(out,
+            "time lost waiting for locks: %.3f ms = %.2f%% of %u threads x %.3f s "
+            "(the estimate of what transactifying them could win)\n",
+            (double)lost / 1e6, denom > 0 ? 100.0 * (double)lost / denom : 0.0, p->threads, secs);
+    if (p->untracked)
+        fprintf(out, "(%u locks beyond the report's table were not counted)\n", p->untracked);
+    fprintf(out, "%4s %-18s %-8s %10s %10s %6s %10s %7s %10s %10s %4s%s\n", "rank", "lock", "kind",
+            "acquired", "contended", "%", "wait", "lost%", "wait p99", "hold p99", "maxw",
+            p->rtm ? "  elided%" : "");
+    for (int i = 0; i < p->nlocks; i++) {
+        const struct lock *l = &p->locks[i];
+        char w[32], wq[32], hq[32];
+        fmt_ns(w, sizeof w, l->wait_ns);
+        fmt_ns(wq, sizeof wq, quantile(l->wait_hist, 0.99));
+        fmt_ns(hq, sizeof hq, quantile(l->hold_hist, 0.99));
+        fprintf(out, "%4d %-18s %-8s %10llu %10llu %5.1f%% %10s %6.2f%% %10s %10s %4u", i + 1,
+                l->addr, l->kind, l->acq, l->contended,
+                l->acq ? 100.0 * (double)l->contended / (double)l->acq : 0.0, w,
+                denom > 0 ? 100.0 * (double)l->wait_ns / denom : 0.0, l->contended ? wq : "-",
+                l->timed_holds ? hq : "-", l->max_waiting);
+        if (p->rtm)
+            fprintf(out, "  %7.1f%%", l->acq ? 100.0 * (double)l->elided / (double)l->acq : 0.0);
+        fputc('\n', out);
+        for (int k = 0; k < l->nsites; k++) {
+            const struct site *s = &l->sites[k];
+            char sym[256] = "", line[512] = "";
+            if (strcmp(s->object, "?") != 0)
+                sym_lookup(s->object, s->func, (unsigned long long)p->pid, 1, sym, sizeof sym, line,
+                           sizeof line);
+            char objc[512];
+            snprintf(objc, sizeof objc, "%s", s->object);
+            char ws[32];
+            fmt_ns(ws, sizeof ws, s->wait_ns);
+            fprintf(out, "       %s %s (%s)%s%s: %llu acquired, %llu contended, %s waiting\n",
+                    s->others ? "at" : "at", sym[0] ? sym : s->func, basename(objc),
+                    line[0] ? " " : "", line, s->acq, s->contended, ws);
+            if (s->others)
+                fprintf(out, "       (and other sites, counted with the one above)\n");
+        }
+    }
+    fputc('\n', out);
+}
+
+int lockreport_print(const char *prefix, const char *cmd, FILE *out) {
+    char dirbuf[4096], basebuf[4096];
+    snprintf(dirbuf, sizeof dirbuf, "%s", prefix);
+    snprintf(basebuf, sizeof basebuf, "%s", prefix);
+    const char *dir = dirname(dirbuf), *base = basename(basebuf);
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "txkit run: --report: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    int n = 0, bad = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, base, blen) != 0 || de->d_name[blen] != '.')
+            continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        struct proc p;
+        if (read_proc(path, &p) != 0) {
+            bad = 1;
+            continue;
+        }
+        qsort(p.locks, (size_t)p.nlocks, sizeof *p.locks, by_cost);
+        if (p.nlocks) { /* processes that took no lock (a shell) say nothing */
+            print_proc(&p, cmd, out);
+            n++;
+        }
+        free(p.locks);
+        remove(path);
+    }
+    closedir(d);
+    if (n == 0 && !bad)
+        fprintf(out,
+                "txkit lock report: %s: no pthread lock was taken (or no process exited "
+                "normally, or none is dynamically linked)\n",
+                cmd);
+    return bad ? -1 : n;
+}
