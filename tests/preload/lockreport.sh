@@ -48,6 +48,18 @@ for f in hot_path cold_path reader writer spinner; do
 done
 echo "counts, ranking and sites ok"
 
+# the CSV form: a header, the hot mutex first with its exact count and site
+"$txkit" run --report-csv="$tmp/report.csv" -- "$prog" 2 >"$tmp/prog2.out" 2>"$tmp/report2.txt" ||
+    fail "txkit run --report-csv exit $?"
+head -n 1 "$tmp/report.csv" | grep -q '^cmd,pid,exe,seconds,threads,rtm,rank,lock,kind,acquired,contended,' ||
+    fail "--report-csv: no header"
+hot2=$(sed -n 's/^expect hot_mutex \(0x[0-9a-f]*\) .*/\1/p' "$tmp/prog2.out")
+row=$(awk -F, -v a="$hot2" '$8 == a' "$tmp/report.csv")
+[ "$(echo "$row" | cut -d, -f7)" = 1 ] || fail "--report-csv: the hot mutex is not rank 1: $row"
+[ "$(echo "$row" | cut -d, -f10)" = "$(count hot_mutex)" ] || fail "--report-csv: hot mutex count: $row"
+echo "$row" | grep -q ',hot_path+0x[0-9a-f]*,lockreport_prog$' || fail "--report-csv: top site: $row"
+grep -q '^txkit lock report: ' "$tmp/report2.txt" || fail "--report-csv without --report: no report on stderr"
+
 # forked processes write their own reports; CMD's exit status comes back
 "$txkit" run --report="$tmp/sh.txt" -- sh -c "\"$prog\" 1 >/dev/null; exit 3"
 rc=$?

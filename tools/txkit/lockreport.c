@@ -227,7 +227,53 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
     fputc('\n', out);
 }
 
-int lockreport_print(const char *prefix, const char *cmd, FILE *out) {
+/* A CSV field: commas and quotes are not expected in paths or symbols, but
+ * quoted when they occur. */
+static void csv_str(FILE *f, const char *v) {
+    if (!strpbrk(v, ",\"\n")) {
+        fputs(v, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *v; v++) {
+        if (*v == '"')
+            fputc('"', f);
+        fputc(*v, f);
+    }
+    fputc('"', f);
+}
+
+/* One row per lock: what plots and tables need (bench/run-locks.sh). */
+static void csv_proc(const struct proc *p, const char *cmd, FILE *csv) {
+    double denom = (double)p->elapsed_ns * (p->threads ? p->threads : 1);
+    for (int i = 0; i < p->nlocks; i++) {
+        const struct lock *l = &p->locks[i];
+        char sym[256] = "", line[512] = "", objc[512];
+        const struct site *top = NULL;
+        for (int k = 0; k < l->nsites; k++)
+            if (!top || l->sites[k].wait_ns > top->wait_ns ||
+                (l->sites[k].wait_ns == top->wait_ns && l->sites[k].acq > top->acq))
+                top = &l->sites[k];
+        if (top && strcmp(top->object, "?") != 0)
+            sym_lookup(top->object, top->func, (unsigned long long)p->pid, 0, sym, sizeof sym, line,
+                       sizeof line);
+        snprintf(objc, sizeof objc, "%s", top ? top->object : "?");
+        csv_str(csv, cmd);
+        fprintf(csv, ",%ld,", p->pid);
+        csv_str(csv, p->exe);
+        fprintf(csv, ",%.6f,%u,%d,%d,%s,%s,%llu,%llu,%llu,%llu,%.4f,%llu,%llu,%u,%u,",
+                (double)p->elapsed_ns / 1e9, p->threads, p->rtm, i + 1, l->addr, l->kind, l->acq,
+                l->contended, l->wait_ns, l->hold_ns,
+                denom > 0 ? 100.0 * (double)l->wait_ns / denom : 0.0, quantile(l->wait_hist, 0.99),
+                quantile(l->hold_hist, 0.99), l->max_waiting, l->elided);
+        csv_str(csv, top ? (sym[0] ? sym : top->func) : "");
+        fputc(',', csv);
+        csv_str(csv, top ? basename(objc) : "");
+        fputc('\n', csv);
+    }
+}
+
+int lockreport_print(const char *prefix, const char *cmd, FILE *out, FILE *csv) {
     char dirbuf[4096], basebuf[4096];
     snprintf(dirbuf, sizeof dirbuf, "%s", prefix);
     snprintf(basebuf, sizeof basebuf, "%s", prefix);
@@ -253,6 +299,8 @@ int lockreport_print(const char *prefix, const char *cmd, FILE *out) {
         qsort(p.locks, (size_t)p.nlocks, sizeof *p.locks, by_cost);
         if (p.nlocks) { /* processes that took no lock (a shell) say nothing */
             print_proc(&p, cmd, out);
+            if (csv)
+                csv_proc(&p, cmd, csv);
             n++;
         }
         free(p.locks);

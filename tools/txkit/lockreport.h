@@ -9,9 +9,13 @@
 
 /* Read every PREFIX.PID file, print one report per process to out (locks
  * sorted by time lost waiting, then acquisitions; call sites symbolized),
- * remove the files. cmd names the program in the title. Returns the number
- * of processes reported, -1 when a file could not be read (said on stderr).
- * Single-threaded. */
-int lockreport_print(const char *prefix, const char *cmd, FILE *out);
+ * and when csv is not NULL one row per lock to it (LOCKREPORT_CSV_HEADER's
+ * columns; the caller writes the header); remove the files. cmd names the
+ * program in the title. Returns the number of processes that took a lock,
+ * -1 when a file could not be read (said on stderr). Single-threaded. */
+int lockreport_print(const char *prefix, const char *cmd, FILE *out, FILE *csv);
+#define LOCKREPORT_CSV_HEADER                                                            \
+    "cmd,pid,exe,seconds,threads,rtm,rank,lock,kind,acquired,contended,wait_ns,hold_ns," \
+    "lost_pct,wait_p99_ns,hold_p99_ns,max_waiting,elided,top_site,top_object"
 
 #endif /* TXKIT_CLI_LOCKREPORT_H */

@@ -68,6 +68,7 @@ static void run_usage(FILE *f) {
             "                       and holding, threads waiting at once; sorted by the\n"
             "                       time lost waiting (TXKIT_LOCK_REPORT; one section per\n"
             "                       process, forked children too). txkit waits for CMD.\n"
+            "      --report-csv=FILE  the same as CSV, one row per lock (implies --report)\n"
             "      --no-elide       do not preload the mutex-eliding library\n"
             "  -h, --help           this text\n"
             "  Exit status: CMD's; 126 when CMD cannot be executed, 127 when it is not\n"
@@ -292,11 +293,18 @@ static int add_preload(const char *lib) {
 
 /* txkit run --report: CMD in a child with TXKIT_LOCK_REPORT set, then the
  * report of every process it left; CMD's exit status. */
-static int run_with_report(char **cmd, const char *report) {
-    FILE *out = stderr;
+static int run_with_report(char **cmd, const char *report, const char *csv_path) {
+    FILE *out = stderr, *csv = NULL;
     if (strcmp(report, "-") != 0 && !(out = fopen(report, "w"))) {
         fprintf(stderr, "txkit run: --report=%s: %s\n", report, strerror(errno));
         return 1;
+    }
+    if (csv_path) {
+        if (!(csv = fopen(csv_path, "w"))) {
+            fprintf(stderr, "txkit run: --report-csv=%s: %s\n", csv_path, strerror(errno));
+            return 1;
+        }
+        fprintf(csv, "%s\n", LOCKREPORT_CSV_HEADER);
     }
     char dir[] = "/tmp/txkit-report.XXXXXX", prefix[64];
     if (!mkdtemp(dir)) {
@@ -325,8 +333,12 @@ static int run_with_report(char **cmd, const char *report) {
         ;
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     if (!(WIFEXITED(st) && (rc == 126 || rc == 127)))
-        lockreport_print(prefix, cmd[0], out);
+        lockreport_print(prefix, cmd[0], out, csv);
     rmdir(dir);
+    if (csv && fclose(csv) != 0) {
+        fprintf(stderr, "txkit run: --report-csv=%s: %s\n", csv_path, strerror(errno));
+        rc = rc ? rc : 1;
+    }
     if (out != stderr && fclose(out) != 0) {
         fprintf(stderr, "txkit run: --report=%s: %s\n", report, strerror(errno));
         return rc ? rc : 1;
@@ -335,11 +347,14 @@ static int run_with_report(char **cmd, const char *report) {
 }
 
 static int cmd_run(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"method", required_argument, NULL, 'm'}, {"stats", optional_argument, NULL, 's'},
-        {"no-elide", no_argument, NULL, 'E'},     {"report", optional_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    const char *method = NULL, *stats = NULL, *report = NULL;
+    static const struct option opts[] = {{"method", required_argument, NULL, 'm'},
+                                         {"stats", optional_argument, NULL, 's'},
+                                         {"no-elide", no_argument, NULL, 'E'},
+                                         {"report", optional_argument, NULL, 'r'},
+                                         {"report-csv", required_argument, NULL, 'C'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *method = NULL, *stats = NULL, *report = NULL, *report_csv = NULL;
     char stats_file[PATH_MAX + 2];
     int elide = 1;
     opterr = 0;
@@ -366,6 +381,11 @@ static int cmd_run(int argc, char **argv) {
             break;
         case 'E':
             elide = 0;
+            break;
+        case 'C':
+            report_csv = optarg;
+            if (!report)
+                report = "-";
             break;
         case 'r':
             report = optarg ? optarg : "-";
@@ -431,7 +451,7 @@ static int cmd_run(int argc, char **argv) {
     if (stats)
         setenv("TXKIT_STATS", stats, 1);
     if (report)
-        return run_with_report(argv + i, report);
+        return run_with_report(argv + i, report, report_csv);
     execvp(argv[i], argv + i);
     fprintf(stderr, "txkit run: %s: %s\n", argv[i], strerror(errno));
     return errno == ENOENT ? 127 : 126;
