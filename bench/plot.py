@@ -24,6 +24,8 @@ KIND and its inputs:
   cx      CSV              run-cx.sh's cx.csv: Mops/s vs threads per lock
   cm      DIR              bench/cm/run.sh's directory (inversion.csv,
                            hotcounter.csv, pipeline.csv): three figures
+  locks   CSV              run-locks.sh's locks.csv: time lost per program,
+                           top locks' acquisitions, waiters, exclusive share
 
 Conventions of every figure: the median of the runs with min/max error bars
 where the CSV has them; Mops/s for throughput; a logarithmic axis (plain
@@ -725,7 +727,89 @@ def plot_cm(args):
         save(fig, os.path.join(base, "pipeline.png"))
 
 
-KINDS = {"intset": plot_intset, "cache": plot_cache, "apache": plot_apache, "abi": plot_abi,
+# ------------------------------------------------------------------ locks
+
+
+def plot_locks(args):
+    rows = read_csv(args.inputs[0])
+    if not rows:
+        die("locks: no lock rows in " + args.inputs[0])
+    progs = []
+    for r in rows:
+        if r["program"] not in progs:
+            progs.append(r["program"])
+    # (a) time lost per program: the process of the program that lost most
+    lost = {}
+    for p in progs:
+        per_pid = defaultdict(float)
+        for r in rows:
+            if r["program"] == p:
+                per_pid[r["pid"]] += num(r["lost_pct"]) or 0.0
+        lost[p] = max(per_pid.values()) if per_pid else 0.0
+    # the top locks: the 3 first ranks of each program's busiest process
+    top = []
+    for p in progs:
+        sub = [r for r in rows if r["program"] == p]
+        acq = defaultdict(float)
+        for r in sub:
+            acq[r["pid"]] += num(r["acquired"]) or 0
+        pid = max(acq, key=acq.get)
+        best = sorted((r for r in sub if r["pid"] == pid), key=lambda r: int(r["rank"]))[:3]
+        top += best
+    rtm = any(r.get("rtm") == "1" for r in rows)
+    fig, axes = subplots(1, 4, figsize=(19, 5.2), gridspec_kw={"width_ratios": [1, 2.2, 1.6, 1.6]})
+    st = Styler()
+    ax = axes[0]
+    ax.bar(range(len(progs)), [lost[p] for p in progs], color="#d62728", edgecolor="black", lw=0.5)
+    for i, p in enumerate(progs):
+        ax.annotate("%.2f%%" % lost[p], (i, lost[p]), textcoords="offset points", xytext=(0, 2),
+                    ha="center", fontsize=7)
+    ax.set_xticks(range(len(progs)))
+    ax.set_xticklabels(progs, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("time waiting for locks, % of thread time")
+    ax.set_title("(a) time lost to synchronization\n(cf. TxLinux Fig. 4)", fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    labels = ["%s: %s\n%s" % (r["program"], r["kind"], r["top_site"][:28]) for r in top]
+    x = range(len(top))
+    ax = axes[1]
+    ax.bar([i - 0.2 for i in x], [num(r["acquired"]) or 0 for r in top], width=0.4,
+           color="#1f77b4", edgecolor="black", lw=0.5, label="acquisitions")
+    ax.bar([i + 0.2 for i in x], [max(num(r["contended"]) or 0, 0) for r in top], width=0.4,
+           color="#ff7f0e", edgecolor="black", lw=0.5, label="contended")
+    ax.set_yscale("symlog", linthresh=1)
+    ax.yaxis.set_major_formatter(FuncFormatter(plain))
+    ax.set_ylim(bottom=0)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=6)
+    ax.set_ylabel("count (log)")
+    ax.set_title("(b) acquisitions and contended acquisitions,\ntop 3 locks per program "
+                 "(cf. TxLinux Table 6)", fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    ax = axes[2]
+    ax.bar(list(x), [num(r["max_waiting"]) or 0 for r in top], color="#9467bd", edgecolor="black",
+           lw=0.5)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=6)
+    ax.set_ylabel("threads waiting at once (max)")
+    ax.set_title("(c) most threads waiting for the lock at once\n(stand-in for TxLinux Fig. 5)",
+                 fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax = axes[3]
+    excl = [100.0 * (1 - (num(r["elided"]) or 0) / (num(r["acquired"]) or 1)) for r in top]
+    ax.bar(list(x), excl, color="#7f7f7f", edgecolor="black", lw=0.5)
+    ax.set_ylim(0, 105)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=6)
+    ax.set_ylabel("sections run holding the lock, %")
+    ax.set_title("(d) exclusive share (100%% - elided)%s\n(cf. TxLinux Fig. 6)"
+                 % ("" if rtm else ": no RTM, all"), fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    title(fig, "Locks of unmodified Debian programs under txkit run --report", args, rows)
+    save(fig, args.out)
+
+
+KINDS = {"locks": plot_locks, "intset": plot_intset, "cache": plot_cache, "apache": plot_apache, "abi": plot_abi,
          "apps": plot_apps, "cx": plot_cx, "cm": plot_cm}
 
 

@@ -341,6 +341,8 @@ TK_EXPORT void _txkit_lock_report(void) {
         fputc('\t', f);
         for (int b = 0; b < LP_HIST; b++)
             fprintf(f, "%s%llu", b ? "," : "", (unsigned long long)e->hold_hist[b]);
+        fputc('\t', f);
+        lp_where(f, e->key); /* a lock in an object's data: its variable, if named */
         fputc('\n', f);
         for (int s = 0; s < LP_SITES; s++) {
             const struct lp_site *st = &e->sites[s];

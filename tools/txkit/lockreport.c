@@ -25,6 +25,8 @@ struct site {
 
 struct lock {
     char addr[32], kind[16];
+    char name[128];          /* the variable holding it ("" when not known) */
+    char obj[512], off[160]; /* where it is: object and offset, from the file */
     unsigned long long acq, contended, wait_ns, hold_ns, timed_holds;
     unsigned max_waiting, elided;
     unsigned long long wait_hist[HIST], hold_hist[HIST];
@@ -117,6 +119,10 @@ static int read_proc(const char *path, struct proc *p) {
             l->elided = (unsigned)strtoul(fl[9], NULL, 10);
             parse_hist(fl[10], l->wait_hist);
             parse_hist(fl[11], l->hold_hist);
+            if (n >= 14) {
+                snprintf(l->obj, sizeof l->obj, "%s", fl[12]);
+                snprintf(l->off, sizeof l->off, "%s", fl[13]);
+            }
         } else if (n >= 6 && !strcmp(fl[0], "S") && p->nlocks > 0) {
             struct lock *l = &p->locks[p->nlocks - 1];
             if (l->nsites == MAX_SITES)
@@ -190,7 +196,7 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
             (double)lost / 1e6, denom > 0 ? 100.0 * (double)lost / denom : 0.0, p->threads, secs);
     if (p->untracked)
         fprintf(out, "(%u locks beyond the report's table were not counted)\n", p->untracked);
-    fprintf(out, "%4s %-18s %-8s %10s %10s %6s %10s %7s %10s %10s %4s%s\n", "rank", "lock", "kind",
+    fprintf(out, "%4s %-24s %-8s %10s %10s %6s %10s %7s %10s %10s %4s%s\n", "rank", "lock", "kind",
             "acquired", "contended", "%", "wait", "lost%", "wait p99", "hold p99", "maxw",
             p->rtm ? "  elided%" : "");
     for (int i = 0; i < p->nlocks; i++) {
@@ -199,8 +205,8 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
         fmt_ns(w, sizeof w, l->wait_ns);
         fmt_ns(wq, sizeof wq, quantile(l->wait_hist, 0.99));
         fmt_ns(hq, sizeof hq, quantile(l->hold_hist, 0.99));
-        fprintf(out, "%4d %-18s %-8s %10llu %10llu %5.1f%% %10s %6.2f%% %10s %10s %4u", i + 1,
-                l->addr, l->kind, l->acq, l->contended,
+        fprintf(out, "%4d %-24s %-8s %10llu %10llu %5.1f%% %10s %6.2f%% %10s %10s %4u", i + 1,
+                l->name[0] ? l->name : l->addr, l->kind, l->acq, l->contended,
                 l->acq ? 100.0 * (double)l->contended / (double)l->acq : 0.0, w,
                 denom > 0 ? 100.0 * (double)l->wait_ns / denom : 0.0, l->contended ? wq : "-",
                 l->timed_holds ? hq : "-", l->max_waiting);
@@ -269,6 +275,8 @@ static void csv_proc(const struct proc *p, const char *cmd, FILE *csv) {
         csv_str(csv, top ? (sym[0] ? sym : top->func) : "");
         fputc(',', csv);
         csv_str(csv, top ? basename(objc) : "");
+        fputc(',', csv);
+        csv_str(csv, l->name);
         fputc('\n', csv);
     }
 }
@@ -295,6 +303,18 @@ int lockreport_print(const char *prefix, const char *cmd, FILE *out, FILE *csv) 
         if (read_proc(path, &p) != 0) {
             bad = 1;
             continue;
+        }
+        for (int k = 0; k < p.nlocks; k++) { /* name the locks in globals */
+            struct lock *l = &p.locks[k];
+            char sym[256], line[8];
+            if (l->obj[0] && strcmp(l->obj, "?") != 0 &&
+                sym_lookup(l->obj, l->off, (unsigned long long)p.pid, 0, sym, sizeof sym, line,
+                           sizeof line) == 0) {
+                size_t m = strlen(sym); /* "name+0": the variable itself */
+                if (m > 2 && strcmp(sym + m - 2, "+0") == 0)
+                    sym[m - 2] = 0;
+                snprintf(l->name, sizeof l->name, "%s", sym);
+            }
         }
         qsort(p.locks, (size_t)p.nlocks, sizeof *p.locks, by_cost);
         if (p.nlocks) { /* processes that took no lock (a shell) say nothing */

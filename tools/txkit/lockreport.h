@@ -16,6 +16,6 @@
 int lockreport_print(const char *prefix, const char *cmd, FILE *out, FILE *csv);
 #define LOCKREPORT_CSV_HEADER                                                            \
     "cmd,pid,exe,seconds,threads,rtm,rank,lock,kind,acquired,contended,wait_ns,hold_ns," \
-    "lost_pct,wait_p99_ns,hold_p99_ns,max_waiting,elided,top_site,top_object"
+    "lost_pct,wait_p99_ns,hold_p99_ns,max_waiting,elided,top_site,top_object,lock_name"
 
 #endif /* TXKIT_CLI_LOCKREPORT_H */

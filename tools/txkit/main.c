@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <txkit.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -311,6 +312,9 @@ static int run_with_report(char **cmd, const char *report, const char *csv_path)
         perror("txkit run: --report: mkdtemp");
         return 1;
     }
+    /* the program's processes may run as other users (a server's children as
+     * www-data): they must be able to create their files; sticky, like /tmp */
+    chmod(dir, 01777);
     snprintf(prefix, sizeof prefix, "%s/locks", dir);
     fflush(NULL);
     pid_t pid = fork();

@@ -147,16 +147,23 @@ static int is_code(const Elf64_Sym *s) {
     return (type == STT_FUNC || type == STT_GNU_IFUNC) && s->st_shndx != SHN_UNDEF;
 }
 
-/* The function symbol covering vaddr: name and offset into it. */
+static int is_data(const Elf64_Sym *s) {
+    return ELF64_ST_TYPE(s->st_info) == STT_OBJECT && s->st_shndx != SHN_UNDEF;
+}
+
+/* The symbol covering vaddr: name and offset into it. A function first (code
+ * addresses); else a data object (a lock in a global, for the lock report). */
 static int by_addr(const struct symtab *t, uint64_t vaddr, char *buf, size_t len) {
-    for (size_t i = 0; i < t->n; i++) {
-        const Elf64_Sym *s = &t->sym[i];
-        const char *name;
-        if (!is_code(s) || vaddr < s->st_value ||
-            vaddr - s->st_value >= (s->st_size ? s->st_size : 1) || !(name = sym_name(t, s)))
-            continue;
-        snprintf(buf, len, "%s+%#" PRIx64, name, vaddr - s->st_value);
-        return 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < t->n; i++) {
+            const Elf64_Sym *s = &t->sym[i];
+            const char *name;
+            if (!(pass ? is_data(s) : is_code(s)) || vaddr < s->st_value ||
+                vaddr - s->st_value >= (s->st_size ? s->st_size : 1) || !(name = sym_name(t, s)))
+                continue;
+            snprintf(buf, len, "%s+%#" PRIx64, name, vaddr - s->st_value);
+            return 0;
+        }
     }
     return -1;
 }
