@@ -19,6 +19,8 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,7 @@
 #define LP_TAB_SIZE (1u << LP_TAB_BITS)
 #define LP_PROBES 64u
 #define LP_SITES 6 /* call sites kept per lock; the last collects the rest */
-#define LP_HIST 24 /* log2 buckets of nanoseconds: [2^k, 2^(k+1)), the last open */
+#define LP_HIST 32 /* log2 buckets of nanoseconds: [2^k, 2^(k+1)), the last open */
 #define LP_HELD 16 /* locks one thread holds at once that are timed */
 
 enum { LP_MUTEX, LP_RWLOCK_RD, LP_RWLOCK_WR, LP_SPIN };
@@ -42,6 +44,16 @@ struct lp_site {
     uint64_t acq, contended, wait_ns;
 };
 
+/* A contended acquisition through a wrapper (the immediate caller is in a
+ * shared library, e.g. APR's apr_thread_mutex_lock): the first frame outside
+ * that library, from a backtrace taken then (the thread is about to wait
+ * anyway), so the report names the program's code that waited. */
+#define LP_DEEP 4
+struct lp_deep {
+    uintptr_t pc; /* 0: free */
+    uint64_t contended, wait_ns;
+};
+
 struct lp_lock {
     uintptr_t key; /* lock address, 0: free */
     unsigned kind;
@@ -49,6 +61,7 @@ struct lp_lock {
     unsigned waiting, max_waiting, elided;
     uint64_t wait_hist[LP_HIST], hold_hist[LP_HIST];
     struct lp_site sites[LP_SITES];
+    struct lp_deep deep[LP_DEEP]; /* the last collects the rest */
 } __attribute__((aligned(64)));
 
 static struct lp_lock *lp_tab; /* LP_TAB_SIZE entries, allocated when on */
@@ -181,6 +194,71 @@ static void lp_released(const void *lock) {
         lp_depth--;
 }
 
+/* The main program's load address as dladdr reports it (dli_fbase): the
+ * first object dl_iterate_phdr lists, at its lowest PT_LOAD. */
+static int lp_first_object(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    uintptr_t lo = UINTPTR_MAX;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_phdr[i].p_vaddr < lo)
+            lo = info->dlpi_phdr[i].p_vaddr;
+    *(uintptr_t *)arg = info->dlpi_addr + (lo == UINTPTR_MAX ? 0 : lo);
+    return 1; /* the first one only */
+}
+static uintptr_t lp_main_base(void) {
+    static uintptr_t base;
+    if (!base)
+        dl_iterate_phdr(lp_first_object, &base);
+    return base;
+}
+
+/* Attribute a contended wait through a library wrapper to the first frame
+ * outside that library (and outside txkit). */
+static void lp_deep_count(struct lp_lock *e, void *caller, uint64_t wait_ns) {
+    Dl_info ci;
+    if (!dladdr(caller, &ci) || (uintptr_t)ci.dli_fbase == lp_main_base())
+        return; /* the program's own call: the site says it all */
+    void *frames[16];
+    int n = backtrace(frames, 16);
+    uintptr_t pc = 0;
+    for (int i = 0; i < n; i++) {
+        Dl_info fi;
+        if (!dladdr(frames[i], &fi) || !fi.dli_fname || fi.dli_fbase == ci.dli_fbase ||
+            tk_lp_from_self(frames[i], NULL) || strstr(fi.dli_fname, "libtxkit"))
+            continue;
+        if ((uintptr_t)frames[i] == (uintptr_t)caller)
+            continue;
+        /* the first frame past the wrapper's library */
+        int past = 0;
+        for (int j = 0; j < i; j++) {
+            Dl_info pj;
+            if (dladdr(frames[j], &pj) && pj.dli_fbase == ci.dli_fbase)
+                past = 1;
+        }
+        if (past) {
+            pc = (uintptr_t)frames[i];
+            break;
+        }
+    }
+    if (!pc)
+        return;
+    struct lp_deep *d = &e->deep[LP_DEEP - 1];
+    for (int i = 0; i < LP_DEEP - 1; i++) {
+        uintptr_t cur = __atomic_load_n(&e->deep[i].pc, __ATOMIC_ACQUIRE);
+        if (cur == pc ||
+            (cur == 0 && __atomic_compare_exchange_n(&e->deep[i].pc, &cur, pc, false,
+                                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) ||
+            cur == pc) {
+            d = &e->deep[i];
+            break;
+        }
+    }
+    if (d->pc == 0)
+        __atomic_store_n(&d->pc, pc, __ATOMIC_RELEASE);
+    ADD(d->contended, 1);
+    ADD(d->wait_ns, wait_ns);
+}
+
 /* Wait for a lock the try did not get, counted as waiting. */
 static void lp_wait_enter(struct lp_lock *e) {
     unsigned w = ADD(e->waiting, 1);
@@ -212,6 +290,8 @@ static int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_f
     uint64_t t1 = tk_rdtsc();
     if (rc == 0)
         lp_acquired(e, lock, caller, 1, t1 - t0, t1);
+    if (rc == 0)
+        lp_deep_count(e, caller, lp_ns(t1 - t0));
     return rc;
 }
 
@@ -352,6 +432,15 @@ TK_EXPORT void _txkit_lock_report(void) {
                     (unsigned long long)st->contended, (unsigned long long)st->wait_ns);
             lp_where(f, st->caller);
             fprintf(f, "\t%s\n", s == LP_SITES - 1 ? "and-others" : "");
+        }
+        for (int s = 0; s < LP_DEEP; s++) {
+            const struct lp_deep *d = &e->deep[s];
+            if (!d->pc || !d->contended)
+                continue;
+            fprintf(f, "D\t%llu\t%llu\t", (unsigned long long)d->contended,
+                    (unsigned long long)d->wait_ns);
+            lp_where(f, d->pc);
+            fprintf(f, "\t%s\n", s == LP_DEEP - 1 ? "and-others" : "");
         }
     }
     if (fclose(f) != 0)

@@ -10,6 +10,9 @@
  *               locks in writer() (thread 0)
  *   spin        a spinlock: THREADS x SPIN acquisitions in spinner()
  *   cv_mutex    one condition-variable handshake per thread
+ *   wrapped_mutex  taken through a wrapper in a shared library
+ *               (lockreport_wrap.c): wrapped_path() waits for it once while
+ *               the main thread holds it for 30 ms (with 2 threads or more)
  * Usage: lockreport_prog THREADS; prints "expect NAME ADDRESS COUNT" lines.
  * The functions are not static and not inlined, so the report can name them. */
 #include <pthread.h>
@@ -29,6 +32,10 @@ pthread_mutex_t cv_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
 pthread_spinlock_t spin;
+pthread_mutex_t wrapped_mutex = PTHREAD_MUTEX_INITIALIZER;
+int wrap_lock(pthread_mutex_t *m);
+int wrap_unlock(pthread_mutex_t *m);
+static volatile int wrapped_held;
 static volatile uint64_t shared_counter, table[64];
 static int ready;
 
@@ -66,6 +73,12 @@ __attribute__((noinline)) void writer(int i) {
     pthread_rwlock_unlock(&table_lock);
 }
 
+__attribute__((noinline)) void wrapped_path(void) {
+    wrap_lock(&wrapped_mutex);
+    shared_counter++;
+    wrap_unlock(&wrapped_mutex);
+}
+
 __attribute__((noinline)) void spinner(void) {
     pthread_spin_lock(&spin);
     shared_counter++;
@@ -78,6 +91,11 @@ static void *worker(void *arg) {
     while (!ready)
         pthread_cond_wait(&cv, &cv_mutex);
     pthread_mutex_unlock(&cv_mutex);
+    if (id == 1) {
+        while (!__atomic_load_n(&wrapped_held, __ATOMIC_ACQUIRE))
+            ;
+        wrapped_path(); /* waits: main holds it */
+    }
     for (int i = 0; i < HOT; i++)
         hot_path();
     for (int i = 0; i < RW; i++) {
@@ -107,10 +125,15 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
         pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
     busy_ns(20000000); /* all of them waiting on the condition variable */
+    pthread_mutex_lock(&wrapped_mutex);
+    __atomic_store_n(&wrapped_held, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&cv_mutex);
     ready = 1;
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&cv_mutex);
+    if (n >= 2)
+        busy_ns(30000000); /* thread 1 waits in wrapped_path() */
+    pthread_mutex_unlock(&wrapped_mutex);
     for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
     printf("expect hot_mutex %p %d\n", (void *)&hot_mutex, n * HOT);

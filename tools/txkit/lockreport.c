@@ -14,7 +14,7 @@
 #include "lockreport.h"
 #include "symbolize.h"
 
-#define HIST 24
+#define HIST 32 /* LP_HIST of src/cx/lockprof.c */
 #define MAX_SITES 8
 
 struct site {
@@ -30,8 +30,9 @@ struct lock {
     unsigned long long acq, contended, wait_ns, hold_ns, timed_holds;
     unsigned max_waiting, elided;
     unsigned long long wait_hist[HIST], hold_hist[HIST];
-    int nsites;
+    int nsites, ndeep;
     struct site sites[MAX_SITES];
+    struct site deep[MAX_SITES]; /* contended waits through a wrapper, by the caller past it */
 };
 
 struct proc {
@@ -123,6 +124,16 @@ static int read_proc(const char *path, struct proc *p) {
                 snprintf(l->obj, sizeof l->obj, "%s", fl[12]);
                 snprintf(l->off, sizeof l->off, "%s", fl[13]);
             }
+        } else if (n >= 5 && !strcmp(fl[0], "D") && p->nlocks > 0) {
+            struct lock *l = &p->locks[p->nlocks - 1];
+            if (l->ndeep == MAX_SITES)
+                continue;
+            struct site *s = &l->deep[l->ndeep++];
+            s->contended = strtoull(fl[1], NULL, 10);
+            s->wait_ns = strtoull(fl[2], NULL, 10);
+            snprintf(s->object, sizeof s->object, "%s", fl[3]);
+            snprintf(s->func, sizeof s->func, "%s", fl[4]);
+            s->others = n >= 6 && !strcmp(fl[5], "and-others");
         } else if (n >= 6 && !strcmp(fl[0], "S") && p->nlocks > 0) {
             struct lock *l = &p->locks[p->nlocks - 1];
             if (l->nsites == MAX_SITES)
@@ -228,6 +239,18 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
                     line[0] ? " " : "", line, s->acq, s->contended, ws);
             if (s->others)
                 fprintf(out, "       (and other sites, counted with the one above)\n");
+        }
+        for (int k = 0; k < l->ndeep; k++) {
+            const struct site *s = &l->deep[k];
+            char sym[256] = "", line[512] = "", objc[512], ws[32];
+            if (strcmp(s->object, "?") != 0)
+                sym_lookup(s->object, s->func, (unsigned long long)p->pid, 1, sym, sizeof sym, line,
+                           sizeof line);
+            snprintf(objc, sizeof objc, "%s", s->object);
+            fmt_ns(ws, sizeof ws, s->wait_ns);
+            fprintf(out, "       waited for from %s (%s)%s%s: %llu contended, %s%s\n",
+                    sym[0] ? sym : s->func, basename(objc), line[0] ? " " : "", line, s->contended,
+                    ws, s->others ? " (with other callers)" : "");
         }
     }
     fputc('\n', out);
