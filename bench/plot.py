@@ -769,7 +769,8 @@ def plot_locks(args):
     ax.set_ylabel("time waiting for locks, % of thread time")
     ax.set_title("(a) time lost to synchronization\n(cf. TxLinux Fig. 4)", fontsize=9)
     ax.grid(True, axis="y", alpha=0.3)
-    labels = ["%s: %s\n%s" % (r["program"], r["kind"], r["top_site"][:28]) for r in top]
+    labels = ["%s: %s\n%s" % (r["program"], r.get("lock_name") or r["kind"], r["top_site"][:28])
+              for r in top]
     x = range(len(top))
     ax = axes[1]
     ax.bar([i - 0.2 for i in x], [num(r["acquired"]) or 0 for r in top], width=0.4,

@@ -9,6 +9,8 @@
 #                           clang-format (docs.format), python3-matplotlib
 #                           (bench.plot: the figures of every benchmark)
 #   scripts/deps.sh demo    + python3-matplotlib (bench/plot.py, the figures)
+#   scripts/deps.sh results + memcached, libmemcached-tools (memcaslap), pigz,
+#                           xz-utils (bench/run-locks.sh, make results)
 # As root it installs them with apt-get. Otherwise it names the missing ones
 # and fails, unless --if-root is given: then it only names them and succeeds
 # (`make test` as a user: the tests that need a missing tool skip, exit 77,
@@ -22,7 +24,9 @@ case "$mode" in
   build) ;;
   test) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db clang-format python3-matplotlib) ;;
   demo) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db python3-matplotlib) ;;
-  *) echo "usage: $0 build|test|demo [--if-root]" >&2; exit 2 ;;
+  results) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db python3-matplotlib
+                  memcached libmemcached-tools pigz xz-utils) ;;
+  *) echo "usage: $0 build|test|demo|results [--if-root]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${want[@]}"; do
