@@ -116,6 +116,14 @@ mkdir -p "$T/cm"
     done
 } >"$T/cm/pipeline.csv"
 
+{
+    echo "cmd,pid,exe,seconds,threads,rtm,rank,lock,kind,acquired,contended,wait_ns,hold_ns,lost_pct,wait_p99_ns,hold_p99_ns,max_waiting,elided,top_site,top_object,lock_name,program"
+    for p in memcached sort; do
+        echo "$p,10,/usr/bin/$p,4.0,3,1,1,0x1000,mutex,100000,50,3000000,9000000,0.05,1000000,2000,2,90000,f+0x10,$p,big_lock,$p"
+        echo "$p,10,/usr/bin/$p,4.0,3,1,2,0x2000,rwlock,500,0,0,1000,0.0,0,64,0,0,g+0x20,$p,,$p"
+    done
+} >"$T/locks.csv"
+
 # ------------------------------------------------------------ every kind
 draw() {
     local out
@@ -130,8 +138,9 @@ draw abi "$T/abi-summary.csv" --out "$T/abi.png"
 draw apps "$T/apps.csv" --out "$T/apps.png"
 draw cx "$T/cx.csv" --out "$T/cx.png"
 draw cm "$T/cm" --out "$T/cm"
+draw locks "$T/locks.csv" --out "$T/locks.png"
 n=0
-for f in core cache apache apache-aborts abi apps cx cm/inversion cm/hotcounter cm/pipeline; do
+for f in core cache apache apache-aborts abi apps cx cm/inversion cm/hotcounter cm/pipeline locks; do
     p=$T/$f.png
     [ -s "$p" ] || fail "$f.png not written"
     [ "$(head -c 8 "$p" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$f.png is not a PNG"
@@ -160,4 +169,4 @@ others=$(grep -rlE '(^|[^-])gnuplot|set terminal' "$REPO/bench" "$REPO/cache/ben
     grep -v plot_selftest.sh)
 [ -z "$others" ] || fail "figures drawn outside bench/plot.py: $others"
 
-echo "PASS [bench.plot]: $n figures of 7 kinds, errors and the missing-matplotlib case"
+echo "PASS [bench.plot]: $n figures of 8 kinds, errors and the missing-matplotlib case"
