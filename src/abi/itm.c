@@ -100,7 +100,7 @@ static uint64_t next_txid_block;
  * exact: sw_active, read inside the attempt, aborts it when a software
  * attempt starts (the sanitizer lane saw a reader use a block a hardware
  * commit freed: abi.hw.free_hw). Owner thread, inside the attempt. */
-static bool uninstrumented_ok(const tk_thread *t, uint32_t props) {
+static inline bool uninstrumented_ok(const tk_thread *t, uint32_t props) {
     if (!(props & TK_PR_UNINSTRUMENTED))
         return false;
     if (!(props & TK_PR_INSTRUMENTED))

@@ -109,13 +109,6 @@ void tk_irr_take(tk_thread *t) {
     t->ctl.irr_token = 1;
 }
 
-void tk_irr_release(tk_thread *t) {
-    if (!t->ctl.irr_token)
-        return;
-    __atomic_store_n(&tk_g.irr_owner, 0, __ATOMIC_RELEASE);
-    t->ctl.irr_token = 0;
-}
-
 void tk_clock_external_write(void) {
     for (unsigned spins = 0;; spins++) {
         uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);

@@ -116,9 +116,9 @@ extern struct tk_global tk_g TK_HIDDEN;
 TK_HIDDEN uint64_t tk_wait_clock_even(void);
 /* Wait until no other thread's transaction is irrevocable. */
 TK_HIDDEN void tk_wait_no_irrevocable(const tk_thread *t);
-/* Take / give back the irrevocability token (tk_g.irr_owner). */
+/* Take the irrevocability token (tk_g.irr_owner); tk_irr_release
+ * (runtime/internal.h) gives it back. */
 TK_HIDDEN void tk_irr_take(tk_thread *t);
-TK_HIDDEN void tk_irr_release(tk_thread *t);
 /* A write outside transactions that software transactions must notice (an
  * exclusive cx acquisition): move the clock like a commit that wrote. Any thread. */
 TK_HIDDEN void tk_clock_external_write(void);

@@ -28,18 +28,6 @@ static void *vec_push_n(tk_vec *v, size_t elem_size, size_t n) {
 }
 
 
-void tk_attempt_reset(tk_thread *t) {
-    t->ulog.len = 0;
-    t->allocs.len = 0;
-    t->captured.len = 0;
-    t->excs.len = 0;
-    t->cxa_catches = 0;
-    t->cxa_undo = 0;
-    t->frees.len = 0;
-    t->handlers.len = 0;
-    t->arena.len = 0;
-}
-
 /* Move a log out of the descriptor: handlers may start transactions, which
  * reuse the descriptor's logs. */
 static tk_vec take(tk_vec *v) {

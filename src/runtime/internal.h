@@ -417,7 +417,27 @@ static inline size_t tk_piece(uintptr_t addr, size_t left) {
 }
 TK_HIDDEN void tk_run_handlers(tk_thread *t, int on_commit);
 TK_HIDDEN void tk_discard_effects(tk_thread *t, int committed);
-TK_HIDDEN void tk_attempt_reset(tk_thread *t);
+/* Empty the logs of the attempt (its effects were applied or discarded).
+ * Owner thread, between attempts; inline: it runs for every transaction. */
+static inline void tk_attempt_reset(tk_thread *t) {
+    t->ulog.len = 0;
+    t->allocs.len = 0;
+    t->captured.len = 0;
+    t->excs.len = 0;
+    t->cxa_catches = 0;
+    t->cxa_undo = 0;
+    t->frees.len = 0;
+    t->handlers.len = 0;
+    t->arena.len = 0;
+}
+/* Give back the irrevocability token (tk_g.irr_owner) if t holds it. Owner
+ * thread; inline: every serial begin and every commit ask. */
+static inline void tk_irr_release(tk_thread *t) {
+    if (TXKIT_UNLIKELY(t->ctl.irr_token)) {
+        __atomic_store_n(&tk_g.irr_owner, 0, __ATOMIC_RELEASE);
+        t->ctl.irr_token = 0;
+    }
+}
 
 /* ------------------------------------------------------------------- stats */
 
