@@ -96,7 +96,12 @@ __attribute__((constructor(102))) static void lp_init(void) {
         fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: path too long; no lock report\n");
         return;
     }
-    lp_tab = calloc(LP_TAB_SIZE, sizeof *lp_tab);
+    /* calloc does not promise the entries' cache-line alignment (UBSan) */
+    void *mem = NULL;
+    if (posix_memalign(&mem, _Alignof(struct lp_lock), LP_TAB_SIZE * sizeof *lp_tab) == 0) {
+        memset(mem, 0, LP_TAB_SIZE * sizeof *lp_tab);
+        lp_tab = mem;
+    }
     if (!lp_tab) {
         fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: out of memory; no lock report\n");
         return;

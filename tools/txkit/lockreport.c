@@ -339,7 +339,8 @@ int lockreport_print(const char *prefix, const char *cmd, FILE *out, FILE *csv) 
                 snprintf(l->name, sizeof l->name, "%s", sym);
             }
         }
-        qsort(p.locks, (size_t)p.nlocks, sizeof *p.locks, by_cost);
+        if (p.nlocks) /* (qsort wants a non-null base even for none) */
+            qsort(p.locks, (size_t)p.nlocks, sizeof *p.locks, by_cost);
         if (p.nlocks) { /* processes that took no lock (a shell) say nothing */
             print_proc(&p, cmd, out);
             if (csv)
