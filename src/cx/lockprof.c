@@ -14,8 +14,13 @@
  * last): acquisitions, contended ones (the try failed first: the exact test,
  * a trylock before the blocking call), nanoseconds waiting and holding (log2
  * histograms), the most threads waiting at once. Counters are relaxed
- * atomics on the lock's own entry; times come from the TSC. Owner: this
- * file; every function is callable from any thread.
+ * atomics on the lock's own entry; times are TSC ticks, converted at exit
+ * by the ratio of the clock to the TSC over the process's life (nothing waits
+ * to calibrate: short-lived processes such as CGI scripts must not pay), the
+ * histograms written in ticks with that ratio. The table is anonymous memory
+ * touched only where locks land, made afresh in a fork's child. A process
+ * that took no lock writes nothing. Owner: this file; every function is
+ * callable from any thread.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -24,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload/elide_abi.h"
@@ -65,7 +72,8 @@ struct lp_lock {
 } __attribute__((aligned(64)));
 
 static struct lp_lock *lp_tab; /* LP_TAB_SIZE entries, allocated when on */
-static double lp_npt = 1.0;    /* ns per TSC tick, calibrated at start */
+static uint64_t lp_start_ns;   /* CLOCK_MONOTONIC at the start, with lp_start_tsc */
+static int lp_any;             /* a lock was taken (else no file) */
 static char lp_prefix[4096];
 static uint64_t lp_start_tsc;
 static unsigned lp_threads; /* threads that took a profiled lock */
@@ -80,12 +88,35 @@ struct lp_held {
 static __thread struct lp_held lp_stack[LP_HELD];
 static __thread unsigned lp_depth, lp_seen;
 
+#define LP_TAB_BYTES (LP_TAB_SIZE * sizeof(struct lp_lock))
+
+static struct lp_lock *lp_map(void) {
+    void *m = mmap(NULL, LP_TAB_BYTES, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return m == MAP_FAILED ? NULL : m; /* page-aligned, zero, untouched */
+}
+
+static uint64_t lp_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A fork's child starts its own report: a fresh table (no page of the
+ * parent's copied), its own clock. */
 static void lp_fork_child(void) {
-    if (lp_tab)
-        memset(lp_tab, 0, sizeof *lp_tab * LP_TAB_SIZE);
+    if (lp_tab) {
+        munmap(lp_tab, LP_TAB_BYTES);
+        lp_tab = lp_map();
+        if (!lp_tab)
+            __atomic_store_n(&tk_lp_on, 0, __ATOMIC_RELEASE);
+    }
     lp_start_tsc = tk_rdtsc();
-    lp_threads = 1;
+    lp_start_ns = lp_now_ns();
+    lp_threads = lp_seen ? 1 : 0;
     lp_lost = 0;
+    lp_any = 0;
+    lp_depth = 0;
 }
 
 __attribute__((constructor(102))) static void lp_init(void) {
@@ -96,19 +127,14 @@ __attribute__((constructor(102))) static void lp_init(void) {
         fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: path too long; no lock report\n");
         return;
     }
-    /* calloc does not promise the entries' cache-line alignment (UBSan) */
-    void *mem = NULL;
-    if (posix_memalign(&mem, _Alignof(struct lp_lock), LP_TAB_SIZE * sizeof *lp_tab) == 0) {
-        memset(mem, 0, LP_TAB_SIZE * sizeof *lp_tab);
-        lp_tab = mem;
-    }
+    lp_tab = lp_map(); /* (calloc would not give the entries' 64-byte alignment) */
     if (!lp_tab) {
         fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: out of memory; no lock report\n");
         return;
     }
     strcpy(lp_prefix, p);
-    lp_npt = tk_ns_per_tick();
     lp_start_tsc = tk_rdtsc();
+    lp_start_ns = lp_now_ns();
     pthread_atfork(NULL, NULL, lp_fork_child);
     __atomic_store_n(&tk_lp_on, 1, __ATOMIC_RELEASE);
 }
@@ -151,7 +177,8 @@ static unsigned lp_bucket(uint64_t ns) {
     return b < LP_HIST ? b : LP_HIST - 1;
 }
 
-static inline uint64_t lp_ns(uint64_t ticks) { return (uint64_t)((double)ticks * lp_npt); }
+/* Times are kept in TSC ticks (lp_write converts): no conversion here. */
+static inline uint64_t lp_ns(uint64_t ticks) { return ticks; }
 
 #define ADD(x, v) __atomic_add_fetch(&(x), (v), __ATOMIC_RELAXED)
 
@@ -162,6 +189,8 @@ static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int c
         lp_seen = 1;
         ADD(lp_threads, 1);
     }
+    if (!lp_any)
+        lp_any = 1;
     struct lp_site *s = lp_site_of(e, caller);
     if (s->caller == 0)
         __atomic_store_n(&s->caller, (uintptr_t)caller, __ATOMIC_RELEASE);
@@ -329,6 +358,8 @@ void tk_lp_elided(pthread_mutex_t *m, void *caller) {
     ADD(e->acq, 1);
     ADD(s->acq, 1);
     ADD(e->elided, 1);
+    if (!lp_any)
+        lp_any = 1;
 }
 
 /* ------------------------------------------------ rwlocks and spinlocks */
@@ -397,6 +428,8 @@ static void lp_where(FILE *f, uintptr_t a) {
 TK_EXPORT void _txkit_lock_report(void) {
     if (!__atomic_load_n(&tk_lp_on, __ATOMIC_ACQUIRE))
         return;
+    if (!lp_any)
+        return; /* took no lock: nothing to say */
     char path[sizeof lp_prefix + 24];
     snprintf(path, sizeof path, "%s.%ld", lp_prefix, (long)getpid());
     FILE *f = fopen(path, "w");
@@ -404,7 +437,13 @@ TK_EXPORT void _txkit_lock_report(void) {
         fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: %s: %s\n", path, strerror(errno));
         return;
     }
-    uint64_t ns = lp_ns(tk_rdtsc() - lp_start_tsc);
+    uint64_t ticks = tk_rdtsc() - lp_start_tsc, ns = lp_now_ns() - lp_start_ns;
+    /* the clock against the TSC over the process's life; too short a life
+     * for a good ratio: the runtime's calibration if it has one */
+    double npt = ticks && ns >= 1000000 ? (double)ns / (double)ticks : tk_ns_per_tick_known();
+    if (npt <= 0)
+        npt = ticks ? (double)ns / (double)ticks : 1.0;
+#define NS(x) ((unsigned long long)((double)(x)*npt))
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
@@ -413,14 +452,15 @@ TK_EXPORT void _txkit_lock_report(void) {
     fprintf(f, "txkit-lock-report\t1\n");
     fprintf(f, "pid\t%ld\nexe\t%s\nelapsed_ns\t%llu\nthreads\t%u\nrtm\t%d\nuntracked_locks\t%u\n",
             (long)getpid(), exe, (unsigned long long)ns, lp_threads, tk_g.hybrid ? 1 : 0, lp_lost);
+    fprintf(f, "hist_ns_per_unit\t%.6f\n", npt); /* the histograms count log2 ticks */
     for (unsigned i = 0; i < LP_TAB_SIZE; i++) {
         struct lp_lock *e = &lp_tab[i];
         if (!e->key || !e->acq)
             continue;
         fprintf(f, "L\t%#lx\t%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%u\t%u\t", (unsigned long)e->key,
                 lp_kind_name[e->kind], (unsigned long long)e->acq, (unsigned long long)e->contended,
-                (unsigned long long)e->wait_ns, (unsigned long long)e->hold_ns,
-                (unsigned long long)e->timed_holds, e->max_waiting, e->elided);
+                NS(e->wait_ns), NS(e->hold_ns), (unsigned long long)e->timed_holds, e->max_waiting,
+                e->elided);
         for (int b = 0; b < LP_HIST; b++)
             fprintf(f, "%s%llu", b ? "," : "", (unsigned long long)e->wait_hist[b]);
         fputc('\t', f);
@@ -434,7 +474,7 @@ TK_EXPORT void _txkit_lock_report(void) {
             if (!st->caller || !st->acq)
                 continue;
             fprintf(f, "S\t%llu\t%llu\t%llu\t", (unsigned long long)st->acq,
-                    (unsigned long long)st->contended, (unsigned long long)st->wait_ns);
+                    (unsigned long long)st->contended, NS(st->wait_ns));
             lp_where(f, st->caller);
             fprintf(f, "\t%s\n", s == LP_SITES - 1 ? "and-others" : "");
         }
@@ -442,12 +482,12 @@ TK_EXPORT void _txkit_lock_report(void) {
             const struct lp_deep *d = &e->deep[s];
             if (!d->pc || !d->contended)
                 continue;
-            fprintf(f, "D\t%llu\t%llu\t", (unsigned long long)d->contended,
-                    (unsigned long long)d->wait_ns);
+            fprintf(f, "D\t%llu\t%llu\t", (unsigned long long)d->contended, NS(d->wait_ns));
             lp_where(f, d->pc);
             fprintf(f, "\t%s\n", s == LP_DEEP - 1 ? "and-others" : "");
         }
     }
+#undef NS
     if (fclose(f) != 0)
         fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: %s: %s\n", path, strerror(errno));
 }

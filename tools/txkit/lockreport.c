@@ -39,6 +39,7 @@ struct proc {
     long pid;
     char exe[512];
     unsigned long long elapsed_ns;
+    double hist_unit; /* ns per histogram unit (log2 buckets of TSC ticks) */
     unsigned threads, untracked;
     int rtm;
     int nlocks, cap;
@@ -89,6 +90,8 @@ static int read_proc(const char *path, struct proc *p) {
             snprintf(p->exe, sizeof p->exe, "%s", fl[1]);
         } else if (n >= 2 && !strcmp(fl[0], "elapsed_ns")) {
             p->elapsed_ns = strtoull(fl[1], NULL, 10);
+        } else if (n >= 2 && !strcmp(fl[0], "hist_ns_per_unit")) {
+            p->hist_unit = strtod(fl[1], NULL);
         } else if (n >= 2 && !strcmp(fl[0], "threads")) {
             p->threads = (unsigned)strtoul(fl[1], NULL, 10);
         } else if (n >= 2 && !strcmp(fl[0], "rtm")) {
@@ -165,8 +168,9 @@ static int by_cost(const void *a, const void *b) {
     return strcmp(x->addr, y->addr);
 }
 
-/* The upper bound (ns) of the bucket holding quantile q of a log2 histogram. */
-static unsigned long long quantile(const unsigned long long *h, double q) {
+/* The upper bound (in the histogram's units) of the bucket holding quantile
+ * q of a log2 histogram. */
+static unsigned long long quantile_units(const unsigned long long *h, double q) {
     unsigned long long n = 0, run = 0;
     for (int b = 0; b < HIST; b++)
         n += h[b];
@@ -178,6 +182,13 @@ static unsigned long long quantile(const unsigned long long *h, double q) {
             return 2ull << b;
     }
     return 2ull << (HIST - 1);
+}
+
+/* ... in ns: unit is the file's hist_ns_per_unit. */
+static unsigned long long quantile(const unsigned long long *h, double q, double unit) {
+    if (unit <= 0)
+        unit = 1.0;
+    return (unsigned long long)((double)quantile_units(h, q) * unit);
 }
 
 static void fmt_ns(char *buf, size_t len, unsigned long long ns) {
@@ -214,8 +225,8 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
         const struct lock *l = &p->locks[i];
         char w[32], wq[32], hq[32];
         fmt_ns(w, sizeof w, l->wait_ns);
-        fmt_ns(wq, sizeof wq, quantile(l->wait_hist, 0.99));
-        fmt_ns(hq, sizeof hq, quantile(l->hold_hist, 0.99));
+        fmt_ns(wq, sizeof wq, quantile(l->wait_hist, 0.99, p->hist_unit));
+        fmt_ns(hq, sizeof hq, quantile(l->hold_hist, 0.99, p->hist_unit));
         fprintf(out, "%4d %-24s %-8s %10llu %10llu %5.1f%% %10s %6.2f%% %10s %10s %4u", i + 1,
                 l->name[0] ? l->name : l->addr, l->kind, l->acq, l->contended,
                 l->acq ? 100.0 * (double)l->contended / (double)l->acq : 0.0, w,
@@ -293,8 +304,9 @@ static void csv_proc(const struct proc *p, const char *cmd, FILE *csv) {
         fprintf(csv, ",%.6f,%u,%d,%d,%s,%s,%llu,%llu,%llu,%llu,%.4f,%llu,%llu,%u,%u,",
                 (double)p->elapsed_ns / 1e9, p->threads, p->rtm, i + 1, l->addr, l->kind, l->acq,
                 l->contended, l->wait_ns, l->hold_ns,
-                denom > 0 ? 100.0 * (double)l->wait_ns / denom : 0.0, quantile(l->wait_hist, 0.99),
-                quantile(l->hold_hist, 0.99), l->max_waiting, l->elided);
+                denom > 0 ? 100.0 * (double)l->wait_ns / denom : 0.0,
+                quantile(l->wait_hist, 0.99, p->hist_unit),
+                quantile(l->hold_hist, 0.99, p->hist_unit), l->max_waiting, l->elided);
         csv_str(csv, top ? (sym[0] ? sym : top->func) : "");
         fputc(',', csv);
         csv_str(csv, top ? basename(objc) : "");
