@@ -83,10 +83,32 @@ int tk_lp_on;               /* read by elide.c and the hooks below */
 struct lp_held {
     uintptr_t key;
     uint64_t tsc;
-    struct lp_lock *e;
+    struct lp_lock *e; /* NULL: not sampled, nothing to time */
+    unsigned w;        /* the weight of its hold time */
 };
 static __thread struct lp_held lp_stack[LP_HELD];
 static __thread unsigned lp_depth, lp_seen;
+
+/* Sampling (TXKIT_LOCK_SAMPLE=N, default LP_SAMPLE): one uncontended
+ * acquisition in N of each thread is counted, with weight N, and its hold
+ * timed; the others cost a try and a push on the thread's held stack.
+ * Contended acquisitions (the try failed) are always counted and timed. */
+#define LP_SAMPLE 8
+static unsigned lp_period = LP_SAMPLE;
+static __thread unsigned lp_skip;
+static inline unsigned lp_sample(void) {
+    if (lp_skip) {
+        lp_skip--;
+        return 0;
+    }
+    lp_skip = lp_period - 1;
+    return lp_period;
+}
+static inline void lp_push_untimed(const void *lock) {
+    if (lp_depth < LP_HELD)
+        lp_stack[lp_depth] = (struct lp_held){(uintptr_t)lock, 0, NULL, 0};
+    lp_depth++;
+}
 
 #define LP_TAB_BYTES (LP_TAB_SIZE * sizeof(struct lp_lock))
 
@@ -133,6 +155,16 @@ __attribute__((constructor(102))) static void lp_init(void) {
         return;
     }
     strcpy(lp_prefix, p);
+    const char *sp = getenv("TXKIT_LOCK_SAMPLE");
+    if (sp && *sp) {
+        char *end;
+        unsigned long v = strtoul(sp, &end, 10);
+        if (*end || v < 1 || v > 4096)
+            fprintf(stderr, "txkit: TXKIT_LOCK_SAMPLE=%s: not a number from 1 to 4096; using %d\n",
+                    sp, LP_SAMPLE);
+        else
+            lp_period = (unsigned)v;
+    }
     lp_start_tsc = tk_rdtsc();
     lp_start_ns = lp_now_ns();
     pthread_atfork(NULL, NULL, lp_fork_child);
@@ -184,7 +216,7 @@ static inline uint64_t lp_ns(uint64_t ticks) { return ticks; }
 
 /* The lock was just taken (after wait_ticks waiting, 0 when the try got it). */
 static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int contended,
-                        uint64_t wait_ticks, uint64_t now) {
+                        uint64_t wait_ticks, uint64_t now, unsigned w) {
     if (!lp_seen) {
         lp_seen = 1;
         ADD(lp_threads, 1);
@@ -194,8 +226,8 @@ static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int c
     struct lp_site *s = lp_site_of(e, caller);
     if (s->caller == 0)
         __atomic_store_n(&s->caller, (uintptr_t)caller, __ATOMIC_RELEASE);
-    ADD(e->acq, 1);
-    ADD(s->acq, 1);
+    ADD(e->acq, w);
+    ADD(s->acq, w);
     if (contended) {
         uint64_t ns = lp_ns(wait_ticks);
         ADD(e->contended, 1);
@@ -205,21 +237,23 @@ static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int c
         ADD(e->wait_hist[lp_bucket(ns)], 1);
     }
     if (lp_depth < LP_HELD)
-        lp_stack[lp_depth] = (struct lp_held){(uintptr_t)lock, now, e};
+        lp_stack[lp_depth] = (struct lp_held){(uintptr_t)lock, now, e, w};
     lp_depth++;
 }
 
 static void lp_released(const void *lock) {
-    uint64_t now = tk_rdtsc();
     unsigned n = lp_depth < LP_HELD ? lp_depth : LP_HELD;
     for (unsigned i = n; i-- > 0;) {
         if (lp_stack[i].key != (uintptr_t)lock)
             continue;
         struct lp_lock *e = lp_stack[i].e;
-        uint64_t ns = lp_ns(now - lp_stack[i].tsc);
-        ADD(e->hold_ns, ns);
-        ADD(e->timed_holds, 1);
-        ADD(e->hold_hist[lp_bucket(ns)], 1);
+        if (e) { /* sampled: its hold, weighted */
+            unsigned w = lp_stack[i].w;
+            uint64_t ns = lp_ns(tk_rdtsc() - lp_stack[i].tsc);
+            ADD(e->hold_ns, ns * w);
+            ADD(e->timed_holds, w);
+            ADD(e->hold_hist[lp_bucket(ns)], w);
+        }
         lp_stack[i] = lp_stack[n - 1];
         lp_depth--;
         return;
@@ -307,25 +341,36 @@ typedef int (*lp_lock_fn)(void *);
 /* The one profiled acquisition: try, else wait in the blocking call. */
 static int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_fn block_fn,
                    void *caller) {
-    struct lp_lock *e = lp_entry(lock, kind);
-    if (!e)
-        return block_fn((void *)lock);
     int rc = try_fn((void *)lock);
     if (rc == 0) {
-        lp_acquired(e, lock, caller, 0, 0, tk_rdtsc());
+        unsigned w = lp_sample();
+        struct lp_lock *e = w ? lp_entry(lock, kind) : NULL;
+        if (e)
+            lp_acquired(e, lock, caller, 0, 0, tk_rdtsc(), w);
+        else {
+            lp_any = 1;
+            lp_push_untimed(lock);
+        }
         return 0;
     }
     if (rc != EBUSY && rc != EAGAIN) /* EDEADLK and the like: the blocking call's answer */
         return block_fn((void *)lock);
+    struct lp_lock *e = lp_entry(lock, kind);
+    if (!e) {
+        rc = block_fn((void *)lock);
+        if (rc == 0)
+            lp_push_untimed(lock);
+        return rc;
+    }
     uint64_t t0 = tk_rdtsc();
     lp_wait_enter(e);
     rc = block_fn((void *)lock);
     ADD(e->waiting, (unsigned)-1);
     uint64_t t1 = tk_rdtsc();
-    if (rc == 0)
-        lp_acquired(e, lock, caller, 1, t1 - t0, t1);
-    if (rc == 0)
+    if (rc == 0) {
+        lp_acquired(e, lock, caller, 1, t1 - t0, t1, 1);
         lp_deep_count(e, caller, lp_ns(t1 - t0));
+    }
     return rc;
 }
 
@@ -340,24 +385,32 @@ int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
 
 /* A lock taken some other way (trylock, timedlock, after a condition wait). */
 void tk_lp_taken(const void *lock, unsigned kind, void *caller) {
-    struct lp_lock *e = lp_entry(lock, kind);
+    unsigned w = lp_sample();
+    struct lp_lock *e = w ? lp_entry(lock, kind) : NULL;
     if (e)
-        lp_acquired(e, lock, caller, 0, 0, tk_rdtsc());
+        lp_acquired(e, lock, caller, 0, 0, tk_rdtsc(), w);
+    else {
+        lp_any = 1;
+        lp_push_untimed(lock);
+    }
 }
 void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller) { tk_lp_taken(m, LP_MUTEX, caller); }
 void tk_lp_release(const void *lock) { lp_released(lock); }
 
 /* A section elided in hardware (elide.c): an acquisition without the lock. */
 void tk_lp_elided(pthread_mutex_t *m, void *caller) {
-    struct lp_lock *e = lp_entry(m, LP_MUTEX);
-    if (!e)
+    unsigned w = lp_sample();
+    struct lp_lock *e = w ? lp_entry(m, LP_MUTEX) : NULL;
+    if (!e) {
+        lp_any = 1;
         return;
+    }
     struct lp_site *s = lp_site_of(e, caller);
     if (s->caller == 0)
         __atomic_store_n(&s->caller, (uintptr_t)caller, __ATOMIC_RELEASE);
-    ADD(e->acq, 1);
-    ADD(s->acq, 1);
-    ADD(e->elided, 1);
+    ADD(e->acq, w);
+    ADD(s->acq, w);
+    ADD(e->elided, w);
     if (!lp_any)
         lp_any = 1;
 }

@@ -14,6 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; for f in "$tmp"/*; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done; exit 1; }
 unset LD_PRELOAD TXKIT_LOCK_REPORT
 export TXKIT_RTM=off
+export TXKIT_LOCK_SAMPLE=1 # exact counts (by default 1 uncontended acquisition in 8 is counted)
 
 "$txkit" run --report="$tmp/report.txt" -- "$prog" 2 >"$tmp/prog.out" 2>"$tmp/prog.err" ||
     fail "txkit run --report exit $?"
@@ -53,6 +54,20 @@ grep -q "^ *at wrap_lock+0x[0-9a-f]* (liblockreport_wrap.so)" "$tmp/report.txt" 
 grep -q "^ *waited for from wrapped_path+0x[0-9a-f]* (lockreport_prog).*: 1 contended" "$tmp/report.txt" ||
     fail "the wait through the wrapper is not attributed to wrapped_path()"
 echo "counts, ranking and sites ok"
+
+# sampled (the default): counts are estimates, close to the truth
+TXKIT_LOCK_SAMPLE= "$txkit" run --report="$tmp/sampled.txt" -- "$prog" 2 >"$tmp/prog3.out" 2>&1 ||
+    fail "sampled run exit $?"
+est=$(awk '$2 == "hot_mutex" && $1 ~ /^[0-9]+$/ { print $4; exit }' "$tmp/sampled.txt")
+want=$(sed -n 's/^expect hot_mutex 0x[0-9a-f]* \([0-9]*\)/\1/p' "$tmp/prog3.out")
+[ -n "$est" ] && [ "$est" -ge $((want * 3 / 4)) ] && [ "$est" -le $((want * 5 / 4)) ] ||
+    fail "sampled: hot_mutex estimated at ${est:-nothing}, taken $want times"
+"$txkit" run --report -- true 2>/dev/null # (a bad TXKIT_LOCK_SAMPLE is said, not fatal)
+TXKIT_LOCK_SAMPLE=0 "$txkit" run --report -- "$prog" 1 >/dev/null 2>"$tmp/badsample.err" ||
+    fail "TXKIT_LOCK_SAMPLE=0 made the run fail"
+grep -q 'TXKIT_LOCK_SAMPLE=0: not a number from 1 to 4096' "$tmp/badsample.err" ||
+    fail "TXKIT_LOCK_SAMPLE=0: no message naming the variable"
+echo "sampling ok: hot_mutex $est estimated, $want taken"
 
 # the CSV form: a header, the hot mutex first with its exact count and site
 "$txkit" run --report-csv="$tmp/report.csv" -- "$prog" 2 >"$tmp/prog2.out" 2>"$tmp/report2.txt" ||
