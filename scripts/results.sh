@@ -44,8 +44,12 @@ for p in "${parts[@]}"; do
                 echo "### $n"
                 echo
                 echo '```'
-                # the first process that took locks: its title and its top 3 locks
-                awk '/^txkit lock report:/ { if (seen++) exit } seen && (/^ *[1-3] / || /^ +(at|waited|\(and)/ && ranked <= 3 || /^(txkit|time|rank)/) { print } /^ *[0-9]+ / { ranked = $1 }' \
+                # the process that took the most locks (a server's worker child,
+                # not its parent): its title and its top 3 locks
+                awk '/^txkit lock report:/ { sec++; nl[sec] = 0 }
+                     /^ *[0-9]+ / { ranked = $1; nl[sec]++ }
+                     /^(txkit|time|rank)/ || /^ *[1-3] / || (/^ +(at|waited|\(and)/ && ranked <= 3) { txt[sec] = txt[sec] $0 "\n" }
+                     END { best = 1; for (i = 1; i <= sec; i++) if (nl[i] > nl[best]) best = i; printf "%s", txt[best] }' \
                     "$RES/locks/$n.report"
                 echo '```'
                 echo
@@ -56,7 +60,7 @@ for p in "${parts[@]}"; do
             for f in inversion.png hotcounter.png pipeline.png; do
                 cp "$RES/cm/$f" "$DOC/" 2>/dev/null || { echo "results: no $f" >&2; rc=1; }
             done
-            grep '^TARGET' "$RES/cm.log" >"$DOC/cm-targets.txt"
+            grep '^TARGET' "$RES/cm.log" | awk '!seen[$0]++' >"$DOC/cm-targets.txt"
             ;;
         *) echo "results: unknown part '$p' (apache, locks, cm)" >&2; exit 2 ;;
     esac
