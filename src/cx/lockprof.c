@@ -221,7 +221,7 @@ static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int c
         lp_seen = 1;
         ADD(lp_threads, 1);
     }
-    if (!lp_any)
+    if (!lp_any) /* read-mostly: no shared store per lock */
         lp_any = 1;
     struct lp_site *s = lp_site_of(e, caller);
     if (s->caller == 0)
@@ -348,7 +348,8 @@ static int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_f
         if (e)
             lp_acquired(e, lock, caller, 0, 0, tk_rdtsc(), w);
         else {
-            lp_any = 1;
+            if (!lp_any) /* read-mostly: no shared store per lock */
+                lp_any = 1;
             lp_push_untimed(lock);
         }
         return 0;
@@ -390,7 +391,8 @@ void tk_lp_taken(const void *lock, unsigned kind, void *caller) {
     if (e)
         lp_acquired(e, lock, caller, 0, 0, tk_rdtsc(), w);
     else {
-        lp_any = 1;
+        if (!lp_any) /* read-mostly: no shared store per lock */
+            lp_any = 1;
         lp_push_untimed(lock);
     }
 }
@@ -402,7 +404,8 @@ void tk_lp_elided(pthread_mutex_t *m, void *caller) {
     unsigned w = lp_sample();
     struct lp_lock *e = w ? lp_entry(m, LP_MUTEX) : NULL;
     if (!e) {
-        lp_any = 1;
+        if (!lp_any) /* read-mostly: no shared store per lock */
+            lp_any = 1;
         return;
     }
     struct lp_site *s = lp_site_of(e, caller);
@@ -411,7 +414,7 @@ void tk_lp_elided(pthread_mutex_t *m, void *caller) {
     ADD(e->acq, w);
     ADD(s->acq, w);
     ADD(e->elided, w);
-    if (!lp_any)
+    if (!lp_any) /* read-mostly: no shared store per lock */
         lp_any = 1;
 }
 
