@@ -49,6 +49,10 @@ grep -q " spinlock " "$tmp/report.txt" || fail "no spinlock line"
 for f in hot_path cold_path reader writer spinner; do
     grep -q "^ *at $f+0x[0-9a-f]* (lockreport_prog)" "$tmp/report.txt" || fail "no site line for $f()"
 done
+# the distributions (log2 buckets by 4x) of the top locks
+awk '/^ *[0-9]+ wrapped_mutex / { f = 1; next } f && /^ +waits: <[0-9.]+[mun]?s 1$/ { ok = 1 } /^ *[0-9]+ / { f = 0 } END { exit !ok }' \
+    "$tmp/report.txt" || fail "no wait histogram line (one wait) under wrapped_mutex"
+grep -q '^ *holds: <' "$tmp/report.txt" || fail "no hold histogram lines"
 # a wait through a wrapper library is attributed to the caller past it
 grep -q "^ *at wrap_lock+0x[0-9a-f]* (liblockreport_wrap.so)" "$tmp/report.txt" || fail "no site in the wrapper"
 grep -q "^ *waited for from wrapped_path+0x[0-9a-f]* (lockreport_prog).*: 1 contended" "$tmp/report.txt" ||

@@ -202,6 +202,29 @@ static void fmt_ns(char *buf, size_t len, unsigned long long ns) {
         snprintf(buf, len, "%.3gs", (double)ns / 1e9);
 }
 
+/* One histogram line: the counts of the log2 buckets, merged two by two
+ * (factors of 4), each labelled by its upper bound in time; empty ones left
+ * out. */
+static void print_hist(FILE *out, const char *what, const unsigned long long *h, double unit) {
+    if (unit <= 0)
+        unit = 1.0;
+    unsigned long long total = 0;
+    for (int b = 0; b < HIST; b++)
+        total += h[b];
+    if (!total)
+        return;
+    fprintf(out, "       %s:", what);
+    for (int b = 0; b < HIST; b += 2) {
+        unsigned long long n = h[b] + (b + 1 < HIST ? h[b + 1] : 0);
+        if (!n)
+            continue;
+        char bound[32];
+        fmt_ns(bound, sizeof bound, (unsigned long long)((double)(4ull << b) * unit));
+        fprintf(out, " <%s %llu", bound, n);
+    }
+    fputc('\n', out);
+}
+
 static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
     double secs = (double)p->elapsed_ns / 1e9;
     unsigned long long lost = 0;
@@ -235,6 +258,10 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
         if (p->rtm)
             fprintf(out, "  %7.1f%%", l->acq ? 100.0 * (double)l->elided / (double)l->acq : 0.0);
         fputc('\n', out);
+        if (i < 10) { /* the distributions of the top ten */
+            print_hist(out, "waits", l->wait_hist, p->hist_unit);
+            print_hist(out, "holds", l->hold_hist, p->hist_unit);
+        }
         for (int k = 0; k < l->nsites; k++) {
             const struct site *s = &l->sites[k];
             char sym[256] = "", line[512] = "";
