@@ -788,13 +788,19 @@ def plot_locks(args):
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
     ax = axes[2]
-    ax.bar(list(x), [num(r["max_waiting"]) or 0 for r in top], color="#9467bd", edgecolor="black",
-           lw=0.5)
+    inside = rtm and any(num(r.get("max_inside")) for r in top)
+    wd = 0.4 if inside else 0.8
+    ax.bar([i - (0.2 if inside else 0) for i in x], [num(r["max_waiting"]) or 0 for r in top],
+           width=wd, color="#9467bd", edgecolor="black", lw=0.5, label="waiting for it")
+    if inside:
+        ax.bar([i + 0.2 for i in x], [num(r.get("max_inside")) or 0 for r in top], width=wd,
+               color="#17becf", edgecolor="black", lw=0.5, label="inside its sections (elided)")
+        ax.legend(fontsize=7, loc="upper right")
     ax.set_xticks(list(x))
     ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=6)
-    ax.set_ylabel("threads waiting at once (max)")
-    ax.set_title("(c) most threads waiting for the lock at once\n(stand-in for TxLinux Fig. 5)",
-                 fontsize=9)
+    ax.set_ylabel("threads at once (max)")
+    ax.set_title("(c) most threads at once: waiting%s\n(cf. TxLinux Fig. 5)"
+                 % (", and inside (RTM)" if inside else ""), fontsize=9)
     ax.grid(True, axis="y", alpha=0.3)
     ax = axes[3]
     excl = [100.0 * (1 - (num(r["elided"]) or 0) / (num(r["acquired"]) or 1)) for r in top]

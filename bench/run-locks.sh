@@ -58,7 +58,7 @@ fi
 echo "txkit lock figures: $(plot_about)"
 echo "programs  memcached, apache, pigz, xz, sort; $SECS s of load; cost: median of $RUNS runs"
 echo "load      $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "cmd,pid,exe,seconds,threads,rtm,rank,lock,kind,acquired,contended,wait_ns,hold_ns,lost_pct,wait_p99_ns,hold_p99_ns,max_waiting,elided,top_site,top_object,lock_name,program" >"$OUT/locks.csv"
+echo "cmd,pid,exe,seconds,threads,rtm,rank,lock,kind,acquired,contended,wait_ns,hold_ns,lost_pct,wait_p99_ns,hold_p99_ns,max_waiting,elided,top_site,top_object,lock_name,max_inside,program" >"$OUT/locks.csv"
 echo "program,mode,run,rate,unit" >"$OUT/cost.csv"
 
 # report NAME: append NAME.csv to locks.csv with the program's name

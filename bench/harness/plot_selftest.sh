@@ -117,10 +117,10 @@ mkdir -p "$T/cm"
 } >"$T/cm/pipeline.csv"
 
 {
-    echo "cmd,pid,exe,seconds,threads,rtm,rank,lock,kind,acquired,contended,wait_ns,hold_ns,lost_pct,wait_p99_ns,hold_p99_ns,max_waiting,elided,top_site,top_object,lock_name,program"
+    echo "cmd,pid,exe,seconds,threads,rtm,rank,lock,kind,acquired,contended,wait_ns,hold_ns,lost_pct,wait_p99_ns,hold_p99_ns,max_waiting,elided,top_site,top_object,lock_name,max_inside,program"
     for p in memcached sort; do
-        echo "$p,10,/usr/bin/$p,4.0,3,1,1,0x1000,mutex,100000,50,3000000,9000000,0.05,1000000,2000,2,90000,f+0x10,$p,big_lock,$p"
-        echo "$p,10,/usr/bin/$p,4.0,3,1,2,0x2000,rwlock,500,0,0,1000,0.0,0,64,0,0,g+0x20,$p,,$p"
+        echo "$p,10,/usr/bin/$p,4.0,3,1,1,0x1000,mutex,100000,50,3000000,9000000,0.05,1000000,2000,2,90000,f+0x10,$p,big_lock,2,$p"
+        echo "$p,10,/usr/bin/$p,4.0,3,1,2,0x2000,rwlock,500,0,0,1000,0.0,0,64,0,0,g+0x20,$p,,1,$p"
     done
 } >"$T/locks.csv"
 

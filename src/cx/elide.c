@@ -90,6 +90,7 @@ struct el_tls {
     unsigned depth;                       /* elided mutexes held (0: none) */
     pthread_mutex_t *held[EL_MAX_NESTED]; /* which (in a section) */
     struct el_ent *ent;                   /* the outermost one's entry */
+    pthread_mutex_t *outer;               /* ... and the mutex (the lock report) */
     struct tks_counters *cnt;             /* ... and its counters */
     unsigned tries;
     /* Inner mutexes taken inside the section, counted after it commits
@@ -252,6 +253,7 @@ static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, 
         if (status == TK_XSTARTED) {
             el.depth = 1;
             el.held[0] = m;
+            el.outer = m;
             el.ent = e;
             el.cnt = c;
             el.tries = *tries;
@@ -288,6 +290,11 @@ static inline bool from_self(void *caller, const pthread_mutex_t *m) {
 }
 
 int tk_lp_from_self(void *caller, const void *lock) { return from_self(caller, lock); }
+
+/* The lock report on an RTM machine: threads inside an elidable mutex's
+ * sections at once (entering, elided or holding it), counted outside any
+ * transaction. */
+static inline bool lp_inside(void) { return TXKIT_UNLIKELY(tk_lp_on) && tk_g.hybrid; }
 
 /* The real lock, through the lock report when it is on. */
 static inline int lock_real(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
@@ -395,12 +402,17 @@ TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *call
     struct el_ent *e;
     struct tks_counters *c;
     unsigned tries;
+    bool in = lp_inside();
+    if (in)
+        tk_lp_inside(m, 1);
     if (enter_elided(m, caller, &e, &c, &tries)) {
         if (TXKIT_UNLIKELY(tk_lp_on))
             tk_lp_elided(m, caller);
         return 0;
     }
     int rc = lock_real(m, real, caller);
+    if (rc != 0 && in)
+        tk_lp_inside(m, -1);
     if (rc == 0) {
         count_exclusive(c, tries);
         if (tk_g.hybrid)
@@ -427,6 +439,8 @@ TK_EXPORT int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *
         count_exclusive(counters_of(e), 0);
         if (TXKIT_UNLIKELY(tk_lp_on))
             tk_lp_mutex_taken(m, caller);
+        if (lp_inside())
+            tk_lp_inside(m, 1);
     }
     return rc;
 }
@@ -448,15 +462,20 @@ TK_EXPORT int _txkit_mutex_trylock(pthread_mutex_t *m, tk_mutex_fn real, void *c
         count_exclusive(counters_of(e), 0);
         if (TXKIT_UNLIKELY(tk_lp_on))
             tk_lp_mutex_taken(m, caller);
+        if (lp_inside())
+            tk_lp_inside(m, 1);
     }
     return rc;
 }
 
 TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (TXKIT_LIKELY(el.depth == 0) || from_self(caller, m) || !elidable(m)) {
-        if (TXKIT_UNLIKELY(tk_lp_on) && !from_self(caller, m))
+        if (TXKIT_UNLIKELY(tk_lp_on) && !from_self(caller, m)) {
             tk_lp_release(m); /* before: the hold ends when others may take it */
-        return real(m);       /* also an unlocked mutex: glibc's answer */
+            if (tk_g.hybrid && elidable(m))
+                tk_lp_inside(m, -1);
+        }
+        return real(m); /* also an unlocked mutex: glibc's answer */
     }
     unsigned i = el.depth;
     while (i-- > 0)
@@ -471,6 +490,8 @@ TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *ca
         if (TXKIT_UNLIKELY(el.ninner))
             count_inner();
         adapt(el.ent, 0);
+        if (lp_inside())
+            tk_lp_inside(el.outer, -1);
         el.ent = NULL;
         el.cnt = NULL;
     }
@@ -482,7 +503,14 @@ static inline bool lp_cond(pthread_mutex_t *m) {
     if (TXKIT_LIKELY(!tk_lp_on) || from_self(NULL, m))
         return false;
     tk_lp_release(m);
+    if (tk_g.hybrid && elidable(m))
+        tk_lp_inside(m, -1);
     return true;
+}
+static inline void lp_cond_back(pthread_mutex_t *m) {
+    tk_lp_mutex_taken(m, NULL);
+    if (tk_g.hybrid && elidable(m))
+        tk_lp_inside(m, 1);
 }
 
 TK_EXPORT int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, tk_condwait_fn real) {
@@ -491,7 +519,7 @@ TK_EXPORT int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, tk_condwa
     bool lp = lp_cond(m);
     int rc = real(cv, m);
     if (lp)
-        tk_lp_mutex_taken(m, NULL);
+        lp_cond_back(m);
     return rc;
 }
 
@@ -502,7 +530,7 @@ TK_EXPORT int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
     bool lp = lp_cond(m);
     int rc = real(cv, m, abstime);
     if (lp)
-        tk_lp_mutex_taken(m, NULL);
+        lp_cond_back(m);
     return rc;
 }
 

@@ -66,6 +66,8 @@ struct lp_lock {
     unsigned kind;
     uint64_t acq, contended, wait_ns, hold_ns, timed_holds;
     unsigned waiting, max_waiting, elided;
+    int inside;          /* threads inside its sections now (RTM: elision lets several in) */
+    unsigned max_inside; /* ... the most at once */
     uint64_t wait_hist[LP_HIST], hold_hist[LP_HIST];
     struct lp_site sites[LP_SITES];
     struct lp_deep deep[LP_DEEP]; /* the last collects the rest */
@@ -418,6 +420,18 @@ void tk_lp_elided(pthread_mutex_t *m, void *caller) {
         lp_any = 1;
 }
 
+void tk_lp_inside(pthread_mutex_t *m, int delta) {
+    struct lp_lock *e = lp_entry(m, LP_MUTEX);
+    if (!e)
+        return;
+    int now = __atomic_add_fetch(&e->inside, delta, __ATOMIC_RELAXED);
+    unsigned mx = __atomic_load_n(&e->max_inside, __ATOMIC_RELAXED);
+    while (now > 0 && (unsigned)now > mx &&
+           !__atomic_compare_exchange_n(&e->max_inside, &mx, (unsigned)now, true, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
 /* ------------------------------------------------ rwlocks and spinlocks */
 
 TK_EXPORT int _txkit_rwlock_lock(pthread_rwlock_t *l, int write, tk_rwlock_fn try_fn,
@@ -524,7 +538,7 @@ TK_EXPORT void _txkit_lock_report(void) {
             fprintf(f, "%s%llu", b ? "," : "", (unsigned long long)e->hold_hist[b]);
         fputc('\t', f);
         lp_where(f, e->key); /* a lock in an object's data: its variable, if named */
-        fputc('\n', f);
+        fprintf(f, "\t%u\n", e->max_inside);
         for (int s = 0; s < LP_SITES; s++) {
             const struct lp_site *st = &e->sites[s];
             if (!st->caller || !st->acq)

@@ -57,6 +57,13 @@ grep -q '^ *holds: <' "$tmp/report.txt" || fail "no hold histogram lines"
 grep -q "^ *at wrap_lock+0x[0-9a-f]* (liblockreport_wrap.so)" "$tmp/report.txt" || fail "no site in the wrapper"
 grep -q "^ *waited for from wrapped_path+0x[0-9a-f]* (lockreport_prog).*: 1 contended" "$tmp/report.txt" ||
     fail "the wait through the wrapper is not attributed to wrapped_path()"
+# with RTM: the most threads inside each elidable mutex's sections at once
+if grep -q ', RTM yes$' "$tmp/report.txt"; then
+    TXKIT_RTM= "$txkit" run --report="$tmp/rtm.txt" -- "$prog" 2 >/dev/null 2>&1 || fail "RTM run exit $?"
+    grep -q ' elided% maxin$' "$tmp/rtm.txt" || fail "RTM: no maxin column"
+    m=$(awk '$2 == "hot_mutex" && $1 ~ /^[0-9]+$/ { print $NF; exit }' "$tmp/rtm.txt")
+    [ -n "$m" ] && [ "$m" -ge 1 ] && [ "$m" -le 3 ] || fail "RTM: hot_mutex maxin '$m' not in 1..3 (2 threads)"
+fi
 echo "counts, ranking and sites ok"
 
 # sampled (the default): counts are estimates, close to the truth
@@ -85,7 +92,7 @@ case $(echo "$row" | cut -d, -f7) in 1 | 2) ;; *) fail "--report-csv: the hot mu
 awk -F, 'NR > 2 && $2 == pid && $12 + 0 > prev + 0 { bad = 1 } NR > 1 { pid = $2; prev = $12 } END { exit bad }' \
     "$tmp/report.csv" || fail "--report-csv: not sorted by wait time"
 [ "$(echo "$row" | cut -d, -f10)" = "$(count hot_mutex)" ] || fail "--report-csv: hot mutex count: $row"
-echo "$row" | grep -q ',hot_path+0x[0-9a-f]*,lockreport_prog,hot_mutex$' || fail "--report-csv: top site and name: $row"
+echo "$row" | grep -q ',hot_path+0x[0-9a-f]*,lockreport_prog,hot_mutex,[0-9]*$' || fail "--report-csv: top site and name: $row"
 grep -q '^txkit lock report: ' "$tmp/report2.txt" || fail "--report-csv without --report: no report on stderr"
 
 # forked processes write their own reports; CMD's exit status comes back

@@ -28,7 +28,7 @@ struct lock {
     char name[128];          /* the variable holding it ("" when not known) */
     char obj[512], off[160]; /* where it is: object and offset, from the file */
     unsigned long long acq, contended, wait_ns, hold_ns, timed_holds;
-    unsigned max_waiting, elided;
+    unsigned max_waiting, elided, max_inside;
     unsigned long long wait_hist[HIST], hold_hist[HIST];
     int nsites, ndeep;
     struct site sites[MAX_SITES];
@@ -127,6 +127,8 @@ static int read_proc(const char *path, struct proc *p) {
                 snprintf(l->obj, sizeof l->obj, "%s", fl[12]);
                 snprintf(l->off, sizeof l->off, "%s", fl[13]);
             }
+            if (n >= 15)
+                l->max_inside = (unsigned)strtoul(fl[14], NULL, 10);
         } else if (n >= 5 && !strcmp(fl[0], "D") && p->nlocks > 0) {
             struct lock *l = &p->locks[p->nlocks - 1];
             if (l->ndeep == MAX_SITES)
@@ -243,7 +245,7 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
         fprintf(out, "(%u locks beyond the report's table were not counted)\n", p->untracked);
     fprintf(out, "%4s %-24s %-8s %10s %10s %6s %10s %7s %10s %10s %4s%s\n", "rank", "lock", "kind",
             "acquired", "contended", "%", "wait", "lost%", "wait p99", "hold p99", "maxw",
-            p->rtm ? "  elided%" : "");
+            p->rtm ? "  elided% maxin" : "");
     for (int i = 0; i < p->nlocks; i++) {
         const struct lock *l = &p->locks[i];
         char w[32], wq[32], hq[32];
@@ -256,7 +258,8 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
                 denom > 0 ? 100.0 * (double)l->wait_ns / denom : 0.0, l->contended ? wq : "-",
                 l->timed_holds ? hq : "-", l->max_waiting);
         if (p->rtm)
-            fprintf(out, "  %7.1f%%", l->acq ? 100.0 * (double)l->elided / (double)l->acq : 0.0);
+            fprintf(out, "  %7.1f%% %5u", l->acq ? 100.0 * (double)l->elided / (double)l->acq : 0.0,
+                    l->max_inside);
         fputc('\n', out);
         if (i < 10) { /* the distributions of the top ten */
             print_hist(out, "waits", l->wait_hist, p->hist_unit);
@@ -339,7 +342,7 @@ static void csv_proc(const struct proc *p, const char *cmd, FILE *csv) {
         csv_str(csv, top ? basename(objc) : "");
         fputc(',', csv);
         csv_str(csv, l->name);
-        fputc('\n', csv);
+        fprintf(csv, ",%u\n", l->max_inside);
     }
 }
 
