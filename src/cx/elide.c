@@ -31,7 +31,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -40,6 +39,7 @@
 #include <time.h>
 
 #include "cx/section.h"
+#include "cx/self.h"
 #include "preload/elide_abi.h"
 #include "runtime/internal.h"
 
@@ -81,9 +81,6 @@ static struct el_ent tab[EL_TAB_SIZE];
 /* "symbol+0x1c (object)" of the first acquisition, per statistics site. */
 static char site_names[TKS_MAX_SITES][112];
 
-/* libtxkit's own code: calls from there are not the program's. */
-static uintptr_t self_lo, self_hi;           /* libtxkit's code (elide_init) */
-static uintptr_t self_data_lo, self_data_hi; /* its writable data: the runtime's own mutexes */
 
 /* Per-thread elision state: the flattened optimistic section. */
 struct el_tls {
@@ -278,18 +275,10 @@ static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, 
     }
 }
 
-/* The runtime's own locking never goes through elision: a call from its code,
- * or a mutex in its data. The caller alone is not enough: with sibling calls
- * the return address is the caller's caller (glibc's prefork handler runner
- * for thread.c's fork_prepare), and eliding there registers the thread, which
- * takes reg_lock, already held by fork_prepare: the first fork() of a thread
- * that had never locked a mutex hung (preload.fork-first). */
+/* The runtime's own locking never goes through elision (cx/self.h). */
 static inline bool from_self(void *caller, const pthread_mutex_t *m) {
-    uintptr_t a = (uintptr_t)caller, d = (uintptr_t)m;
-    return (a >= self_lo && a < self_hi) || (d >= self_data_lo && d < self_data_hi);
+    return tk_from_self(caller, m);
 }
-
-int tk_lp_from_self(void *caller, const void *lock) { return from_self(caller, lock); }
 
 /* The lock report on an RTM machine: threads inside an elidable mutex's
  * sections at once (entering, elided or holding it), counted outside any
@@ -301,35 +290,6 @@ static inline int lock_real(pthread_mutex_t *m, tk_mutex_fn real, void *caller) 
     return TXKIT_UNLIKELY(tk_lp_on) ? tk_lp_mutex_lock(m, real, caller) : real(m);
 }
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size;
-    uintptr_t me = (uintptr_t)arg;
-    int found = 0;
-    uintptr_t dlo = UINTPTR_MAX, dhi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        if (p->p_type != PT_LOAD)
-            continue;
-        uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
-        if ((p->p_flags & PF_X) && me >= lo && me < hi) {
-            self_lo = lo;
-            self_hi = hi;
-            found = 1;
-        }
-        if (p->p_flags & PF_W) { /* .data, .bss (and RELRO): one range */
-            if (lo < dlo)
-                dlo = lo;
-            if (hi > dhi)
-                dhi = hi;
-        }
-    }
-    if (found && dhi) {
-        self_data_lo = dlo;
-        self_data_hi = dhi;
-    }
-    return found;
-}
-
 static void fork_child(void) {
     /* The child has a fresh statistics segment: its sites are new too. */
     memset(tab, 0, sizeof tab);
@@ -338,7 +298,6 @@ static void fork_child(void) {
 static int elide_has_mutex(uint64_t key);
 
 __attribute__((constructor(101))) static void elide_init(void) {
-    dl_iterate_phdr(find_self, (void *)(uintptr_t)&elide_init);
     tk_lock_reported_elsewhere = elide_has_mutex;
     pthread_atfork(NULL, NULL, fork_child);
 }

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cx/self.h"
 #include "preload/elide_abi.h"
 #include "runtime/internal.h"
 
@@ -294,7 +295,7 @@ static void lp_deep_count(struct lp_lock *e, void *caller, uint64_t wait_ns) {
     for (int i = 0; i < n; i++) {
         Dl_info fi;
         if (!dladdr(frames[i], &fi) || !fi.dli_fname || fi.dli_fbase == ci.dli_fbase ||
-            tk_lp_from_self(frames[i], NULL) || strstr(fi.dli_fname, "libtxkit"))
+            tk_from_self(frames[i], NULL) || strstr(fi.dli_fname, "libtxkit"))
             continue;
         if ((uintptr_t)frames[i] == (uintptr_t)caller)
             continue;
@@ -436,7 +437,7 @@ void tk_lp_inside(pthread_mutex_t *m, int delta) {
 
 TK_EXPORT int _txkit_rwlock_lock(pthread_rwlock_t *l, int write, tk_rwlock_fn try_fn,
                                  tk_rwlock_fn real, void *caller) {
-    if (!__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) || tk_lp_from_self(caller, l))
+    if (!__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) || tk_from_self(caller, l))
         return real(l);
     return lp_take(l, write ? LP_RWLOCK_WR : LP_RWLOCK_RD, (lp_lock_fn)try_fn, (lp_lock_fn)real,
                    caller);
@@ -445,34 +446,33 @@ TK_EXPORT int _txkit_rwlock_lock(pthread_rwlock_t *l, int write, tk_rwlock_fn tr
 TK_EXPORT int _txkit_rwlock_trylock(pthread_rwlock_t *l, int write, tk_rwlock_fn real,
                                     void *caller) {
     int rc = real(l);
-    if (rc == 0 && __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_lp_from_self(caller, l))
+    if (rc == 0 && __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, l))
         tk_lp_taken(l, write ? LP_RWLOCK_WR : LP_RWLOCK_RD, caller);
     return rc;
 }
 
 TK_EXPORT int _txkit_rwlock_unlock(pthread_rwlock_t *l, tk_rwlock_fn real, void *caller) {
-    if (__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_lp_from_self(caller, l))
+    if (__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, l))
         lp_released(l);
     return real(l);
 }
 
 TK_EXPORT int _txkit_spin_lock(pthread_spinlock_t *l, tk_spin_fn try_fn, tk_spin_fn real,
                                void *caller) {
-    if (!__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) || tk_lp_from_self(caller, (void *)l))
+    if (!__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) || tk_from_self(caller, (void *)l))
         return real(l);
     return lp_take((const void *)l, LP_SPIN, (lp_lock_fn)try_fn, (lp_lock_fn)real, caller);
 }
 
 TK_EXPORT int _txkit_spin_trylock(pthread_spinlock_t *l, tk_spin_fn real, void *caller) {
     int rc = real(l);
-    if (rc == 0 && __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) &&
-        !tk_lp_from_self(caller, (void *)l))
+    if (rc == 0 && __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, (void *)l))
         tk_lp_taken((const void *)l, LP_SPIN, caller);
     return rc;
 }
 
 TK_EXPORT int _txkit_spin_unlock(pthread_spinlock_t *l, tk_spin_fn real, void *caller) {
-    if (__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_lp_from_self(caller, (void *)l))
+    if (__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, (void *)l))
         lp_released((const void *)l);
     return real(l);
 }

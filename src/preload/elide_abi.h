@@ -54,7 +54,6 @@ void tk_lp_release(const void *lock) __attribute__((visibility("hidden")));
 void tk_lp_elided(pthread_mutex_t *m, void *caller) __attribute__((visibility("hidden")));
 /* One thread more (+1) or fewer (-1) inside m's sections (RTM machines). */
 void tk_lp_inside(pthread_mutex_t *m, int delta) __attribute__((visibility("hidden")));
-/* cx/elide.c: a call from libtxkit's code, or a lock in its data. */
-int tk_lp_from_self(void *caller, const void *lock) __attribute__((visibility("hidden")));
+
 
 #endif /* TK_ELIDE_ABI_H */
