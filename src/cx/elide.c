@@ -281,8 +281,8 @@ static inline bool from_self(void *caller, const pthread_mutex_t *m) {
 }
 
 /* The lock report on an RTM machine: threads inside an elidable mutex's
- * sections at once (entering, elided or holding it), counted outside any
- * transaction. */
+ * sections at once (trying to elide, elided, or holding it; not those that
+ * wait for the real lock), counted outside any transaction. */
 static inline bool lp_inside(void) { return TXKIT_UNLIKELY(tk_lp_on) && tk_g.hybrid; }
 
 /* The real lock, through the lock report when it is on. */
@@ -369,9 +369,11 @@ TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *call
             tk_lp_elided(m, caller);
         return 0;
     }
-    int rc = lock_real(m, real, caller);
-    if (rc != 0 && in)
+    if (in) /* waiting for the real lock is not being inside */
         tk_lp_inside(m, -1);
+    int rc = lock_real(m, real, caller);
+    if (rc == 0 && in)
+        tk_lp_inside(m, 1);
     if (rc == 0) {
         count_exclusive(c, tries);
         if (tk_g.hybrid)
