@@ -339,6 +339,10 @@ static void lp_wait_enter(struct lp_lock *e) {
         ;
 }
 
+/* A lock taken without waiting (a try that got it, a trylock, a timedlock,
+ * after a condition wait): counted and timed when sampled. */
+static void lp_taken(const void *lock, unsigned kind, void *caller);
+
 typedef int (*lp_lock_fn)(void *);
 
 /* The one profiled acquisition: try, else wait in the blocking call. */
@@ -346,15 +350,7 @@ static int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_f
                    void *caller) {
     int rc = try_fn((void *)lock);
     if (rc == 0) {
-        unsigned w = lp_sample();
-        struct lp_lock *e = w ? lp_entry(lock, kind) : NULL;
-        if (e)
-            lp_acquired(e, lock, caller, 0, 0, tk_rdtsc(), w);
-        else {
-            if (!lp_any) /* read-mostly: no shared store per lock */
-                lp_any = 1;
-            lp_push_untimed(lock);
-        }
+        lp_taken(lock, kind, caller);
         return 0;
     }
     if (rc != EBUSY && rc != EAGAIN) /* EDEADLK and the like: the blocking call's answer */
@@ -387,8 +383,7 @@ int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     return lp_take(m, LP_MUTEX, (lp_lock_fn)lp_mutex_try, (lp_lock_fn)real, caller);
 }
 
-/* A lock taken some other way (trylock, timedlock, after a condition wait). */
-void tk_lp_taken(const void *lock, unsigned kind, void *caller) {
+static void lp_taken(const void *lock, unsigned kind, void *caller) {
     unsigned w = lp_sample();
     struct lp_lock *e = w ? lp_entry(lock, kind) : NULL;
     if (e)
@@ -399,7 +394,7 @@ void tk_lp_taken(const void *lock, unsigned kind, void *caller) {
         lp_push_untimed(lock);
     }
 }
-void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller) { tk_lp_taken(m, LP_MUTEX, caller); }
+void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller) { lp_taken(m, LP_MUTEX, caller); }
 void tk_lp_release(const void *lock) { lp_released(lock); }
 
 /* A section elided in hardware (elide.c): an acquisition without the lock. */
@@ -447,7 +442,7 @@ TK_EXPORT int _txkit_rwlock_trylock(pthread_rwlock_t *l, int write, tk_rwlock_fn
                                     void *caller) {
     int rc = real(l);
     if (rc == 0 && __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, l))
-        tk_lp_taken(l, write ? LP_RWLOCK_WR : LP_RWLOCK_RD, caller);
+        lp_taken(l, write ? LP_RWLOCK_WR : LP_RWLOCK_RD, caller);
     return rc;
 }
 
@@ -467,7 +462,7 @@ TK_EXPORT int _txkit_spin_lock(pthread_spinlock_t *l, tk_spin_fn try_fn, tk_spin
 TK_EXPORT int _txkit_spin_trylock(pthread_spinlock_t *l, tk_spin_fn real, void *caller) {
     int rc = real(l);
     if (rc == 0 && __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, (void *)l))
-        tk_lp_taken((const void *)l, LP_SPIN, caller);
+        lp_taken((const void *)l, LP_SPIN, caller);
     return rc;
 }
 
