@@ -290,6 +290,22 @@ static inline int lock_real(pthread_mutex_t *m, tk_mutex_fn real, void *caller) 
     return TXKIT_UNLIKELY(tk_lp_on) ? tk_lp_mutex_lock(m, real, caller) : real(m);
 }
 
+/* The lock report: m was taken for real without the profiled lock path
+ * (trylock, timedlock, back from a condition wait; caller NULL: unknown), or
+ * is given up (unlock, into a condition wait). */
+static inline void lp_taken(pthread_mutex_t *m, void *caller) {
+    if (TXKIT_LIKELY(!tk_lp_on))
+        return;
+    tk_lp_mutex_taken(m, caller);
+    if (tk_g.hybrid && elidable(m))
+        tk_lp_inside(m, 1);
+}
+static inline void lp_given_up(pthread_mutex_t *m) {
+    tk_lp_release(m); /* before the real unlock: the hold ends when others may take it */
+    if (tk_g.hybrid && elidable(m))
+        tk_lp_inside(m, -1);
+}
+
 static void fork_child(void) {
     /* The child has a fresh statistics segment: its sites are new too. */
     memset(tab, 0, sizeof tab);
@@ -388,8 +404,8 @@ TK_EXPORT int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *
         return real(m, abstime);
     if (!elidable(m)) {
         int rc = real(m, abstime);
-        if (rc == 0 && TXKIT_UNLIKELY(tk_lp_on))
-            tk_lp_mutex_taken(m, caller);
+        if (rc == 0)
+            lp_taken(m, caller);
         return rc;
     }
     if (el.depth)
@@ -398,10 +414,7 @@ TK_EXPORT int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *
     int rc = real(m, abstime);
     if (rc == 0) {
         count_exclusive(counters_of(e), 0);
-        if (TXKIT_UNLIKELY(tk_lp_on))
-            tk_lp_mutex_taken(m, caller);
-        if (lp_inside())
-            tk_lp_inside(m, 1);
+        lp_taken(m, caller);
     }
     return rc;
 }
@@ -411,8 +424,8 @@ TK_EXPORT int _txkit_mutex_trylock(pthread_mutex_t *m, tk_mutex_fn real, void *c
         return real(m);
     if (!elidable(m)) {
         int rc = real(m);
-        if (rc == 0 && TXKIT_UNLIKELY(tk_lp_on))
-            tk_lp_mutex_taken(m, caller);
+        if (rc == 0)
+            lp_taken(m, caller);
         return rc;
     }
     if (el.depth)
@@ -421,21 +434,15 @@ TK_EXPORT int _txkit_mutex_trylock(pthread_mutex_t *m, tk_mutex_fn real, void *c
     int rc = real(m);
     if (rc == 0) {
         count_exclusive(counters_of(e), 0);
-        if (TXKIT_UNLIKELY(tk_lp_on))
-            tk_lp_mutex_taken(m, caller);
-        if (lp_inside())
-            tk_lp_inside(m, 1);
+        lp_taken(m, caller);
     }
     return rc;
 }
 
 TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (TXKIT_LIKELY(el.depth == 0) || from_self(caller, m) || !elidable(m)) {
-        if (TXKIT_UNLIKELY(tk_lp_on) && !from_self(caller, m)) {
-            tk_lp_release(m); /* before: the hold ends when others may take it */
-            if (tk_g.hybrid && elidable(m))
-                tk_lp_inside(m, -1);
-        }
+        if (TXKIT_UNLIKELY(tk_lp_on) && !from_self(caller, m))
+            lp_given_up(m);
         return real(m); /* also an unlocked mutex: glibc's answer */
     }
     unsigned i = el.depth;
@@ -463,15 +470,8 @@ TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *ca
 static inline bool lp_cond(pthread_mutex_t *m) {
     if (TXKIT_LIKELY(!tk_lp_on) || from_self(NULL, m))
         return false;
-    tk_lp_release(m);
-    if (tk_g.hybrid && elidable(m))
-        tk_lp_inside(m, -1);
+    lp_given_up(m);
     return true;
-}
-static inline void lp_cond_back(pthread_mutex_t *m) {
-    tk_lp_mutex_taken(m, NULL);
-    if (tk_g.hybrid && elidable(m))
-        tk_lp_inside(m, 1);
 }
 
 TK_EXPORT int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, tk_condwait_fn real) {
@@ -480,7 +480,7 @@ TK_EXPORT int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, tk_condwa
     bool lp = lp_cond(m);
     int rc = real(cv, m);
     if (lp)
-        lp_cond_back(m);
+        lp_taken(m, NULL);
     return rc;
 }
 
@@ -491,7 +491,7 @@ TK_EXPORT int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
     bool lp = lp_cond(m);
     int rc = real(cv, m, abstime);
     if (lp)
-        lp_cond_back(m);
+        lp_taken(m, NULL);
     return rc;
 }
 
