@@ -12,7 +12,7 @@
  * Per lock (an open-addressing table keyed by its address, like elide.c's),
  * and per call site of acquisition (up to LP_SITES per lock, the rest in the
  * last): acquisitions, contended ones (the try failed first: the exact test,
- * a trylock before the blocking call), nanoseconds waiting and holding (log2
+ * a trylock before the blocking call), time waiting and holding (log2
  * histograms), the most threads waiting at once. Counters are relaxed
  * atomics on the lock's own entry; times are TSC ticks, converted at exit
  * by the ratio of the clock to the TSC over the process's life (nothing waits
@@ -41,7 +41,7 @@
 #define LP_TAB_SIZE (1u << LP_TAB_BITS)
 #define LP_PROBES 64u
 #define LP_SITES 6 /* call sites kept per lock; the last collects the rest */
-#define LP_HIST 32 /* log2 buckets of nanoseconds: [2^k, 2^(k+1)), the last open */
+#define LP_HIST 32 /* log2 buckets of TSC ticks: [2^k, 2^(k+1)), the last open */
 #define LP_HELD 16 /* locks one thread holds at once that are timed */
 
 enum { LP_MUTEX, LP_RWLOCK_RD, LP_RWLOCK_WR, LP_SPIN };
@@ -49,7 +49,7 @@ static const char *const lp_kind_name[] = {"mutex", "rwlock-read", "rwlock-write
 
 struct lp_site {
     uintptr_t caller; /* return address into the program, 0: free */
-    uint64_t acq, contended, wait_ns;
+    uint64_t acq, contended, wait_ticks;
 };
 
 /* A contended acquisition through a wrapper (the immediate caller is in a
@@ -59,13 +59,13 @@ struct lp_site {
 #define LP_DEEP 4
 struct lp_deep {
     uintptr_t pc; /* 0: free */
-    uint64_t contended, wait_ns;
+    uint64_t contended, wait_ticks;
 };
 
 struct lp_lock {
     uintptr_t key; /* lock address, 0: free */
     unsigned kind;
-    uint64_t acq, contended, wait_ns, hold_ns, timed_holds;
+    uint64_t acq, contended, wait_ticks, hold_ticks, timed_holds; /* times: TSC ticks */
     unsigned waiting, max_waiting, elided;
     int inside;          /* threads inside its sections now (RTM: elision lets several in) */
     unsigned max_inside; /* ... the most at once */
@@ -204,18 +204,34 @@ static struct lp_site *lp_site_of(struct lp_lock *e, void *caller) {
         if (cur == c)
             return &e->sites[i];
     }
-    return &e->sites[LP_SITES - 1]; /* the rest (its caller: the first one) */
+    struct lp_site *rest = &e->sites[LP_SITES - 1]; /* the rest, named by the first of them */
+    uintptr_t none = 0;
+    __atomic_compare_exchange_n(&rest->caller, &none, c, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    return rest;
 }
 
-static unsigned lp_bucket(uint64_t ns) {
-    unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0;
+static unsigned lp_bucket(uint64_t ticks) {
+    unsigned b = ticks ? 63u - (unsigned)__builtin_clzll(ticks) : 0;
     return b < LP_HIST ? b : LP_HIST - 1;
 }
 
-/* Times are kept in TSC ticks (lp_write converts): no conversion here. */
-static inline uint64_t lp_ns(uint64_t ticks) { return ticks; }
-
 #define ADD(x, v) __atomic_add_fetch(&(x), (v), __ATOMIC_RELAXED)
+
+/* A lock was taken (the file is worth writing); read-mostly: no shared
+ * store per lock operation. */
+static inline void lp_mark_any(void) {
+    if (!lp_any)
+        lp_any = 1;
+}
+
+/* w acquisitions of e from caller (w: the sample's weight); its site. */
+static struct lp_site *lp_count(struct lp_lock *e, void *caller, unsigned w) {
+    lp_mark_any();
+    struct lp_site *s = lp_site_of(e, caller);
+    ADD(e->acq, w);
+    ADD(s->acq, w);
+    return s;
+}
 
 /* The lock was just taken (after wait_ticks waiting, 0 when the try got it). */
 static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int contended,
@@ -224,20 +240,13 @@ static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int c
         lp_seen = 1;
         ADD(lp_threads, 1);
     }
-    if (!lp_any) /* read-mostly: no shared store per lock */
-        lp_any = 1;
-    struct lp_site *s = lp_site_of(e, caller);
-    if (s->caller == 0)
-        __atomic_store_n(&s->caller, (uintptr_t)caller, __ATOMIC_RELEASE);
-    ADD(e->acq, w);
-    ADD(s->acq, w);
+    struct lp_site *s = lp_count(e, caller, w);
     if (contended) {
-        uint64_t ns = lp_ns(wait_ticks);
         ADD(e->contended, 1);
         ADD(s->contended, 1);
-        ADD(e->wait_ns, ns);
-        ADD(s->wait_ns, ns);
-        ADD(e->wait_hist[lp_bucket(ns)], 1);
+        ADD(e->wait_ticks, wait_ticks);
+        ADD(s->wait_ticks, wait_ticks);
+        ADD(e->wait_hist[lp_bucket(wait_ticks)], 1);
     }
     if (lp_depth < LP_HELD)
         lp_stack[lp_depth] = (struct lp_held){(uintptr_t)lock, now, e, w};
@@ -252,10 +261,10 @@ static void lp_released(const void *lock) {
         struct lp_lock *e = lp_stack[i].e;
         if (e) { /* sampled: its hold, weighted */
             unsigned w = lp_stack[i].w;
-            uint64_t ns = lp_ns(tk_rdtsc() - lp_stack[i].tsc);
-            ADD(e->hold_ns, ns * w);
+            uint64_t ticks = tk_rdtsc() - lp_stack[i].tsc;
+            ADD(e->hold_ticks, ticks * w);
             ADD(e->timed_holds, w);
-            ADD(e->hold_hist[lp_bucket(ns)], w);
+            ADD(e->hold_hist[lp_bucket(ticks)], w);
         }
         lp_stack[i] = lp_stack[n - 1];
         lp_depth--;
@@ -285,31 +294,23 @@ static uintptr_t lp_main_base(void) {
 
 /* Attribute a contended wait through a library wrapper to the first frame
  * outside that library (and outside txkit). */
-static void lp_deep_count(struct lp_lock *e, void *caller, uint64_t wait_ns) {
+static void lp_deep_count(struct lp_lock *e, void *caller, uint64_t wait_ticks) {
     Dl_info ci;
     if (!dladdr(caller, &ci) || (uintptr_t)ci.dli_fbase == lp_main_base())
         return; /* the program's own call: the site says it all */
     void *frames[16];
     int n = backtrace(frames, 16);
     uintptr_t pc = 0;
-    for (int i = 0; i < n; i++) {
+    /* the first frame past the wrapper's library (txkit's own frames, the
+     * preload library's and libtxkit's, come first: not past it yet) */
+    for (int i = 0, past = 0; i < n && !pc; i++) {
         Dl_info fi;
-        if (!dladdr(frames[i], &fi) || !fi.dli_fname || fi.dli_fbase == ci.dli_fbase ||
-            tk_from_self(frames[i], NULL) || strstr(fi.dli_fname, "libtxkit"))
+        if (!dladdr(frames[i], &fi) || !fi.dli_fname)
             continue;
-        if ((uintptr_t)frames[i] == (uintptr_t)caller)
-            continue;
-        /* the first frame past the wrapper's library */
-        int past = 0;
-        for (int j = 0; j < i; j++) {
-            Dl_info pj;
-            if (dladdr(frames[j], &pj) && pj.dli_fbase == ci.dli_fbase)
-                past = 1;
-        }
-        if (past) {
+        if (fi.dli_fbase == ci.dli_fbase)
+            past = 1;
+        else if (past && !strstr(fi.dli_fname, "libtxkit"))
             pc = (uintptr_t)frames[i];
-            break;
-        }
     }
     if (!pc)
         return;
@@ -327,7 +328,7 @@ static void lp_deep_count(struct lp_lock *e, void *caller, uint64_t wait_ns) {
     if (d->pc == 0)
         __atomic_store_n(&d->pc, pc, __ATOMIC_RELEASE);
     ADD(d->contended, 1);
-    ADD(d->wait_ns, wait_ns);
+    ADD(d->wait_ticks, wait_ticks);
 }
 
 /* Wait for a lock the try did not get, counted as waiting. */
@@ -369,7 +370,7 @@ static int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_f
     uint64_t t1 = tk_rdtsc();
     if (rc == 0) {
         lp_acquired(e, lock, caller, 1, t1 - t0, t1, 1);
-        lp_deep_count(e, caller, lp_ns(t1 - t0));
+        lp_deep_count(e, caller, t1 - t0);
     }
     return rc;
 }
@@ -389,8 +390,7 @@ static void lp_taken(const void *lock, unsigned kind, void *caller) {
     if (e)
         lp_acquired(e, lock, caller, 0, 0, tk_rdtsc(), w);
     else {
-        if (!lp_any) /* read-mostly: no shared store per lock */
-            lp_any = 1;
+        lp_mark_any();
         lp_push_untimed(lock);
     }
 }
@@ -402,18 +402,11 @@ void tk_lp_elided(pthread_mutex_t *m, void *caller) {
     unsigned w = lp_sample();
     struct lp_lock *e = w ? lp_entry(m, LP_MUTEX) : NULL;
     if (!e) {
-        if (!lp_any) /* read-mostly: no shared store per lock */
-            lp_any = 1;
+        lp_mark_any();
         return;
     }
-    struct lp_site *s = lp_site_of(e, caller);
-    if (s->caller == 0)
-        __atomic_store_n(&s->caller, (uintptr_t)caller, __ATOMIC_RELEASE);
-    ADD(e->acq, w);
-    ADD(s->acq, w);
+    lp_count(e, caller, w);
     ADD(e->elided, w);
-    if (!lp_any) /* read-mostly: no shared store per lock */
-        lp_any = 1;
 }
 
 void tk_lp_inside(pthread_mutex_t *m, int delta) {
@@ -430,9 +423,14 @@ void tk_lp_inside(pthread_mutex_t *m, int delta) {
 
 /* ------------------------------------------------ rwlocks and spinlocks */
 
+/* The report is on and l is the program's (not libtxkit's). */
+static inline bool lp_watch(void *caller, const void *l) {
+    return __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, l);
+}
+
 TK_EXPORT int _txkit_rwlock_lock(pthread_rwlock_t *l, int write, tk_rwlock_fn try_fn,
                                  tk_rwlock_fn real, void *caller) {
-    if (!__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) || tk_from_self(caller, l))
+    if (!lp_watch(caller, l))
         return real(l);
     return lp_take(l, write ? LP_RWLOCK_WR : LP_RWLOCK_RD, (lp_lock_fn)try_fn, (lp_lock_fn)real,
                    caller);
@@ -441,33 +439,33 @@ TK_EXPORT int _txkit_rwlock_lock(pthread_rwlock_t *l, int write, tk_rwlock_fn tr
 TK_EXPORT int _txkit_rwlock_trylock(pthread_rwlock_t *l, int write, tk_rwlock_fn real,
                                     void *caller) {
     int rc = real(l);
-    if (rc == 0 && __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, l))
+    if (rc == 0 && lp_watch(caller, l))
         lp_taken(l, write ? LP_RWLOCK_WR : LP_RWLOCK_RD, caller);
     return rc;
 }
 
 TK_EXPORT int _txkit_rwlock_unlock(pthread_rwlock_t *l, tk_rwlock_fn real, void *caller) {
-    if (__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, l))
+    if (lp_watch(caller, l))
         lp_released(l);
     return real(l);
 }
 
 TK_EXPORT int _txkit_spin_lock(pthread_spinlock_t *l, tk_spin_fn try_fn, tk_spin_fn real,
                                void *caller) {
-    if (!__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) || tk_from_self(caller, (void *)l))
+    if (!lp_watch(caller, (const void *)l))
         return real(l);
     return lp_take((const void *)l, LP_SPIN, (lp_lock_fn)try_fn, (lp_lock_fn)real, caller);
 }
 
 TK_EXPORT int _txkit_spin_trylock(pthread_spinlock_t *l, tk_spin_fn real, void *caller) {
     int rc = real(l);
-    if (rc == 0 && __atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, (void *)l))
+    if (rc == 0 && lp_watch(caller, (const void *)l))
         lp_taken((const void *)l, LP_SPIN, caller);
     return rc;
 }
 
 TK_EXPORT int _txkit_spin_unlock(pthread_spinlock_t *l, tk_spin_fn real, void *caller) {
-    if (__atomic_load_n(&tk_lp_on, __ATOMIC_RELAXED) && !tk_from_self(caller, (void *)l))
+    if (lp_watch(caller, (const void *)l))
         lp_released((const void *)l);
     return real(l);
 }
@@ -524,8 +522,8 @@ TK_EXPORT void _txkit_lock_report(void) {
             continue;
         fprintf(f, "L\t%#lx\t%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%u\t%u\t", (unsigned long)e->key,
                 lp_kind_name[e->kind], (unsigned long long)e->acq, (unsigned long long)e->contended,
-                NS(e->wait_ns), NS(e->hold_ns), (unsigned long long)e->timed_holds, e->max_waiting,
-                e->elided);
+                NS(e->wait_ticks), NS(e->hold_ticks), (unsigned long long)e->timed_holds,
+                e->max_waiting, e->elided);
         for (int b = 0; b < LP_HIST; b++)
             fprintf(f, "%s%llu", b ? "," : "", (unsigned long long)e->wait_hist[b]);
         fputc('\t', f);
@@ -539,7 +537,7 @@ TK_EXPORT void _txkit_lock_report(void) {
             if (!st->caller || !st->acq)
                 continue;
             fprintf(f, "S\t%llu\t%llu\t%llu\t", (unsigned long long)st->acq,
-                    (unsigned long long)st->contended, NS(st->wait_ns));
+                    (unsigned long long)st->contended, NS(st->wait_ticks));
             lp_where(f, st->caller);
             fprintf(f, "\t%s\n", s == LP_SITES - 1 ? "and-others" : "");
         }
@@ -547,7 +545,7 @@ TK_EXPORT void _txkit_lock_report(void) {
             const struct lp_deep *d = &e->deep[s];
             if (!d->pc || !d->contended)
                 continue;
-            fprintf(f, "D\t%llu\t%llu\t", (unsigned long long)d->contended, NS(d->wait_ns));
+            fprintf(f, "D\t%llu\t%llu\t", (unsigned long long)d->contended, NS(d->wait_ticks));
             lp_where(f, d->pc);
             fprintf(f, "\t%s\n", s == LP_DEEP - 1 ? "and-others" : "");
         }
