@@ -70,6 +70,21 @@ static int fields(char *line, char **f, int max) {
     return n;
 }
 
+/* A site line's fields from "contended" on (contended, wait_ns, object,
+ * func, ["and-others"]) into the next free one of sites[MAX_SITES];
+ * NULL when they are full. */
+static struct site *parse_site(struct site *sites, int *n_sites, char **f, int n) {
+    if (*n_sites == MAX_SITES)
+        return NULL;
+    struct site *s = &sites[(*n_sites)++];
+    s->contended = strtoull(f[0], NULL, 10);
+    s->wait_ns = strtoull(f[1], NULL, 10);
+    snprintf(s->object, sizeof s->object, "%s", f[2]);
+    snprintf(s->func, sizeof s->func, "%s", f[3]);
+    s->others = n >= 5 && !strcmp(f[4], "and-others");
+    return s;
+}
+
 static int read_proc(const char *path, struct proc *p) {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -131,25 +146,12 @@ static int read_proc(const char *path, struct proc *p) {
                 l->max_inside = (unsigned)strtoul(fl[14], NULL, 10);
         } else if (n >= 5 && !strcmp(fl[0], "D") && p->nlocks > 0) {
             struct lock *l = &p->locks[p->nlocks - 1];
-            if (l->ndeep == MAX_SITES)
-                continue;
-            struct site *s = &l->deep[l->ndeep++];
-            s->contended = strtoull(fl[1], NULL, 10);
-            s->wait_ns = strtoull(fl[2], NULL, 10);
-            snprintf(s->object, sizeof s->object, "%s", fl[3]);
-            snprintf(s->func, sizeof s->func, "%s", fl[4]);
-            s->others = n >= 6 && !strcmp(fl[5], "and-others");
+            parse_site(l->deep, &l->ndeep, fl + 1, n - 1);
         } else if (n >= 6 && !strcmp(fl[0], "S") && p->nlocks > 0) {
             struct lock *l = &p->locks[p->nlocks - 1];
-            if (l->nsites == MAX_SITES)
-                continue;
-            struct site *s = &l->sites[l->nsites++];
-            s->acq = strtoull(fl[1], NULL, 10);
-            s->contended = strtoull(fl[2], NULL, 10);
-            s->wait_ns = strtoull(fl[3], NULL, 10);
-            snprintf(s->object, sizeof s->object, "%s", fl[4]);
-            snprintf(s->func, sizeof s->func, "%s", fl[5]);
-            s->others = n >= 7 && !strcmp(fl[6], "and-others");
+            struct site *s = parse_site(l->sites, &l->nsites, fl + 2, n - 2);
+            if (s)
+                s->acq = strtoull(fl[1], NULL, 10);
         }
     }
     fclose(f);
@@ -227,12 +229,32 @@ static void print_hist(FILE *out, const char *what, const unsigned long long *h,
     fputc('\n', out);
 }
 
+/* wait_ns as a percentage of the threads' time (threads x elapsed). */
+static double lost_pct(const struct proc *p, unsigned long long wait_ns) {
+    double denom = (double)p->elapsed_ns * (p->threads ? p->threads : 1);
+    return denom > 0 ? 100.0 * (double)wait_ns / denom : 0.0;
+}
+
+/* A site's "symbol+0xN" (the recorded name when the symbol tables do not
+ * say), its object's file name, and "file:line" when want_line and known. */
+static void site_name(const struct proc *p, const struct site *s, int want_line, char *sym,
+                      size_t slen, char *obj, size_t olen, char *line, size_t llen) {
+    sym[0] = line[0] = 0;
+    if (strcmp(s->object, "?") != 0)
+        sym_lookup(s->object, s->func, (unsigned long long)p->pid, want_line, sym, slen, line,
+                   llen);
+    if (!sym[0])
+        snprintf(sym, slen, "%s", s->func);
+    char path[sizeof s->object];
+    snprintf(path, sizeof path, "%s", s->object);
+    snprintf(obj, olen, "%s", basename(path));
+}
+
 static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
     double secs = (double)p->elapsed_ns / 1e9;
     unsigned long long lost = 0;
     for (int i = 0; i < p->nlocks; i++)
         lost += p->locks[i].wait_ns;
-    double denom = (double)p->elapsed_ns * (p->threads ? p->threads : 1);
     fprintf(out,
             "txkit lock report: %s (pid %ld; run as: %s), %.3f s, %u threads took locks, "
             "RTM %s\n",
@@ -240,7 +262,7 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
     fprintf(out,
             "time lost waiting for locks: %.3f ms = %.2f%% of %u threads x %.3f s "
             "(the estimate of what transactifying them could win)\n",
-            (double)lost / 1e6, denom > 0 ? 100.0 * (double)lost / denom : 0.0, p->threads, secs);
+            (double)lost / 1e6, lost_pct(p, lost), p->threads, secs);
     if (p->untracked)
         fprintf(out, "(%u locks beyond the report's table were not counted)\n", p->untracked);
     fprintf(out, "%4s %-24s %-8s %10s %10s %6s %10s %7s %10s %10s %4s%s\n", "rank", "lock", "kind",
@@ -255,8 +277,8 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
         fprintf(out, "%4d %-24s %-8s %10llu %10llu %5.1f%% %10s %6.2f%% %10s %10s %4u", i + 1,
                 l->name[0] ? l->name : l->addr, l->kind, l->acq, l->contended,
                 l->acq ? 100.0 * (double)l->contended / (double)l->acq : 0.0, w,
-                denom > 0 ? 100.0 * (double)l->wait_ns / denom : 0.0, l->contended ? wq : "-",
-                l->timed_holds ? hq : "-", l->max_waiting);
+                lost_pct(p, l->wait_ns), l->contended ? wq : "-", l->timed_holds ? hq : "-",
+                l->max_waiting);
         if (p->rtm)
             fprintf(out, "  %7.1f%% %5u", l->acq ? 100.0 * (double)l->elided / (double)l->acq : 0.0,
                     l->max_inside);
@@ -265,33 +287,23 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
             print_hist(out, "waits", l->wait_hist, p->hist_unit);
             print_hist(out, "holds", l->hold_hist, p->hist_unit);
         }
+        char sym[256], obj[256], line[512], ws[32];
         for (int k = 0; k < l->nsites; k++) {
             const struct site *s = &l->sites[k];
-            char sym[256] = "", line[512] = "";
-            if (strcmp(s->object, "?") != 0)
-                sym_lookup(s->object, s->func, (unsigned long long)p->pid, 1, sym, sizeof sym, line,
-                           sizeof line);
-            char objc[512];
-            snprintf(objc, sizeof objc, "%s", s->object);
-            char ws[32];
+            site_name(p, s, 1, sym, sizeof sym, obj, sizeof obj, line, sizeof line);
             fmt_ns(ws, sizeof ws, s->wait_ns);
-            fprintf(out, "       %s %s (%s)%s%s: %llu acquired, %llu contended, %s waiting\n",
-                    s->others ? "at" : "at", sym[0] ? sym : s->func, basename(objc),
-                    line[0] ? " " : "", line, s->acq, s->contended, ws);
+            fprintf(out, "       at %s (%s)%s%s: %llu acquired, %llu contended, %s waiting\n", sym,
+                    obj, line[0] ? " " : "", line, s->acq, s->contended, ws);
             if (s->others)
                 fprintf(out, "       (and other sites, counted with the one above)\n");
         }
         for (int k = 0; k < l->ndeep; k++) {
             const struct site *s = &l->deep[k];
-            char sym[256] = "", line[512] = "", objc[512], ws[32];
-            if (strcmp(s->object, "?") != 0)
-                sym_lookup(s->object, s->func, (unsigned long long)p->pid, 1, sym, sizeof sym, line,
-                           sizeof line);
-            snprintf(objc, sizeof objc, "%s", s->object);
+            site_name(p, s, 1, sym, sizeof sym, obj, sizeof obj, line, sizeof line);
             fmt_ns(ws, sizeof ws, s->wait_ns);
-            fprintf(out, "       waited for from %s (%s)%s%s: %llu contended, %s%s\n",
-                    sym[0] ? sym : s->func, basename(objc), line[0] ? " " : "", line, s->contended,
-                    ws, s->others ? " (with other callers)" : "");
+            fprintf(out, "       waited for from %s (%s)%s%s: %llu contended, %s%s\n", sym, obj,
+                    line[0] ? " " : "", line, s->contended, ws,
+                    s->others ? " (with other callers)" : "");
         }
     }
     fputc('\n', out);
@@ -315,31 +327,27 @@ static void csv_str(FILE *f, const char *v) {
 
 /* One row per lock: what plots and tables need (bench/run-locks.sh). */
 static void csv_proc(const struct proc *p, const char *cmd, FILE *csv) {
-    double denom = (double)p->elapsed_ns * (p->threads ? p->threads : 1);
     for (int i = 0; i < p->nlocks; i++) {
         const struct lock *l = &p->locks[i];
-        char sym[256] = "", line[512] = "", objc[512];
+        char sym[256] = "", obj[256] = "", line[8];
         const struct site *top = NULL;
         for (int k = 0; k < l->nsites; k++)
             if (!top || l->sites[k].wait_ns > top->wait_ns ||
                 (l->sites[k].wait_ns == top->wait_ns && l->sites[k].acq > top->acq))
                 top = &l->sites[k];
-        if (top && strcmp(top->object, "?") != 0)
-            sym_lookup(top->object, top->func, (unsigned long long)p->pid, 0, sym, sizeof sym, line,
-                       sizeof line);
-        snprintf(objc, sizeof objc, "%s", top ? top->object : "?");
+        if (top)
+            site_name(p, top, 0, sym, sizeof sym, obj, sizeof obj, line, sizeof line);
         csv_str(csv, cmd);
         fprintf(csv, ",%ld,", p->pid);
         csv_str(csv, p->exe);
         fprintf(csv, ",%.6f,%u,%d,%d,%s,%s,%llu,%llu,%llu,%llu,%.4f,%llu,%llu,%u,%u,",
                 (double)p->elapsed_ns / 1e9, p->threads, p->rtm, i + 1, l->addr, l->kind, l->acq,
-                l->contended, l->wait_ns, l->hold_ns,
-                denom > 0 ? 100.0 * (double)l->wait_ns / denom : 0.0,
+                l->contended, l->wait_ns, l->hold_ns, lost_pct(p, l->wait_ns),
                 quantile(l->wait_hist, 0.99, p->hist_unit),
                 quantile(l->hold_hist, 0.99, p->hist_unit), l->max_waiting, l->elided);
-        csv_str(csv, top ? (sym[0] ? sym : top->func) : "");
+        csv_str(csv, sym);
         fputc(',', csv);
-        csv_str(csv, top ? basename(objc) : "");
+        csv_str(csv, obj);
         fputc(',', csv);
         csv_str(csv, l->name);
         fprintf(csv, ",%u\n", l->max_inside);
