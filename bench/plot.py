@@ -419,11 +419,10 @@ def plot_apache(args):
         print("plot: no txkit statistics in the CSV: no abort figure")
         return
     fig, ax = subplots(figsize=(7.8, 4.6))
-    allv = []
-    k = -1
+    nth = -1  # the series' number: staggers its labels
     for s in servers:
         for z in zipfs:
-            k += 1
+            nth += 1
             p = sorted((k[2], 1e6 * a / c if c else 0.0, c, a)
                        for k, (c, a) in ab.items() if k[0] == s and k[1] == z)
             if not p:
@@ -434,8 +433,7 @@ def plot_apache(args):
                     label="%s, s = %s" % (s, z))
             for x, y, c, a in p:
                 ax.annotate("%d/%s" % (a, plain(c)), (x, y), textcoords="offset points",
-                            xytext=(5, 2 + 8 * (k % 6)), fontsize=6, color=c0)
-            allv += [q[1] for q in p]
+                            xytext=(5, 2 + 8 * (nth % 6)), fontsize=6, color=c0)
     ax.set_yscale("symlog", linthresh=1.0)
     ax.yaxis.set_major_formatter(FuncFormatter(plain))
     ax.set_ylim(bottom=0)
@@ -758,7 +756,6 @@ def plot_locks(args):
         top += best
     rtm = any(r.get("rtm") == "1" for r in rows)
     fig, axes = subplots(1, 4, figsize=(19, 5.2), gridspec_kw={"width_ratios": [1, 2.2, 1.6, 1.6]})
-    st = Styler()
     ax = axes[0]
     ax.bar(range(len(progs)), [lost[p] for p in progs], color="#d62728", edgecolor="black", lw=0.5)
     for i, p in enumerate(progs):

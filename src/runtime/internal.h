@@ -380,7 +380,7 @@ static inline void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
 /* TK_ACC_UNDO_STORE (the runtime's own bit of _txkit_tls.access; the public
  * macros test only the TXKIT_ACC_* bits): the running attempt's stores are
  * tk_undo_store, which the barriers then run inline instead of calling the
- * method (serial with its undo log: vacation, 1 thread, 55 -> 30 instructions
+ * method (serial with its undo log: vacation, 1 thread, 54 -> 37 instructions
  * per store). A method sets it in its access bits; becoming irrevocable clears
  * every bit. */
 #define TK_ACC_UNDO_STORE 0x100u
