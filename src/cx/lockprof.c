@@ -17,9 +17,10 @@
  * atomics on the lock's own entry; times are TSC ticks, converted at exit
  * by the ratio of the clock to the TSC over the process's life (nothing waits
  * to calibrate: short-lived processes such as CGI scripts must not pay), the
- * histograms written in ticks with that ratio. The table is anonymous memory
- * touched only where locks land, made afresh in a fork's child. A process
- * that took no lock writes nothing. Owner: this file; every function is
+ * histograms written in ticks with that ratio. The table (lockfmt.h) is
+ * made at the first lock counted and touched only where locks land; it is
+ * the live file txkit stat --sites reads when the statistics directory can
+ * be used. A process that took no lock writes nothing. Owner: this file; every function is
  * callable from any thread.
  */
 #include <dlfcn.h>
@@ -33,54 +34,30 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stats/lockfmt.h"
 #include "cx/self.h"
 #include "preload/elide_abi.h"
 #include "runtime/internal.h"
 
-#define LP_TAB_BITS 12
-#define LP_TAB_SIZE (1u << LP_TAB_BITS)
 #define LP_PROBES 64u
-#define LP_SITES 6 /* call sites kept per lock; the last collects the rest */
-#define LP_HIST 32 /* log2 buckets of TSC ticks: [2^k, 2^(k+1)), the last open */
 #define LP_HELD 16 /* locks one thread holds at once that are timed */
 
-enum { LP_MUTEX, LP_RWLOCK_RD, LP_RWLOCK_WR, LP_SPIN };
-static const char *const lp_kind_name[] = {"mutex", "rwlock-read", "rwlock-write", "spinlock"};
-
-struct lp_site {
-    uintptr_t caller; /* return address into the program, 0: free */
-    uint64_t acq, contended, wait_ticks;
-};
-
-/* A contended acquisition through a wrapper (the immediate caller is in a
- * shared library, e.g. APR's apr_thread_mutex_lock): the first frame outside
- * that library, from a backtrace taken then (the thread is about to wait
- * anyway), so the report names the program's code that waited. */
-#define LP_DEEP 4
-struct lp_deep {
-    uintptr_t pc; /* 0: free */
-    uint64_t contended, wait_ticks;
-};
-
-struct lp_lock {
-    uintptr_t key; /* lock address, 0: free */
-    unsigned kind;
-    uint64_t acq, contended, wait_ticks, hold_ticks, timed_holds; /* times: TSC ticks */
-    unsigned waiting, max_waiting, elided;
-    int inside;          /* threads inside its sections now (RTM: elision lets several in) */
-    unsigned max_inside; /* ... the most at once */
-    uint64_t wait_hist[LP_HIST], hold_hist[LP_HIST];
-    struct lp_site sites[LP_SITES];
-    struct lp_deep deep[LP_DEEP]; /* the last collects the rest */
-} __attribute__((aligned(64)));
-
-static struct lp_lock *lp_tab; /* LP_TAB_SIZE entries, allocated when on */
+/* The table (lockfmt.h): published as DIR/<pid>.locks for txkit stat when
+ * the statistics directory can be used, else anonymous; made at the first
+ * lock counted (a process, or a fork's child, that never takes a lock makes
+ * none: CGI scripts must not pay), afresh in a fork's child. */
+static struct lp_file *lp_head;
+static struct lp_lock *lp_tab; /* LP_TAB_SIZE entries after lp_head; NULL until made */
+static int lp_fd = -1;         /* the published file's (its flock), -1: anonymous */
+static char lp_live[256];      /* its path, "" when not published */
+static int lp_making;          /* a thread is making the table */
+static int lp_quiet;           /* a fork's child: its parent said why it could not publish */
 static uint64_t lp_start_ns;   /* CLOCK_MONOTONIC at the start, with lp_start_tsc */
-static int lp_any;             /* a lock was taken (else no file) */
-static char lp_prefix[4096];
 static uint64_t lp_start_tsc;
-static unsigned lp_threads; /* threads that took a profiled lock */
-static unsigned lp_lost;    /* locks the table had no room for */
+static int lp_any; /* a lock was taken (else no file) */
+static char lp_prefix[4096];
+static unsigned lp_threads; /* threads that took a profiled lock (mirrored in lp_head) */
+static unsigned lp_lost;    /* locks the table had no room for (mirrored in lp_head) */
 int tk_lp_on;               /* read by elide.c and the hooks below */
 
 struct lp_held {
@@ -113,13 +90,7 @@ static inline void lp_push_untimed(const void *lock) {
     lp_depth++;
 }
 
-#define LP_TAB_BYTES (LP_TAB_SIZE * sizeof(struct lp_lock))
-
-static struct lp_lock *lp_map(void) {
-    void *m = mmap(NULL, LP_TAB_BYTES, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return m == MAP_FAILED ? NULL : m; /* page-aligned, zero, untouched */
-}
+#define LP_FILE_BYTES (LP_FILE_HEAD + LP_TAB_SIZE * sizeof(struct lp_lock))
 
 static uint64_t lp_now_ns(void) {
     struct timespec ts;
@@ -127,15 +98,82 @@ static uint64_t lp_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* A fork's child starts its own report: a fresh table (no page of the
- * parent's copied), its own clock. */
-static void lp_fork_child(void) {
-    if (lp_tab) {
-        munmap(lp_tab, LP_TAB_BYTES);
-        lp_tab = lp_map();
-        if (!lp_tab)
-            __atomic_store_n(&tk_lp_on, 0, __ATOMIC_RELEASE);
+/* The header, magic last (tk_seg_publish's fill; also for the anonymous one). */
+static void lp_fill(void *map, size_t size) {
+    struct lp_file *h = map;
+    h->version = LP_VERSION;
+    h->header_size = sizeof *h;
+    h->lock_size = sizeof(struct lp_lock);
+    h->tab_size = LP_TAB_SIZE;
+    h->tab_offset = LP_FILE_HEAD;
+    h->file_size = size;
+    h->pid = (uint64_t)getpid();
+    h->start_tsc = lp_start_tsc;
+    h->start_ns = lp_start_ns;
+    h->threads = lp_threads;
+    h->lost = lp_lost;
+    h->rtm = tk_g.hybrid ? 1 : 0;
+    h->sample = lp_period;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy(h->magic, LP_MAGIC, 8);
+}
+
+static struct lp_lock *lp_make(void) {
+    while (__atomic_exchange_n(&lp_making, 1, __ATOMIC_ACQUIRE))
+        tk_cpu_relax();
+    struct lp_lock *t = lp_tab;
+    if (!t) {
+        char why[320] = "";
+        const char *mode = getenv("TXKIT_STATS");
+        void *m = NULL;
+        if (!(mode && (!strcmp(mode, "private") || !strcmp(mode, "off"))))
+            m = tk_seg_publish("locks", LP_FILE_BYTES, lp_fill, lp_live, sizeof lp_live, &lp_fd,
+                               why, sizeof why);
+        else
+            snprintf(why, sizeof why, "TXKIT_STATS=%s", mode);
+        if (!m) {
+            lp_live[0] = 0;
+            if (!lp_quiet)
+                fprintf(stderr, "txkit: lock report not shown live (txkit stat --sites): %s\n",
+                        why);
+            /* (calloc would not give the entries' 64-byte alignment) */
+            m = mmap(NULL, LP_FILE_BYTES, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (m == MAP_FAILED) {
+                fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: out of memory; no lock report\n");
+                __atomic_store_n(&tk_lp_on, 0, __ATOMIC_RELEASE);
+                m = NULL;
+            } else
+                lp_fill(m, LP_FILE_BYTES);
+        }
+        if (m) {
+            lp_head = m;
+            t = (struct lp_lock *)((char *)m + LP_FILE_HEAD);
+            __atomic_store_n(&lp_tab, t, __ATOMIC_RELEASE);
+        }
     }
+    __atomic_store_n(&lp_making, 0, __ATOMIC_RELEASE);
+    return t;
+}
+
+/* A count mirrored in the live header. */
+static void lp_bump(unsigned *count, uint32_t *mirror) {
+    __atomic_store_n(mirror, __atomic_add_fetch(count, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
+/* A fork's child starts its own report: no table until it takes a lock (the
+ * parent's mapping and file are the parent's), its own clock. */
+static void lp_fork_child(void) {
+    if (lp_head)
+        munmap(lp_head, LP_FILE_BYTES);
+    if (lp_fd >= 0)
+        close(lp_fd); /* the parent keeps its lock through its own descriptor */
+    lp_fd = -1;
+    lp_head = NULL;
+    lp_tab = NULL;
+    lp_live[0] = 0;
+    lp_making = 0;
+    lp_quiet = 1;
     lp_start_tsc = tk_rdtsc();
     lp_start_ns = lp_now_ns();
     lp_threads = lp_seen ? 1 : 0;
@@ -150,11 +188,6 @@ __attribute__((constructor(102))) static void lp_init(void) {
         return;
     if (strlen(p) >= sizeof lp_prefix - 24) {
         fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: path too long; no lock report\n");
-        return;
-    }
-    lp_tab = lp_map(); /* (calloc would not give the entries' 64-byte alignment) */
-    if (!lp_tab) {
-        fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: out of memory; no lock report\n");
         return;
     }
     strcpy(lp_prefix, p);
@@ -175,10 +208,13 @@ __attribute__((constructor(102))) static void lp_init(void) {
 }
 
 static struct lp_lock *lp_entry(const void *lock, unsigned kind) {
+    struct lp_lock *tab = __atomic_load_n(&lp_tab, __ATOMIC_ACQUIRE);
+    if (!tab && !(tab = lp_make()))
+        return NULL;
     uintptr_t k = (uintptr_t)lock;
     unsigned h = (unsigned)((k * 0x9e3779b97f4a7c15ull) >> (64 - LP_TAB_BITS));
     for (unsigned i = 0; i < LP_PROBES; i++, h = (h + 1) & (LP_TAB_SIZE - 1)) {
-        struct lp_lock *e = &lp_tab[h];
+        struct lp_lock *e = &tab[h];
         uintptr_t cur = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
         if (cur == 0 && __atomic_compare_exchange_n(&e->key, &cur, k, false, __ATOMIC_ACQ_REL,
                                                     __ATOMIC_ACQUIRE)) {
@@ -188,7 +224,7 @@ static struct lp_lock *lp_entry(const void *lock, unsigned kind) {
         if (cur == k)
             return e;
     }
-    __atomic_add_fetch(&lp_lost, 1, __ATOMIC_RELAXED);
+    lp_bump(&lp_lost, &lp_head->lost);
     return NULL;
 }
 
@@ -238,7 +274,7 @@ static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int c
                         uint64_t wait_ticks, uint64_t now, unsigned w) {
     if (!lp_seen) {
         lp_seen = 1;
-        ADD(lp_threads, 1);
+        lp_bump(&lp_threads, &lp_head->threads); /* (e: the table exists) */
     }
     struct lp_site *s = lp_count(e, caller, w);
     if (contended) {
@@ -472,9 +508,9 @@ TK_EXPORT int _txkit_spin_unlock(pthread_spinlock_t *l, tk_spin_fn real, void *c
 
 /* ------------------------------------------------------------ the file */
 
-/* "OBJECT<TAB>0xOFFSET" or "OBJECT<TAB>symbol+0xN" of a code address (the
- * form tools/txkit/symbolize.c reads), or "?<TAB>0xADDR". */
-static void lp_where(FILE *f, uintptr_t a) {
+/* lockfmt.h's lp_where_fn, in the process itself: dladdr. */
+static void lp_where(FILE *f, uintptr_t a, void *arg) {
+    (void)arg;
     Dl_info info;
     if (a && dladdr((void *)a, &info) && info.dli_fname) {
         if (info.dli_sname)
@@ -487,10 +523,15 @@ static void lp_where(FILE *f, uintptr_t a) {
     }
 }
 
-/* Write PREFIX.PID (at exit; also callable to flush, e.g. by a test). */
+/* Write PREFIX.PID and remove the live table's file (at exit; also callable
+ * to flush, e.g. by a test). */
 TK_EXPORT void _txkit_lock_report(void) {
     if (!__atomic_load_n(&tk_lp_on, __ATOMIC_ACQUIRE))
         return;
+    if (lp_live[0]) {
+        unlink(lp_live);
+        lp_live[0] = 0;
+    }
     if (!lp_any)
         return; /* took no lock: nothing to say */
     char path[sizeof lp_prefix + 24];
@@ -506,51 +547,13 @@ TK_EXPORT void _txkit_lock_report(void) {
     double npt = ticks && ns >= 1000000 ? (double)ns / (double)ticks : tk_ns_per_tick_known();
     if (npt <= 0)
         npt = ticks ? (double)ns / (double)ticks : 1.0;
-#define NS(x) ((unsigned long long)((double)(x)*npt))
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
-    /* format 1: a header line per fact, then L (lock) lines each followed by
-     * its S (site) lines, tab-separated */
-    fprintf(f, "txkit-lock-report\t1\n");
-    fprintf(f, "pid\t%ld\nexe\t%s\nelapsed_ns\t%llu\nthreads\t%u\nrtm\t%d\nuntracked_locks\t%u\n",
-            (long)getpid(), exe, (unsigned long long)ns, lp_threads, tk_g.hybrid ? 1 : 0, lp_lost);
-    fprintf(f, "hist_ns_per_unit\t%.6f\n", npt); /* the histograms count log2 ticks */
-    for (unsigned i = 0; i < LP_TAB_SIZE; i++) {
-        struct lp_lock *e = &lp_tab[i];
-        if (!e->key || !e->acq)
-            continue;
-        fprintf(f, "L\t%#lx\t%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%u\t%u\t", (unsigned long)e->key,
-                lp_kind_name[e->kind], (unsigned long long)e->acq, (unsigned long long)e->contended,
-                NS(e->wait_ticks), NS(e->hold_ticks), (unsigned long long)e->timed_holds,
-                e->max_waiting, e->elided);
-        for (int b = 0; b < LP_HIST; b++)
-            fprintf(f, "%s%llu", b ? "," : "", (unsigned long long)e->wait_hist[b]);
-        fputc('\t', f);
-        for (int b = 0; b < LP_HIST; b++)
-            fprintf(f, "%s%llu", b ? "," : "", (unsigned long long)e->hold_hist[b]);
-        fputc('\t', f);
-        lp_where(f, e->key); /* a lock in an object's data: its variable, if named */
-        fprintf(f, "\t%u\n", e->max_inside);
-        for (int s = 0; s < LP_SITES; s++) {
-            const struct lp_site *st = &e->sites[s];
-            if (!st->caller || !st->acq)
-                continue;
-            fprintf(f, "S\t%llu\t%llu\t%llu\t", (unsigned long long)st->acq,
-                    (unsigned long long)st->contended, NS(st->wait_ticks));
-            lp_where(f, st->caller);
-            fprintf(f, "\t%s\n", s == LP_SITES - 1 ? "and-others" : "");
-        }
-        for (int s = 0; s < LP_DEEP; s++) {
-            const struct lp_deep *d = &e->deep[s];
-            if (!d->pc || !d->contended)
-                continue;
-            fprintf(f, "D\t%llu\t%llu\t", (unsigned long long)d->contended, NS(d->wait_ticks));
-            lp_where(f, d->pc);
-            fprintf(f, "\t%s\n", s == LP_DEEP - 1 ? "and-others" : "");
-        }
-    }
-#undef NS
+    struct lp_file none = {.pid = (uint64_t)getpid(), .threads = lp_threads, .lost = lp_lost};
+    struct lp_file *h = lp_tab ? lp_head : &none;
+    h->rtm = tk_g.hybrid ? 1 : 0;
+    lp_write_text(f, h, lp_tab, lp_tab ? LP_TAB_SIZE : 0, exe, ns, npt, lp_where, NULL);
     if (fclose(f) != 0)
         fprintf(stderr, "txkit: TXKIT_LOCK_REPORT: %s: %s\n", path, strerror(errno));
 }

@@ -308,6 +308,14 @@ TK_HIDDEN void tk_seg_set_ns_per_tick(double v);
 TK_HIDDEN void tk_seg_set_cm(const char *name);
 TK_HIDDEN struct tks_thread *tk_seg_threads(void);
 TK_HIDDEN int tk_seg_dir(char *buf, size_t len);
+/* Publish a file DIR/<pid>.SUFFIX in the statistics directory (the
+ * segment's rules: private directory, owner's flock held for life, made
+ * under a temporary name, fill(map, size) run before it appears): its shared
+ * mapping, its path and descriptor; NULL and why when it cannot be. Any
+ * thread; the caller serializes calls for one suffix. */
+TK_HIDDEN void *tk_seg_publish(const char *suffix, size_t size,
+                               void (*fill)(void *map, size_t size), char *path, size_t plen,
+                               int *fd_out, char *why, size_t wlen);
 
 /* A group of counter updates that a reader must see whole (seqlock). */
 static inline void tk_stats_open(tk_thread *t) {

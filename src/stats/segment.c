@@ -171,16 +171,17 @@ int tk_seg_dir(char *buf, size_t len) {
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
-/* Remove the segments of processes that died without removing theirs (a
- * crash, _exit): their lock is free. Done once, when we create ours. */
-static void clean_dead(const char *dir) {
+/* Remove the files (NAME.SUFFIX) of processes that died without removing
+ * theirs (a crash, _exit): their lock is free. Done once, when we create ours. */
+static void clean_dead(const char *dir, const char *suffix) {
     DIR *d = opendir(dir);
     if (!d)
         return;
+    size_t sl = strlen(suffix);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
-        if (n < 5 || strcmp(e->d_name + n - 4, ".seg") != 0)
+        if (n <= sl + 1 || e->d_name[n - sl - 1] != '.' || strcmp(e->d_name + n - sl, suffix) != 0)
             continue;
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
@@ -194,25 +195,26 @@ static void clean_dead(const char *dir) {
     closedir(d);
 }
 
-/* Build the file under a temporary name (locked, sized, header filled, the
- * magic written last) and rename it into place, so no reader or cleaner ever
- * sees an unlocked or half-made <pid>.seg. */
-static int create_shared(size_t size, char *why, size_t wlen) {
+/* Build the file under a temporary name (locked, sized, filled by fill, whose
+ * magic it writes last) and rename it into place, so no reader or cleaner
+ * ever sees an unlocked or half-made DIR/<pid>.SUFFIX. */
+void *tk_seg_publish(const char *suffix, size_t size, void (*fill)(void *map, size_t size),
+                     char *path, size_t plen, int *fd_out, char *why, size_t wlen) {
     char dir[200], tmp[300];
     if (tk_seg_dir(dir, sizeof dir) != 0) {
         snprintf(why, wlen, "TXKIT_STATS_DIR is too long");
-        return -1;
+        return NULL;
     }
     if (check_dir(dir, why, wlen) != 0)
-        return -1;
-    clean_dead(dir);
-    snprintf(seg_path, sizeof seg_path, "%s/%ld.seg", dir, (long)getpid());
-    snprintf(tmp, sizeof tmp, "%s/.%ld.tmp", dir, (long)getpid());
+        return NULL;
+    clean_dead(dir, suffix);
+    snprintf(path, plen, "%s/%ld.%s", dir, (long)getpid(), suffix);
+    snprintf(tmp, sizeof tmp, "%s/.%ld.%s.tmp", dir, (long)getpid(), suffix);
     unlink(tmp);
     int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         snprintf(why, wlen, "cannot create %s: %s", tmp, strerror(errno));
-        return -1;
+        return NULL;
     }
     void *p = MAP_FAILED;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0 || ftruncate(fd, (off_t)size) != 0 ||
@@ -220,22 +222,35 @@ static int create_shared(size_t size, char *why, size_t wlen) {
         snprintf(why, wlen, "cannot set up %s: %s", tmp, strerror(errno));
         close(fd);
         unlink(tmp);
-        return -1;
+        return NULL;
     }
-    seg = p;
-    fill_header(seg, size);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    memcpy(seg->magic, TKS_MAGIC, 8);
+    fill(p, size);
     /* A file of that name belongs to a dead process whose pid we reuse. */
-    if (rename(tmp, seg_path) != 0) {
-        snprintf(why, wlen, "cannot rename %s to %s: %s", tmp, seg_path, strerror(errno));
+    if (rename(tmp, path) != 0) {
+        snprintf(why, wlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
         munmap(p, size);
-        seg = NULL;
         close(fd);
         unlink(tmp);
-        return -1;
+        path[0] = '\0';
+        return NULL;
     }
-    seg_fd = fd;
+    *fd_out = fd;
+    return p;
+}
+
+/* The segment's fill: the header, then the magic. */
+static void fill_segment(void *map, size_t size) {
+    fill_header(map, size);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy(((struct tks_header *)map)->magic, TKS_MAGIC, 8);
+}
+
+static int create_shared(size_t size, char *why, size_t wlen) {
+    void *p =
+        tk_seg_publish("seg", size, fill_segment, seg_path, sizeof seg_path, &seg_fd, why, wlen);
+    if (!p)
+        return -1;
+    seg = p;
     return 0;
 }
 

@@ -85,12 +85,9 @@ static struct site *parse_site(struct site *sites, int *n_sites, char **f, int n
     return s;
 }
 
-static int read_proc(const char *path, struct proc *p) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "txkit run: --report: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
+/* One process's text (name: where it came from, for messages); f is read
+ * to its end, not closed. */
+static int read_proc(FILE *f, const char *name, struct proc *p) {
     memset(p, 0, sizeof *p);
     char line[8192];
     char *fl[16];
@@ -118,8 +115,8 @@ static int read_proc(const char *path, struct proc *p) {
                 int cap = p->cap ? 2 * p->cap : 64;
                 struct lock *l = realloc(p->locks, (size_t)cap * sizeof *l);
                 if (!l) {
-                    fclose(f);
-                    fprintf(stderr, "txkit run: --report: out of memory\n");
+                    fprintf(stderr, "txkit: lock report: out of memory\n");
+                    free(p->locks);
                     return -1;
                 }
                 p->locks = l;
@@ -154,9 +151,8 @@ static int read_proc(const char *path, struct proc *p) {
                 s->acq = strtoull(fl[1], NULL, 10);
         }
     }
-    fclose(f);
     if (!ok) {
-        fprintf(stderr, "txkit run: --report: %s: not a txkit lock report\n", path);
+        fprintf(stderr, "txkit: %s: not a txkit lock report\n", name);
         free(p->locks);
         return -1;
     }
@@ -250,15 +246,14 @@ static void site_name(const struct proc *p, const struct site *s, int want_line,
     snprintf(obj, olen, "%s", basename(path));
 }
 
-static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
+/* how: "run as: CMD", "live, ..."; top: locks printed (0: all). */
+static void print_proc(const struct proc *p, const char *how, size_t top, FILE *out) {
     double secs = (double)p->elapsed_ns / 1e9;
     unsigned long long lost = 0;
     for (int i = 0; i < p->nlocks; i++)
         lost += p->locks[i].wait_ns;
-    fprintf(out,
-            "txkit lock report: %s (pid %ld; run as: %s), %.3f s, %u threads took locks, "
-            "RTM %s\n",
-            p->exe, p->pid, cmd, secs, p->threads, p->rtm ? "yes" : "no");
+    fprintf(out, "txkit lock report: %s (pid %ld; %s), %.3f s, %u threads took locks, RTM %s\n",
+            p->exe, p->pid, how, secs, p->threads, p->rtm ? "yes" : "no");
     fprintf(out,
             "time lost waiting for locks: %.3f ms = %.2f%% of %u threads x %.3f s "
             "(the estimate of what transactifying them could win)\n",
@@ -268,7 +263,8 @@ static void print_proc(const struct proc *p, const char *cmd, FILE *out) {
     fprintf(out, "%4s %-24s %-8s %10s %10s %6s %10s %7s %10s %10s %4s%s\n", "rank", "lock", "kind",
             "acquired", "contended", "%", "wait", "lost%", "wait p99", "hold p99", "maxw",
             p->rtm ? "  elided% maxin" : "");
-    for (int i = 0; i < p->nlocks; i++) {
+    size_t shown = top && top < (size_t)p->nlocks ? top : (size_t)p->nlocks;
+    for (int i = 0; i < (int)shown; i++) {
         const struct lock *l = &p->locks[i];
         char w[32], wq[32], hq[32];
         fmt_ns(w, sizeof w, l->wait_ns);
@@ -354,6 +350,36 @@ static void csv_proc(const struct proc *p, const char *cmd, FILE *csv) {
     }
 }
 
+/* Name the locks in globals by their variables; sort by cost. */
+static void name_and_sort(struct proc *p) {
+    for (int k = 0; k < p->nlocks; k++) {
+        struct lock *l = &p->locks[k];
+        char sym[256], line[8];
+        if (l->obj[0] && strcmp(l->obj, "?") != 0 &&
+            sym_lookup(l->obj, l->off, (unsigned long long)p->pid, 0, sym, sizeof sym, line,
+                       sizeof line) == 0) {
+            size_t m = strlen(sym); /* "name+0": the variable itself */
+            if (m > 2 && strcmp(sym + m - 2, "+0") == 0)
+                sym[m - 2] = 0;
+            snprintf(l->name, sizeof l->name, "%s", sym);
+        }
+    }
+    if (p->nlocks) /* (qsort wants a non-null base even for none) */
+        qsort(p->locks, (size_t)p->nlocks, sizeof *p->locks, by_cost);
+}
+
+int lockreport_print_text(FILE *text, const char *name, const char *how, size_t top, FILE *out) {
+    struct proc p;
+    if (read_proc(text, name, &p) != 0)
+        return -1;
+    name_and_sort(&p);
+    int any = p.nlocks > 0;
+    if (any)
+        print_proc(&p, how, top, out);
+    free(p.locks);
+    return any;
+}
+
 int lockreport_print(const char *prefix, const char *cmd, FILE *out, FILE *csv) {
     char dirbuf[4096], basebuf[4096];
     snprintf(dirbuf, sizeof dirbuf, "%s", prefix);
@@ -373,26 +399,23 @@ int lockreport_print(const char *prefix, const char *cmd, FILE *out, FILE *csv) 
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         struct proc p;
-        if (read_proc(path, &p) != 0) {
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            fprintf(stderr, "txkit run: --report: %s: %s\n", path, strerror(errno));
             bad = 1;
             continue;
         }
-        for (int k = 0; k < p.nlocks; k++) { /* name the locks in globals */
-            struct lock *l = &p.locks[k];
-            char sym[256], line[8];
-            if (l->obj[0] && strcmp(l->obj, "?") != 0 &&
-                sym_lookup(l->obj, l->off, (unsigned long long)p.pid, 0, sym, sizeof sym, line,
-                           sizeof line) == 0) {
-                size_t m = strlen(sym); /* "name+0": the variable itself */
-                if (m > 2 && strcmp(sym + m - 2, "+0") == 0)
-                    sym[m - 2] = 0;
-                snprintf(l->name, sizeof l->name, "%s", sym);
-            }
+        int rc = read_proc(f, path, &p);
+        fclose(f);
+        if (rc != 0) {
+            bad = 1;
+            continue;
         }
-        if (p.nlocks) /* (qsort wants a non-null base even for none) */
-            qsort(p.locks, (size_t)p.nlocks, sizeof *p.locks, by_cost);
+        name_and_sort(&p);
         if (p.nlocks) { /* processes that took no lock (a shell) say nothing */
-            print_proc(&p, cmd, out);
+            char how[4200];
+            snprintf(how, sizeof how, "run as: %s", cmd);
+            print_proc(&p, how, 0, out);
             if (csv)
                 csv_proc(&p, cmd, csv);
             n++;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "locklive.h"
 #include "segment_reader.h"
 #include "stat_data.h"
 #include "stat_print.h"
@@ -48,7 +49,9 @@ void stat_usage(FILE *f) {
             "                          every interval instead of one line\n"
             "  -s, --sites             also the busiest atomic blocks, gcc -fgnu-tm\n"
             "                          transactions and locks, by commits in the period\n"
-            "                          (implies -v)\n"
+            "                          (implies -v); and the lock report of each program\n"
+            "                          running under txkit run --report (text only): its\n"
+            "                          pthread locks by time lost waiting, in the period\n"
             "  -t, --top N             how many sites (default %d, 0 = all; with --json:\n"
             "                          all unless given)\n"
             "  -j, --json              one JSON document per report, each on one line\n"
@@ -333,9 +336,13 @@ static int wait_interval(struct timespec *next, double interval) {
     return -1;
 }
 
-/* One reading of the directory, printed. *matched: processes selected. */
+static int want_proc(uint64_t pid, const char *comm, void *arg) { return selected(arg, pid, comm); }
+
+/* One reading of the directory, printed. *matched: processes selected. live:
+ * the lock tables' previous counts (interval reports), NULL: totals. */
 static int one_report(const char *dir, const struct opts *o, struct st_history *hist,
-                      double seconds, struct said *said, const char *user, size_t *matched) {
+                      double seconds, struct said *said, const char *user, size_t *matched,
+                      struct locklive *live) {
     char why[512];
     struct tkr_scan scan;
     if (tkr_scan_dir(dir, &scan, why, sizeof why) < 0) {
@@ -379,6 +386,11 @@ static int one_report(const char *dir, const struct opts *o, struct st_history *
         st_print_line(stdout, &rep);
     else if (n || ng || rep.nexited || o->interval > 0)
         st_print_text(stdout, &rep, &po);
+    if (o->sites && !o->json) { /* the locks of programs under txkit run --report */
+        int k = locklive_print(live, dir, want_proc, (void *)&o->sel, o->top, stdout);
+        if (k > 0)
+            *matched += (size_t)k;
+    }
     fflush(stdout);
     st_report_free(&rep);
 out:
@@ -423,6 +435,7 @@ int cmd_stat(int argc, char **argv) {
     struct st_history hist;
     memset(&hist, 0, sizeof hist);
     struct said said = {NULL, 0};
+    struct locklive *live = o.interval > 0 ? locklive_new() : NULL;
     size_t ever = 0;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
@@ -432,7 +445,8 @@ int cmd_stat(int argc, char **argv) {
             break;
         double now = mono_now();
         size_t matched = 0;
-        rc = one_report(dir, &o, o.interval > 0 ? &hist : NULL, now - last, &said, user, &matched);
+        rc = one_report(dir, &o, o.interval > 0 ? &hist : NULL, now - last, &said, user, &matched,
+                        live);
         ever += matched;
         last = now;
         if (rc || o.interval <= 0 || stop_requested)
@@ -449,6 +463,7 @@ int cmd_stat(int argc, char **argv) {
         rc = 1;
     }
     st_history_free(&hist);
+    locklive_free(live);
     free(said.v);
     free(o.sel.pids);
     free(o.sel.names);
