@@ -88,6 +88,8 @@ struct el_tls {
     pthread_mutex_t *held[EL_MAX_NESTED]; /* which (in a section) */
     struct el_ent *ent;                   /* the outermost one's entry */
     pthread_mutex_t *outer;               /* ... and the mutex (the lock report) */
+    bool lp_in;                           /* ... counted among its threads inside */
+    void *lp_caller;                      /* ... and who took it (the lock report) */
     struct tks_counters *cnt;             /* ... and its counters */
     unsigned tries;
     /* Inner mutexes taken inside the section, counted after it commits
@@ -285,9 +287,10 @@ static inline bool from_self(void *caller, const pthread_mutex_t *m) {
  * wait for the real lock), counted outside any transaction. */
 static inline bool lp_inside(void) { return TXKIT_UNLIKELY(tk_lp_on) && tk_g.hybrid; }
 
-/* The real lock, through the lock report when it is on. */
-static inline int lock_real(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
-    return TXKIT_UNLIKELY(tk_lp_on) ? tk_lp_mutex_lock(m, real, caller) : real(m);
+/* The real lock, through the lock report when it is on (inside: the hold
+ * counts among the threads inside m's sections). */
+static inline int lock_real(pthread_mutex_t *m, tk_mutex_fn real, void *caller, bool inside) {
+    return TXKIT_UNLIKELY(tk_lp_on) ? tk_lp_mutex_lock(m, real, caller, inside) : real(m);
 }
 
 /* The lock report: m was taken for real without the profiled lock path
@@ -296,14 +299,10 @@ static inline int lock_real(pthread_mutex_t *m, tk_mutex_fn real, void *caller) 
 static inline void lp_taken(pthread_mutex_t *m, void *caller) {
     if (TXKIT_LIKELY(!tk_lp_on))
         return;
-    tk_lp_mutex_taken(m, caller);
-    if (tk_g.hybrid && elidable(m))
-        tk_lp_inside(m, 1);
+    tk_lp_mutex_taken(m, caller, tk_g.hybrid && elidable(m));
 }
 static inline void lp_given_up(pthread_mutex_t *m) {
     tk_lp_release(m); /* before the real unlock: the hold ends when others may take it */
-    if (tk_g.hybrid && elidable(m))
-        tk_lp_inside(m, -1);
 }
 
 static void fork_child(void) {
@@ -369,7 +368,7 @@ TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *call
     if (from_self(caller, m))
         return real(m);
     if (!elidable(m))
-        return lock_real(m, real, caller);
+        return lock_real(m, real, caller, false);
     if (el.depth) {
         nested_lock(m, caller);
         return 0;
@@ -377,19 +376,16 @@ TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *call
     struct el_ent *e;
     struct tks_counters *c;
     unsigned tries;
-    bool in = lp_inside();
-    if (in)
-        tk_lp_inside(m, 1);
+    bool in = lp_inside() && tk_lp_section_enter(m);
     if (enter_elided(m, caller, &e, &c, &tries)) {
-        if (TXKIT_UNLIKELY(tk_lp_on))
-            tk_lp_elided(m, caller);
+        /* (in hardware now: the report counts the section when it commits) */
+        el.lp_caller = caller;
+        el.lp_in = in;
         return 0;
     }
     if (in) /* waiting for the real lock is not being inside */
-        tk_lp_inside(m, -1);
-    int rc = lock_real(m, real, caller);
-    if (rc == 0 && in)
-        tk_lp_inside(m, 1);
+        tk_lp_section_exit(m);
+    int rc = lock_real(m, real, caller, lp_inside());
     if (rc == 0) {
         count_exclusive(c, tries);
         if (tk_g.hybrid)
@@ -458,8 +454,12 @@ TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *ca
         if (TXKIT_UNLIKELY(el.ninner))
             count_inner();
         adapt(el.ent, 0);
-        if (lp_inside())
-            tk_lp_inside(el.outer, -1);
+        if (TXKIT_UNLIKELY(tk_lp_on))
+            tk_lp_elided(el.outer, el.lp_caller);
+        if (TXKIT_UNLIKELY(el.lp_in)) {
+            tk_lp_section_exit(el.outer);
+            el.lp_in = false;
+        }
         el.ent = NULL;
         el.cnt = NULL;
     }

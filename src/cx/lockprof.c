@@ -13,7 +13,10 @@
  * and per call site of acquisition (up to LP_SITES per lock, the rest in the
  * last): acquisitions, contended ones (the try failed first: the exact test,
  * a trylock before the blocking call), time waiting and holding (log2
- * histograms), the most threads waiting at once. Counters are relaxed
+ * histograms), the most threads waiting at once and, on RTM, inside its
+ * sections at once (sampled sections only). Nothing here runs inside an
+ * elided section's hardware transaction: a shared counter written there
+ * would make the sections of two threads conflict. Counters are relaxed
  * atomics on the lock's own entry; times are TSC ticks, converted at exit
  * by the ratio of the clock to the TSC over the process's life (nothing waits
  * to calibrate: short-lived processes such as CGI scripts must not pay), the
@@ -65,6 +68,7 @@ struct lp_held {
     uint64_t tsc;
     struct lp_lock *e; /* NULL: not sampled, nothing to time */
     unsigned w;        /* the weight of its hold time */
+    unsigned inside;   /* counted in e->inside while held */
 };
 static __thread struct lp_held lp_stack[LP_HELD];
 static __thread unsigned lp_depth, lp_seen;
@@ -74,6 +78,10 @@ static __thread unsigned lp_depth, lp_seen;
  * timed; the others cost a try and a push on the thread's held stack.
  * Contended acquisitions (the try failed) are always counted and timed. */
 #define LP_SAMPLE 8
+/* With a kind: count the hold in the lock's threads inside (an elidable
+ * mutex on RTM: elided sections and holders are both inside). */
+#define LP_INSIDE 0x100u
+#define LP_KIND(k) ((k) & ~LP_INSIDE)
 static unsigned lp_period = LP_SAMPLE;
 static __thread unsigned lp_skip;
 static inline unsigned lp_sample(void) {
@@ -86,7 +94,7 @@ static inline unsigned lp_sample(void) {
 }
 static inline void lp_push_untimed(const void *lock) {
     if (lp_depth < LP_HELD)
-        lp_stack[lp_depth] = (struct lp_held){(uintptr_t)lock, 0, NULL, 0};
+        lp_stack[lp_depth] = (struct lp_held){(uintptr_t)lock, 0, NULL, 0, 0};
     lp_depth++;
 }
 
@@ -218,7 +226,7 @@ static struct lp_lock *lp_entry(const void *lock, unsigned kind) {
         uintptr_t cur = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
         if (cur == 0 && __atomic_compare_exchange_n(&e->key, &cur, k, false, __ATOMIC_ACQ_REL,
                                                     __ATOMIC_ACQUIRE)) {
-            e->kind = kind;
+            e->kind = LP_KIND(kind);
             return e;
         }
         if (cur == k)
@@ -269,9 +277,18 @@ static struct lp_site *lp_count(struct lp_lock *e, void *caller, unsigned w) {
     return s;
 }
 
+static void lp_inside_add(struct lp_lock *e, int delta) {
+    int now = __atomic_add_fetch(&e->inside, delta, __ATOMIC_RELAXED);
+    unsigned mx = __atomic_load_n(&e->max_inside, __ATOMIC_RELAXED);
+    while (now > 0 && (unsigned)now > mx &&
+           !__atomic_compare_exchange_n(&e->max_inside, &mx, (unsigned)now, true, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
 /* The lock was just taken (after wait_ticks waiting, 0 when the try got it). */
-static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int contended,
-                        uint64_t wait_ticks, uint64_t now, unsigned w) {
+static void lp_acquired(struct lp_lock *e, const void *lock, unsigned kind, void *caller,
+                        int contended, uint64_t wait_ticks, uint64_t now, unsigned w) {
     if (!lp_seen) {
         lp_seen = 1;
         lp_bump(&lp_threads, &lp_head->threads); /* (e: the table exists) */
@@ -284,8 +301,12 @@ static void lp_acquired(struct lp_lock *e, const void *lock, void *caller, int c
         ADD(s->wait_ticks, wait_ticks);
         ADD(e->wait_hist[lp_bucket(wait_ticks)], 1);
     }
-    if (lp_depth < LP_HELD)
-        lp_stack[lp_depth] = (struct lp_held){(uintptr_t)lock, now, e, w};
+    unsigned in = 0;
+    if (lp_depth < LP_HELD) {
+        if ((in = (kind & LP_INSIDE) != 0))
+            lp_inside_add(e, 1);
+        lp_stack[lp_depth] = (struct lp_held){(uintptr_t)lock, now, e, w, in};
+    }
     lp_depth++;
 }
 
@@ -301,8 +322,11 @@ static void lp_released(const void *lock) {
             ADD(e->hold_ticks, ticks * w);
             ADD(e->timed_holds, w);
             ADD(e->hold_hist[lp_bucket(ticks)], w);
+            if (lp_stack[i].inside)
+                lp_inside_add(e, -1);
         }
-        lp_stack[i] = lp_stack[n - 1];
+        if (i != n - 1)
+            lp_stack[i] = lp_stack[n - 1];
         lp_depth--;
         return;
     }
@@ -405,7 +429,7 @@ static int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_f
     ADD(e->waiting, (unsigned)-1);
     uint64_t t1 = tk_rdtsc();
     if (rc == 0) {
-        lp_acquired(e, lock, caller, 1, t1 - t0, t1, 1);
+        lp_acquired(e, lock, kind, caller, 1, t1 - t0, t1, 1);
         lp_deep_count(e, caller, t1 - t0);
     }
     return rc;
@@ -414,23 +438,26 @@ static int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_f
 static tk_mutex_fn lp_mutex_try;
 TK_EXPORT void _txkit_lp_set_mutex_trylock(tk_mutex_fn f) { lp_mutex_try = f; }
 
-int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
+int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller, int inside) {
     if (!lp_mutex_try)
         return real(m);
-    return lp_take(m, LP_MUTEX, (lp_lock_fn)lp_mutex_try, (lp_lock_fn)real, caller);
+    return lp_take(m, LP_MUTEX | (inside ? LP_INSIDE : 0), (lp_lock_fn)lp_mutex_try,
+                   (lp_lock_fn)real, caller);
 }
 
 static void lp_taken(const void *lock, unsigned kind, void *caller) {
     unsigned w = lp_sample();
     struct lp_lock *e = w ? lp_entry(lock, kind) : NULL;
     if (e)
-        lp_acquired(e, lock, caller, 0, 0, tk_rdtsc(), w);
+        lp_acquired(e, lock, kind, caller, 0, 0, tk_rdtsc(), w);
     else {
         lp_mark_any();
         lp_push_untimed(lock);
     }
 }
-void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller) { lp_taken(m, LP_MUTEX, caller); }
+void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller, int inside) {
+    lp_taken(m, LP_MUTEX | (inside ? LP_INSIDE : 0), caller);
+}
 void tk_lp_release(const void *lock) { lp_released(lock); }
 
 /* A section elided in hardware (elide.c): an acquisition without the lock. */
@@ -445,16 +472,25 @@ void tk_lp_elided(pthread_mutex_t *m, void *caller) {
     ADD(e->elided, w);
 }
 
-void tk_lp_inside(pthread_mutex_t *m, int delta) {
+/* Elided sections in the lock's threads inside: sampled like acquisitions
+ * (its own count per thread). */
+static __thread unsigned lp_in_skip;
+int tk_lp_section_enter(pthread_mutex_t *m) {
+    if (lp_in_skip) {
+        lp_in_skip--;
+        return 0;
+    }
+    lp_in_skip = lp_period - 1;
     struct lp_lock *e = lp_entry(m, LP_MUTEX);
-    if (!e)
-        return;
-    int now = __atomic_add_fetch(&e->inside, delta, __ATOMIC_RELAXED);
-    unsigned mx = __atomic_load_n(&e->max_inside, __ATOMIC_RELAXED);
-    while (now > 0 && (unsigned)now > mx &&
-           !__atomic_compare_exchange_n(&e->max_inside, &mx, (unsigned)now, true, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED))
-        ;
+    if (e)
+        lp_inside_add(e, 1);
+    return e != NULL;
+}
+
+void tk_lp_section_exit(pthread_mutex_t *m) {
+    struct lp_lock *e = lp_entry(m, LP_MUTEX);
+    if (e)
+        lp_inside_add(e, -1);
 }
 
 /* ------------------------------------------------ rwlocks and spinlocks */

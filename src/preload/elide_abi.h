@@ -47,13 +47,19 @@ void _txkit_lock_report(void);
 
 /* libtxkit-internal (cx/lockprof.c for cx/elide.c). */
 extern int tk_lp_on __attribute__((visibility("hidden")));
-int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller)
+/* inside: also count the hold (when sampled) in the threads inside m's
+ * sections (an elidable mutex on RTM). Any thread. */
+int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller, int inside)
     __attribute__((visibility("hidden")));
-void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller) __attribute__((visibility("hidden")));
+void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller, int inside)
+    __attribute__((visibility("hidden")));
 void tk_lp_release(const void *lock) __attribute__((visibility("hidden")));
 void tk_lp_elided(pthread_mutex_t *m, void *caller) __attribute__((visibility("hidden")));
-/* One thread more (+1) or fewer (-1) inside m's sections (RTM machines). */
-void tk_lp_inside(pthread_mutex_t *m, int delta) __attribute__((visibility("hidden")));
+/* A thread tries to elide m's section (RTM machines): counted among the
+ * threads inside when sampled (returns 1; then tk_lp_section_exit at its
+ * end or when it waits for the real lock instead), else 0. Any thread. */
+int tk_lp_section_enter(pthread_mutex_t *m) __attribute__((visibility("hidden")));
+void tk_lp_section_exit(pthread_mutex_t *m) __attribute__((visibility("hidden")));
 
 
 #endif /* TK_ELIDE_ABI_H */
