@@ -11,13 +11,19 @@
 #   pigz       pigz -p 2 compressing 64 MB
 #   xz         xz -T 2 compressing 16 MB
 #   sort       sort --parallel=2 on 1.5 M lines
+#   build      make -j2 of a small real project (this repository's library
+#              sources, 30-odd files), linked by gold with --threads: the
+#              compilers are single-threaded processes (nothing to report), the
+#              linker's threads share locks
 # Figures (bench/plot.py locks): time lost waiting for locks per program
 # (TxLinux Figure 4), acquisitions and contended acquisitions of each
 # program's top locks (Table 6), the most threads waiting at once per lock
 # (the user-space stand-in for Figure 5) and, with RTM, the share of
 # sections that ran exclusive rather than elided (Figure 6). The report's
 # cost: memcached operations/s and Apache requests/s with and without it,
-# median of LOCKS_RUNS runs, a TARGET line each (>= 0.95, i.e. <= 5%).
+# median of LOCKS_RUNS runs, a TARGET line each (>= 0.95, i.e. <= 5%), and
+# per lock operation (txkit-bench-cx mutex rows: an empty section, the hash
+# set at 2 threads) under txkit run with and without the report.
 # Output in OUTDIR (default BUILD_DIR/bench-results/locks): NAME.report
 # (the text report), NAME.csv (its rows), locks.csv (all of them), cost.csv,
 # summary.txt, locks.png, and the figures' data.
@@ -47,16 +53,16 @@ HTPORT=$((MCPORT + 1))
 
 missing=()
 MEMCACHED=${LOCKS_MEMCACHED:-memcached}
-for c in "$MEMCACHED" memcaslap apache2 wrk pigz xz curl; do
+for c in "$MEMCACHED" memcaslap apache2 wrk pigz xz curl make gcc ld.gold; do
     command -v "$c" >/dev/null 2>&1 || [ -x "/usr/sbin/$c" ] || missing+=("$c")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-    echo "$BENCH_NAME: missing: ${missing[*]} (apt-get install memcached libmemcached-tools apache2 wrk pigz xz-utils curl)" >&2
+    echo "$BENCH_NAME: missing: ${missing[*]} (apt-get install memcached libmemcached-tools apache2 wrk pigz xz-utils curl make gcc binutils)" >&2
     exit 2
 fi
 
 echo "txkit lock figures: $(plot_about)"
-echo "programs  memcached, apache, pigz, xz, sort; $SECS s of load; cost: median of $RUNS runs"
+echo "programs  memcached, apache, pigz, xz, sort, build (make -j2); $SECS s of load; cost: median of $RUNS runs"
 echo "load      $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "cmd,pid,exe,seconds,threads,rtm,rank,lock,kind,acquired,contended,wait_ns,hold_ns,lost_pct,wait_p99_ns,hold_p99_ns,max_waiting,elided,top_site,top_object,lock_name,max_inside,program" >"$OUT/locks.csv"
 echo "program,mode,run,rate,unit" >"$OUT/cost.csv"
@@ -126,6 +132,18 @@ head -c $((48 * 1024 * 1024)) /dev/urandom >"$WORK/rand"
 { cat "$WORK/rand"; head -c $((16 * 1024 * 1024)) /dev/zero; } >"$WORK/data64"
 head -c $((16 * 1024 * 1024)) "$WORK/data64" >"$WORK/data16"
 seq 1500000 | awk '{ print ($1 * 7919) % 1000003, $1 }' >"$WORK/lines"
+mkdir -p "$WORK/build"
+cat >"$WORK/build/Makefile" <<'MK'
+# the library's sources, compiled in parallel, linked by gold's threads
+SRC := $(wildcard $(REPO)/src/*/*.c $(REPO)/src/arch/*/*.c $(REPO)/src/arch/*/*.S)
+OBJ := $(patsubst $(REPO)/src/%,obj/%.o,$(SRC))
+CFLAGS := -O2 -g -fPIC -D_GNU_SOURCE -DTXKIT_BUILDING_LIBRARY -I$(REPO)/include -I$(REPO)/src
+libbuilt.so: $(OBJ)
+	gcc -shared -fuse-ld=gold -Wl,--threads,--thread-count,2 -o $@ $(OBJ) -lpthread -ldl
+obj/%.o: $(REPO)/src/%
+	@mkdir -p $(dir $@)
+	gcc $(CFLAGS) -c $< -o $@
+MK
 run_tool() { # NAME COMMAND...: under the report, timed
     local name=$1 t0 t1
     shift
@@ -149,15 +167,46 @@ done
 run_tool pigz pigz -p 2 -c "$WORK/data64"
 run_tool xz xz -T 2 -3 -c "$WORK/data16"
 run_tool sort sort --parallel=2 -S 64M "$WORK/lines"
+run_tool build make -s -j2 -C "$WORK/build" REPO="$REPO"
 
 echo
 echo "=== the lock reports (full text: $OUT/NAME.report) ==="
-for n in memcached apache pigz xz sort; do
+for n in memcached apache pigz xz sort build; do
     [ -f "$OUT/$n.csv" ] && collect "$n"
 done
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+# The report's cost per lock operation, without a server's noise:
+# txkit-bench-cx's mutex rows (an empty section, 1 thread; the hash set, 2
+# threads) under txkit run and txkit run --report, interleaved, each the
+# median of 3 runs; with RTM also TXKIT_RTM=off (what most users get).
+CXB=$(find_bin txkit-bench-cx || true)
+PEROP=$WORK/perop.csv
+if [ -n "$CXB" ]; then
+    envs=("")
+    "$TXKIT" info 2>/dev/null | grep -Eq "^rtm:[[:space:]]+yes" && envs+=("TXKIT_RTM=off")
+    for e in "${envs[@]}"; do
+        for mode in preload report; do
+            rep=()
+            [ $mode = report ] && rep=(--report="$WORK/cx.report")
+            env $e "$TXKIT" run "${rep[@]}" -- "$CXB" -w uncontended,hash -l mutex --io 0 -t 1,2 \
+                -s 0.5 -r 3 --csv "$WORK/cx-$mode.csv" >/dev/null 2>&1
+            awk -F, -v m="$mode" -v e="${e:-RTM}" 'NR > 1 && (($4 == "uncontended" && $6 == 1) || ($4 == "hash" && $6 == 2)) { print e "," $4 "," $6 "," m "," $9 }' \
+                "$WORK/cx-$mode.csv" >>"$PEROP"
+            rm -f "$WORK/cx-$mode.csv"
+        done
+    done
+fi
 {
+    if [ -s "$PEROP" ]; then
+        echo
+        echo "=== the report's cost per lock + unlock (txkit-bench-cx mutex, ns/op, median of 3) ==="
+        awk -F, '{ k = $1 "," $2 "," $3; v[k "," $4] = $5; keys[k] = 1 }
+            END { for (k in keys) { split(k, a, ",")
+                printf "  %-14s %-12s %d thr  txkit run %7.1f  --report %7.1f  ratio %.2f\n", a[1], a[2], a[3], v[k ",preload"], v[k ",report"], (v[k ",preload"] > 0 ? v[k ",report"] / v[k ",preload"] : 0) } }' "$PEROP" | sort
+        awk -F, '{ print "perop," $1 "-" $2 "-" $3 "," $4 ",1," $5 ",ns/op" }' "$PEROP" >>"$OUT/cost.csv"
+    fi
+
     echo
     echo "=== the report's cost (median of $RUNS runs, same run, interleaved) ==="
     for p in memcached apache; do

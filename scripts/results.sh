@@ -5,7 +5,7 @@
 #   apache  cache/bench/apache/run.sh --full --servers nocache,socache,lock,tx,cx
 #           (s = 0.1, 1, 2; threads 1, 2, 4, 8; 5 s per point, 3 runs; about
 #           25 minutes): apache.png, apache-aborts.png, apache-table.md
-#   locks   bench/run-locks.sh (memcached, Apache, pigz, xz, sort under the
+#   locks   bench/run-locks.sh (memcached, Apache, pigz, xz, sort, make -j2 under the
 #           lock report; about 3 minutes): locks.png, locks-summary.txt,
 #           locks-top.txt (each program's top locks)
 #   cm      bench/cm/run.sh (priority inversion, hot counter, pipeline; about
@@ -39,7 +39,7 @@ for p in "${parts[@]}"; do
             "$REPO/bench/run-locks.sh" "$BUILD" "$RES/locks" || rc=1
             cp "$RES/locks/locks.png" "$DOC/" 2>/dev/null || { echo "results: no locks.png" >&2; rc=1; }
             cp "$RES/locks/summary.txt" "$DOC/locks-summary.txt" 2>/dev/null
-            for n in memcached apache pigz xz sort; do
+            for n in memcached apache pigz xz sort build; do
                 [ -f "$RES/locks/$n.report" ] || continue
                 echo "### $n"
                 echo
