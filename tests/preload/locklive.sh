@@ -44,6 +44,14 @@ grep -q "^txkit lock report: .*lockreport_prog (pid $pid; live, since it started
 grep -q "^ *at hot_path+0x[0-9a-f]* (lockreport_prog)" "$tmp/live.txt" || fail "live: no site line for hot_path()"
 grep -q "^ *waited for from wrapped_path+0x[0-9a-f]* (lockreport_prog)" "$tmp/live.txt" ||
     fail "live: the wait through the wrapper is not attributed"
+# JSON: the same report as "lock_reports" of the document (one line)
+"$txkit" stat --sites --json -p "$pid" >"$tmp/live.json" 2>&1 || fail "txkit stat --sites --json: exit $?"
+[ "$(wc -l <"$tmp/live.json")" = 1 ] || fail "--json: not one line"
+grep -q "\"lock_reports\":\[{\"pid\":$pid,\"exe\":\"[^\"]*lockreport_prog\",\"period\":\"live, since it started\"" "$tmp/live.json" ||
+    fail "--json: no lock_reports entry for pid $pid"
+grep -q "\"name\":\"hot_mutex\",\"kind\":\"mutex\",\"acquired\":$(expect hot_mutex)," "$tmp/live.json" ||
+    fail "--json: hot_mutex's count"
+grep -q '"symbol":"hot_path+0x[0-9a-f]*","object":"lockreport_prog"' "$tmp/live.json" || fail "--json: hot_path's site"
 # --top limits the locks shown
 "$txkit" stat --sites --top 1 -p "$pid" >"$tmp/top1.txt" 2>&1 || fail "--top 1: exit $?"
 n=$(awk '/^txkit lock report/ { f = 1 } f && $1 ~ /^[0-9]+$/ && NF > 8 { n++ } END { print n + 0 }' "$tmp/top1.txt")

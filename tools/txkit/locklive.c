@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "json.h"
 #include "lockfmt.h"
 #include "lockreport.h"
 #include "locklive.h"
@@ -236,7 +237,7 @@ static void remember(struct locklive *l, const struct lp_file *h, uint64_t ns,
 /* Print tab[0..n) of process pid through lockreport.c; returns 1. */
 static int print_table(uint64_t pid, const char *comm, const char *path, const struct lp_file *h,
                        const struct lp_lock *tab, size_t n, uint64_t elapsed_ns, double npt,
-                       const char *how, size_t top, FILE *out) {
+                       const char *how, size_t top, FILE *out, struct jw *json) {
     struct maps mp;
     maps_read(pid, &mp);
     char exe[4096], link[64];
@@ -254,11 +255,11 @@ static int print_table(uint64_t pid, const char *comm, const char *path, const s
     int printed = 0;
     FILE *rf = text ? fmemopen(text, len, "r") : NULL;
     if (rf) {
-        printed = lockreport_print_text(rf, path, how, top, out) > 0;
+        printed = lockreport_print_text(rf, path, how, top, out, json);
         fclose(rf);
     }
     free(text);
-    if (!printed) /* seen, but nothing to show (a quiet interval) */
+    if (printed == 0 && !json) /* seen, but nothing to show (a quiet interval) */
         fprintf(out, "txkit lock report: %s (pid %llu; %s): no lock taken\n\n", exe[0] ? exe : comm,
                 (unsigned long long)pid, how);
     return 1;
@@ -266,7 +267,7 @@ static int print_table(uint64_t pid, const char *comm, const char *path, const s
 
 int locklive_print(struct locklive *l, const char *dir,
                    int (*want)(uint64_t pid, const char *comm, void *arg), void *arg, size_t top,
-                   FILE *out) {
+                   FILE *out, struct jw *json) {
     DIR *d = opendir(dir);
     if (!d) {
         if (errno == ENOENT)
@@ -321,7 +322,7 @@ int locklive_print(struct locklive *l, const char *dir,
         } else {
             shown = locks;
         }
-        printed += print_table(pid, comm, path, &h, shown, n, ns - since, npt, how, top, out);
+        printed += print_table(pid, comm, path, &h, shown, n, ns - since, npt, how, top, out, json);
         if (shown != locks)
             free(shown);
         if (l)

@@ -14,14 +14,16 @@ struct locklive;
 struct locklive *locklive_new(void);
 void locklive_free(struct locklive *l);
 
+struct jw;
 /* Print the lock report of every live table in dir whose process want(pid,
- * comm, arg) selects (NULL: all), at most top locks each (0: all); with l,
- * the counts since the previous call for that process (since its start the
- * first time). Removes the files of dead processes. Returns the number of
- * processes printed (each took a lock), -1 when dir cannot be read (said on
- * stderr, unless it does not exist: 0). Single-threaded. */
+ * comm, arg) selects (NULL: all), at most top locks each (0: all), to out,
+ * or with json as one JSON object each (lockreport.h); with l, the counts
+ * since the previous call for that process (since its start the first time).
+ * Removes the files of dead processes. Returns the number of processes
+ * reported, -1 when dir cannot be read (said on stderr, unless it does not
+ * exist: 0). Single-threaded. */
 int locklive_print(struct locklive *l, const char *dir,
                    int (*want)(uint64_t pid, const char *comm, void *arg), void *arg, size_t top,
-                   FILE *out);
+                   FILE *out, struct jw *json);
 
 #endif /* TXKIT_CLI_LOCKLIVE_H */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "lockreport.h"
 #include "symbolize.h"
 
@@ -350,6 +351,70 @@ static void csv_proc(const struct proc *p, const char *cmd, FILE *csv) {
     }
 }
 
+/* The JSON form of print_proc (txkit stat --sites --json): one object. */
+static void json_sites(struct jw *w, const char *key, const struct proc *p, const struct site *v,
+                       int n, int with_acq) {
+    jw_array(w, key);
+    for (int k = 0; k < n; k++) {
+        char sym[256], obj[256], line[512];
+        site_name(p, &v[k], 1, sym, sizeof sym, obj, sizeof obj, line, sizeof line);
+        jw_object(w, NULL);
+        jw_string(w, "symbol", sym);
+        jw_string(w, "object", obj);
+        jw_string(w, "line", line);
+        if (with_acq)
+            jw_u64(w, "acquired", v[k].acq);
+        jw_u64(w, "contended", v[k].contended);
+        jw_u64(w, "wait_ns", v[k].wait_ns);
+        jw_bool(w, "and_others", v[k].others);
+        jw_end_object(w);
+    }
+    jw_end_array(w);
+}
+
+static void json_proc(const struct proc *p, const char *how, size_t top, struct jw *w) {
+    unsigned long long lost = 0;
+    for (int i = 0; i < p->nlocks; i++)
+        lost += p->locks[i].wait_ns;
+    jw_object(w, NULL);
+    jw_u64(w, "pid", (uint64_t)p->pid);
+    jw_string(w, "exe", p->exe);
+    jw_string(w, "period", how);
+    jw_double(w, "seconds", (double)p->elapsed_ns / 1e9);
+    jw_u64(w, "threads", p->threads);
+    jw_bool(w, "rtm", p->rtm);
+    jw_u64(w, "untracked_locks", p->untracked);
+    jw_u64(w, "wait_ns", lost);
+    jw_double(w, "lost_pct", lost_pct(p, lost));
+    jw_array(w, "locks");
+    size_t shown = top && top < (size_t)p->nlocks ? top : (size_t)p->nlocks;
+    for (size_t i = 0; i < shown; i++) {
+        const struct lock *l = &p->locks[i];
+        jw_object(w, NULL);
+        jw_u64(w, "rank", i + 1);
+        jw_string(w, "lock", l->addr);
+        jw_string(w, "name", l->name);
+        jw_string(w, "kind", l->kind);
+        jw_u64(w, "acquired", l->acq);
+        jw_u64(w, "contended", l->contended);
+        jw_u64(w, "wait_ns", l->wait_ns);
+        jw_u64(w, "hold_ns", l->hold_ns);
+        jw_double(w, "lost_pct", lost_pct(p, l->wait_ns));
+        jw_u64(w, "wait_p99_ns", quantile(l->wait_hist, 0.99, p->hist_unit));
+        jw_u64(w, "hold_p99_ns", quantile(l->hold_hist, 0.99, p->hist_unit));
+        jw_u64(w, "max_waiting", l->max_waiting);
+        if (p->rtm) {
+            jw_u64(w, "elided", l->elided);
+            jw_u64(w, "max_inside", l->max_inside);
+        }
+        json_sites(w, "sites", p, l->sites, l->nsites, 1);
+        json_sites(w, "waits_through_wrappers", p, l->deep, l->ndeep, 0);
+        jw_end_object(w);
+    }
+    jw_end_array(w);
+    jw_end_object(w);
+}
+
 /* Name the locks in globals by their variables; sort by cost. */
 static void name_and_sort(struct proc *p) {
     for (int k = 0; k < p->nlocks; k++) {
@@ -368,13 +433,16 @@ static void name_and_sort(struct proc *p) {
         qsort(p->locks, (size_t)p->nlocks, sizeof *p->locks, by_cost);
 }
 
-int lockreport_print_text(FILE *text, const char *name, const char *how, size_t top, FILE *out) {
+int lockreport_print_text(FILE *text, const char *name, const char *how, size_t top, FILE *out,
+                          struct jw *json) {
     struct proc p;
     if (read_proc(text, name, &p) != 0)
         return -1;
     name_and_sort(&p);
     int any = p.nlocks > 0;
-    if (any)
+    if (json)
+        json_proc(&p, how, top, json);
+    else if (any)
         print_proc(&p, how, top, out);
     free(p.locks);
     return any;

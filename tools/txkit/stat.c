@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "json.h"
 #include "locklive.h"
 #include "segment_reader.h"
 #include "stat_data.h"
@@ -50,8 +51,9 @@ void stat_usage(FILE *f) {
             "  -s, --sites             also the busiest atomic blocks, gcc -fgnu-tm\n"
             "                          transactions and locks, by commits in the period\n"
             "                          (implies -v); and the lock report of each program\n"
-            "                          running under txkit run --report (text only): its\n"
-            "                          pthread locks by time lost waiting, in the period\n"
+            "                          running under txkit run --report: its pthread\n"
+            "                          locks by time lost waiting, in the period\n"
+            "                          (JSON: lock_reports)\n"
             "  -t, --top N             how many sites (default %d, 0 = all; with --json:\n"
             "                          all unless given)\n"
             "  -j, --json              one JSON document per report, each on one line\n"
@@ -338,6 +340,21 @@ static int wait_interval(struct timespec *next, double interval) {
 
 static int want_proc(uint64_t pid, const char *comm, void *arg) { return selected(arg, pid, comm); }
 
+/* txkit stat --sites --json: the live lock reports, a "lock_reports" array. */
+struct lock_json {
+    struct locklive *live;
+    const char *dir;
+    const struct opts *o;
+    int n;
+};
+static void lock_reports_json(struct jw *w, void *arg) {
+    struct lock_json *lj = arg;
+    jw_array(w, "lock_reports");
+    lj->n = locklive_print(lj->live, lj->dir, want_proc, (void *)&lj->o->sel,
+                           lj->o->top_given ? lj->o->top : 0, NULL, w);
+    jw_end_array(w);
+}
+
 /* One reading of the directory, printed. *matched: processes selected. live:
  * the lock tables' previous counts (interval reports), NULL: totals. */
 static int one_report(const char *dir, const struct opts *o, struct st_history *hist,
@@ -379,7 +396,12 @@ static int one_report(const char *dir, const struct opts *o, struct st_history *
     rep.user = user;
     rep.uid = (unsigned)tkr_uid();
     *matched = n;
-    struct st_print_opts po = {"stat", o->sites, o->json && !o->top_given ? 0 : o->top};
+    struct st_print_opts po = {"stat", o->sites, o->json && !o->top_given ? 0 : o->top, NULL, NULL};
+    struct lock_json lj = {live, dir, o, 0};
+    if (o->json && o->sites) {
+        po.json_extra = lock_reports_json;
+        po.json_arg = &lj;
+    }
     if (o->json)
         st_print_json(stdout, &rep, &po);
     else if (o->interval > 0 && !o->verbose && !o->sites)
@@ -387,9 +409,11 @@ static int one_report(const char *dir, const struct opts *o, struct st_history *
     else if (n || ng || rep.nexited || o->interval > 0)
         st_print_text(stdout, &rep, &po);
     if (o->sites && !o->json) { /* the locks of programs under txkit run --report */
-        int k = locklive_print(live, dir, want_proc, (void *)&o->sel, o->top, stdout);
+        int k = locklive_print(live, dir, want_proc, (void *)&o->sel, o->top, stdout, NULL);
         if (k > 0)
             *matched += (size_t)k;
+    } else if (lj.n > 0) {
+        *matched += (size_t)lj.n;
     }
     fflush(stdout);
     st_report_free(&rep);
@@ -495,7 +519,7 @@ int cmd_report(int argc, char **argv) {
         rc = 1;
     } else {
         rep.path = file;
-        struct st_print_opts po = {"report", 1, o.top};
+        struct st_print_opts po = {"report", 1, o.top, NULL, NULL};
         if (o.json)
             st_print_json(stdout, &rep, &po);
         else

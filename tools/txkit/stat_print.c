@@ -591,6 +591,8 @@ void st_print_json(FILE *f, const struct st_report *r, const struct st_print_opt
             jw_end_object(&w);
         }
     jw_end_array(&w);
+    if (o->json_extra)
+        o->json_extra(&w, o->json_arg);
     jw_end_object(&w);
     fputc('\n', f);
 }

@@ -8,10 +8,14 @@
 
 #include "stat_data.h"
 
+struct jw;
 struct st_print_opts {
     const char *command; /* "stat" or "report" */
     int sites;           /* print the sites table (text) */
     size_t top;          /* at most this many sites, 0 = all */
+    /* JSON: more members of the report's object, written last (or NULL). */
+    void (*json_extra)(struct jw *w, void *arg);
+    void *json_arg;
 };
 
 /* The detailed report: a title, one row per process and the total, counters,
