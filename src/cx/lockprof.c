@@ -23,8 +23,8 @@
  * histograms written in ticks with that ratio. The table (lockfmt.h) is
  * made at the first lock counted and touched only where locks land; it is
  * the live file txkit stat --sites reads when the statistics directory can
- * be used. A process that took no lock writes nothing. Owner: this file; every function is
- * callable from any thread.
+ * be used. A process that took no lock writes nothing. Owner: this file;
+ * every function is callable from any thread.
  */
 #include <dlfcn.h>
 #include <errno.h>
