@@ -93,8 +93,10 @@ static inline unsigned lp_sample(void) {
     return lp_period;
 }
 static inline void lp_push_untimed(const void *lock) {
-    if (lp_depth < LP_HELD)
-        lp_stack[lp_depth] = (struct lp_held){(uintptr_t)lock, 0, NULL, 0, 0};
+    if (lp_depth < LP_HELD) { /* (the other fields count only with e) */
+        lp_stack[lp_depth].key = (uintptr_t)lock;
+        lp_stack[lp_depth].e = NULL;
+    }
     lp_depth++;
 }
 
@@ -310,28 +312,41 @@ static void lp_acquired(struct lp_lock *e, const void *lock, unsigned kind, void
     lp_depth++;
 }
 
+/* The held stack: slots [0, min(lp_depth, LP_HELD)) hold the locks taken
+ * (key) or, key 0, stand for one taken when the stack was full (lp_depth
+ * beyond LP_HELD counts the others). */
 static void lp_released(const void *lock) {
-    unsigned n = lp_depth < LP_HELD ? lp_depth : LP_HELD;
-    for (unsigned i = n; i-- > 0;) {
-        if (lp_stack[i].key != (uintptr_t)lock)
-            continue;
-        struct lp_lock *e = lp_stack[i].e;
-        if (e) { /* sampled: its hold, weighted */
-            unsigned w = lp_stack[i].w;
-            uint64_t ticks = tk_rdtsc() - lp_stack[i].tsc;
-            ADD(e->hold_ticks, ticks * w);
-            ADD(e->timed_holds, w);
-            ADD(e->hold_hist[lp_bucket(ticks)], w);
-            if (lp_stack[i].inside)
-                lp_inside_add(e, -1);
-        }
-        if (i != n - 1)
-            lp_stack[i] = lp_stack[n - 1];
-        lp_depth--;
+    unsigned d = lp_depth;
+    if (d - 1 < LP_HELD && lp_stack[d - 1].key == (uintptr_t)lock && !lp_stack[d - 1].e) {
+        lp_depth = d - 1; /* the common case: the last one taken, not sampled */
         return;
     }
-    if (lp_depth > LP_HELD) /* one of the untimed ones */
-        lp_depth--;
+    unsigned n = d < LP_HELD ? d : LP_HELD, i = n;
+    while (i-- > 0 && lp_stack[i].key != (uintptr_t)lock)
+        ;
+    if (i == UINT32_MAX) { /* not in a slot: one taken when the stack was full */
+        if (d > LP_HELD) {
+            lp_depth = d - 1;
+            return;
+        }
+        for (i = n; i-- > 0 && lp_stack[i].key != 0;)
+            ;
+        if (i == UINT32_MAX)
+            return;             /* not taken through the report (before it began) */
+    } else if (lp_stack[i].e) { /* sampled: its hold, weighted */
+        struct lp_lock *e = lp_stack[i].e;
+        unsigned w = lp_stack[i].w;
+        uint64_t ticks = tk_rdtsc() - lp_stack[i].tsc;
+        ADD(e->hold_ticks, ticks * w);
+        ADD(e->timed_holds, w);
+        ADD(e->hold_hist[lp_bucket(ticks)], w);
+        if (lp_stack[i].inside)
+            lp_inside_add(e, -1);
+    }
+    lp_stack[i] = lp_stack[n - 1];
+    if (d > LP_HELD) /* one beyond the stack now has its slot: the last */
+        lp_stack[n - 1] = (struct lp_held){0, 0, NULL, 0, 0};
+    lp_depth = d - 1;
 }
 
 /* The main program's load address as dladdr reports it (dli_fbase): the
@@ -402,7 +417,7 @@ static void lp_wait_enter(struct lp_lock *e) {
 
 /* A lock taken without waiting (a try that got it, a trylock, a timedlock,
  * after a condition wait): counted and timed when sampled. */
-static void lp_taken(const void *lock, unsigned kind, void *caller);
+static inline void lp_taken(const void *lock, unsigned kind, void *caller);
 
 typedef int (*lp_lock_fn)(void *);
 
@@ -445,7 +460,7 @@ int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller, int ins
                    (lp_lock_fn)real, caller);
 }
 
-static void lp_taken(const void *lock, unsigned kind, void *caller) {
+static inline void lp_taken(const void *lock, unsigned kind, void *caller) {
     unsigned w = lp_sample();
     struct lp_lock *e = w ? lp_entry(lock, kind) : NULL;
     if (e)

@@ -37,6 +37,11 @@ pthread_mutex_t wrapped_mutex = PTHREAD_MUTEX_INITIALIZER;
 int wrap_lock(pthread_mutex_t *m);
 int wrap_unlock(pthread_mutex_t *m);
 static volatile int wrapped_held;
+/* More locks held at once than the report times (16), released in the order
+ * taken: each hold is still counted once. */
+#define DEEP 20
+#define DEEP_ROUNDS 10
+static pthread_mutex_t deep[DEEP];
 static volatile uint64_t shared_counter, table[64];
 static int ready;
 
@@ -115,6 +120,15 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+__attribute__((noinline)) static void deep_path(void) {
+    for (int r = 0; r < DEEP_ROUNDS; r++) {
+        for (int i = 0; i < DEEP; i++)
+            pthread_mutex_lock(&deep[i]);
+        for (int i = 0; i < DEEP; i++)
+            pthread_mutex_unlock(&deep[i]);
+    }
+}
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 2;
     if (n < 1 || n > 64) {
@@ -122,6 +136,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
+    for (int i = 0; i < DEEP; i++)
+        pthread_mutex_init(&deep[i], NULL);
+    deep_path();
     pthread_t th[64];
     for (int i = 0; i < n; i++)
         pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
@@ -142,6 +159,7 @@ int main(int argc, char **argv) {
     printf("expect table_lock-read %p %d\n", (void *)&table_lock, n * RW);
     printf("expect table_lock-write %p %d\n", (void *)&table_lock, RW / 10);
     printf("expect spin %p %d\n", (void *)&spin, n * SPIN);
+    printf("expect deep %p %d\n", (void *)&deep[0], DEEP_ROUNDS);
     printf("counter %llu\n", (unsigned long long)shared_counter);
     fflush(stdout);
     /* LINGER=FILE: stay alive (the live table readable) until FILE exists */
