@@ -421,14 +421,9 @@ static inline void lp_taken(const void *lock, unsigned kind, void *caller);
 
 typedef int (*lp_lock_fn)(void *);
 
-/* The one profiled acquisition: try, else wait in the blocking call. */
-static int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_fn block_fn,
-                   void *caller) {
-    int rc = try_fn((void *)lock);
-    if (rc == 0) {
-        lp_taken(lock, kind, caller);
-        return 0;
-    }
+/* The acquisition whose try failed (rc): wait in the blocking call, timed. */
+static __attribute__((noinline)) int lp_take_contended(const void *lock, unsigned kind, int rc,
+                                                       lp_lock_fn block_fn, void *caller) {
     if (rc != EBUSY && rc != EAGAIN) /* EDEADLK and the like: the blocking call's answer */
         return block_fn((void *)lock);
     struct lp_lock *e = lp_entry(lock, kind);
@@ -450,6 +445,18 @@ static int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_f
     return rc;
 }
 
+/* The one profiled acquisition: try, else wait in the blocking call (the
+ * common case inline, without the waiting path's frame). */
+static inline int lp_take(const void *lock, unsigned kind, lp_lock_fn try_fn, lp_lock_fn block_fn,
+                          void *caller) {
+    int rc = try_fn((void *)lock);
+    if (TXKIT_LIKELY(rc == 0)) {
+        lp_taken(lock, kind, caller);
+        return 0;
+    }
+    return lp_take_contended(lock, kind, rc, block_fn, caller);
+}
+
 static tk_mutex_fn lp_mutex_try;
 TK_EXPORT void _txkit_lp_set_mutex_trylock(tk_mutex_fn f) { lp_mutex_try = f; }
 
@@ -460,15 +467,24 @@ int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller, int ins
                    (lp_lock_fn)real, caller);
 }
 
-static inline void lp_taken(const void *lock, unsigned kind, void *caller) {
-    unsigned w = lp_sample();
-    struct lp_lock *e = w ? lp_entry(lock, kind) : NULL;
+static __attribute__((noinline)) void lp_taken_sampled(const void *lock, unsigned kind,
+                                                       void *caller, unsigned w) {
+    struct lp_lock *e = lp_entry(lock, kind);
     if (e)
         lp_acquired(e, lock, kind, caller, 0, 0, tk_rdtsc(), w);
     else {
         lp_mark_any();
         lp_push_untimed(lock);
     }
+}
+static inline void lp_taken(const void *lock, unsigned kind, void *caller) {
+    unsigned w = lp_sample();
+    if (TXKIT_UNLIKELY(w)) {
+        lp_taken_sampled(lock, kind, caller, w);
+        return;
+    }
+    lp_mark_any();
+    lp_push_untimed(lock);
 }
 void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller, int inside) {
     lp_taken(m, LP_MUTEX | (inside ? LP_INSIDE : 0), caller);
