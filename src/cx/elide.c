@@ -99,6 +99,12 @@ struct el_tls {
     pthread_mutex_t *inner[EL_MAX_INNER];
     void *inner_caller[EL_MAX_INNER];
     unsigned inner_n[EL_MAX_INNER];
+    /* The mutex this thread entered last, its entry and counters, and the
+     * statistics row these are in: most code takes one lock again and again,
+     * and the table and the site cost more than glibc's lock itself. */
+    pthread_mutex_t *last_m;
+    struct el_ent *last_e;
+    struct tks_counters *last_c, *last_row;
 };
 static __thread struct el_tls el;
 
@@ -308,6 +314,7 @@ static inline void lp_given_up(pthread_mutex_t *m) {
 static void fork_child(void) {
     /* The child has a fresh statistics segment: its sites are new too. */
     memset(tab, 0, sizeof tab);
+    el.last_m = NULL;
 }
 
 static int elide_has_mutex(uint64_t key);
@@ -324,8 +331,21 @@ __attribute__((constructor(101))) static void elide_init(void) {
 static bool enter_elided(pthread_mutex_t *m, void *caller, struct el_ent **ent,
                          struct tks_counters **cnt, unsigned *tries) {
     *tries = 0;
-    *ent = TXKIT_UNLIKELY(tk_cfg.stats_off) && !tk_g.hybrid ? NULL : lookup(m, caller);
-    *cnt = counters_of(*ent);
+    tk_thread *t = tk_cur;
+    if (TXKIT_LIKELY(el.last_m == m) && t && el.last_row == t->row) {
+        *ent = el.last_e;
+        *cnt = el.last_c;
+    } else {
+        *ent = TXKIT_UNLIKELY(tk_cfg.stats_off) && !tk_g.hybrid ? NULL : lookup(m, caller);
+        *cnt = counters_of(*ent);
+        t = tk_cur;
+        if (*ent && t) {
+            el.last_m = m;
+            el.last_e = *ent;
+            el.last_c = *cnt;
+            el.last_row = t->row;
+        }
+    }
     return try_optimistic(*ent) && elide(m, *ent, *cnt, tries);
 }
 
