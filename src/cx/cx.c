@@ -452,7 +452,7 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
             if (give_up)
                 break;
             if (cause == TXKIT_CAUSE_CONFLICT)
-                tk_spin_ns(tk_rand(t) % (1600u << c->tries)); /* 64 pauses of ~25 ns before */
+                tk_section_backoff(&c->backoff, c->tries, tk_rand(t));
         }
     }
     excl_acquire(l);
@@ -518,6 +518,7 @@ TK_EXPORT void cx_unlock(cx_lock_t *l) {
             __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
             count_end(t, c->cnt, TXKIT_HTM);
             adapt(c->lock, 0);
+            tk_section_backoff_ok(&c->backoff, c->tries);
         }
         break;
     case CX_EXCL:

@@ -16,6 +16,7 @@ struct tk_cx {
     struct cx_lock *lock;     /* the outermost section's lock */
     struct tks_counters *cnt; /* its statistics entry */
     unsigned tries;           /* hardware attempts of the current entry */
+    unsigned backoff;         /* its backoff base, ns (section.h) */
     unsigned nheld, held_cap;
     struct cx_lock **held; /* held exclusively by sections outside transactions */
     /* Owned by the running transaction attempt, not by its sections: kept

@@ -102,6 +102,7 @@ struct el_tls {
     /* The mutex this thread entered last, its entry and counters, and the
      * statistics row these are in: most code takes one lock again and again,
      * and the table and the site cost more than glibc's lock itself. */
+    unsigned backoff; /* the backoff base after conflicts, ns (section.h) */
     pthread_mutex_t *last_m;
     struct el_ent *last_e;
     struct tks_counters *last_c, *last_row;
@@ -279,7 +280,7 @@ static bool elide(pthread_mutex_t *m, struct el_ent *e, struct tks_counters *c, 
         if (give_up)
             return false;
         if (cause == TXKIT_CAUSE_CONFLICT)
-            tk_spin_ns(tk_rand(tk_self()) % (1600u << *tries)); /* was 64 pauses << tries */
+            tk_section_backoff(&el.backoff, *tries, tk_rand(tk_self()));
     }
 }
 
@@ -471,6 +472,7 @@ TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *ca
     if (el.depth == 0) {
         tk_section_end();
         count_optimistic(el.cnt, el.tries, 1);
+        tk_section_backoff_ok(&el.backoff, el.tries);
         if (TXKIT_UNLIKELY(el.ninner))
             count_inner();
         adapt(el.ent, 0);
