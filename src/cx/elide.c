@@ -99,10 +99,10 @@ struct el_tls {
     pthread_mutex_t *inner[EL_MAX_INNER];
     void *inner_caller[EL_MAX_INNER];
     unsigned inner_n[EL_MAX_INNER];
+    unsigned backoff; /* the backoff base after conflicts, ns (section.h) */
     /* The mutex this thread entered last, its entry and counters, and the
      * statistics row these are in: most code takes one lock again and again,
      * and the table and the site cost more than glibc's lock itself. */
-    unsigned backoff; /* the backoff base after conflicts, ns (section.h) */
     pthread_mutex_t *last_m;
     struct el_ent *last_e;
     struct tks_counters *last_c, *last_row;

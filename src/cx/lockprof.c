@@ -83,15 +83,17 @@ static __thread unsigned lp_depth, lp_seen;
 #define LP_INSIDE 0x100u
 #define LP_KIND(k) ((k) & ~LP_INSIDE)
 static unsigned lp_period = LP_SAMPLE;
-static __thread unsigned lp_skip;
-static inline unsigned lp_sample(void) {
-    if (lp_skip) {
-        lp_skip--;
+static __thread unsigned lp_skip, lp_in_skip; /* acquisitions, elided sections entered */
+/* The weight of this event when it is the sampled one of its count, else 0. */
+static inline unsigned lp_sample_of(unsigned *skip) {
+    if (*skip) {
+        --*skip;
         return 0;
     }
-    lp_skip = lp_period - 1;
+    *skip = lp_period - 1;
     return lp_period;
 }
+static inline unsigned lp_sample(void) { return lp_sample_of(&lp_skip); }
 static inline void lp_push_untimed(const void *lock) {
     if (lp_depth < LP_HELD) { /* (the other fields count only with e) */
         lp_stack[lp_depth].key = (uintptr_t)lock;
@@ -467,22 +469,19 @@ int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller, int ins
                    (lp_lock_fn)real, caller);
 }
 
-static __attribute__((noinline)) void lp_taken_sampled(const void *lock, unsigned kind,
+/* The sampled acquisition counted and timed; false when the table has no
+ * room for the lock (then taken untimed, like the others). */
+static __attribute__((noinline)) bool lp_taken_sampled(const void *lock, unsigned kind,
                                                        void *caller, unsigned w) {
     struct lp_lock *e = lp_entry(lock, kind);
     if (e)
         lp_acquired(e, lock, kind, caller, 0, 0, tk_rdtsc(), w);
-    else {
-        lp_mark_any();
-        lp_push_untimed(lock);
-    }
+    return e != NULL;
 }
 static inline void lp_taken(const void *lock, unsigned kind, void *caller) {
     unsigned w = lp_sample();
-    if (TXKIT_UNLIKELY(w)) {
-        lp_taken_sampled(lock, kind, caller, w);
+    if (TXKIT_UNLIKELY(w) && lp_taken_sampled(lock, kind, caller, w))
         return;
-    }
     lp_mark_any();
     lp_push_untimed(lock);
 }
@@ -504,14 +503,10 @@ void tk_lp_elided(pthread_mutex_t *m, void *caller) {
 }
 
 /* Elided sections in the lock's threads inside: sampled like acquisitions
- * (its own count per thread). */
-static __thread unsigned lp_in_skip;
+ * (their own count per thread). */
 int tk_lp_section_enter(pthread_mutex_t *m) {
-    if (lp_in_skip) {
-        lp_in_skip--;
+    if (!lp_sample_of(&lp_in_skip))
         return 0;
-    }
-    lp_in_skip = lp_period - 1;
     struct lp_lock *e = lp_entry(m, LP_MUTEX);
     if (e)
         lp_inside_add(e, 1);

@@ -41,8 +41,8 @@ TK_HIDDEN void tk_section_count_abort(struct tks_counters *c, int cause, int to_
  * section that commits in hardware at its first try takes a sixteenth off
  * (down to TK_SECTION_BACKOFF_MIN). A fixed 1600 ns base was too long where
  * conflicts are rare and, measured, also where they are the rule
- * (txkit-bench-cx cx counter, 2 threads: 18.7 -> 25.0 Mops/s; hash set 19.2 ->
- * 20.5). *base is the thread's own (0 at first). */
+ * (txkit-bench-cx cx counter, 2 threads, medians of 4 interleaved runs: 18.6 ->
+ * 25.6 Mops/s; hash set 19.7 -> 20.9). *base is the thread's own (0 at first). */
 #define TK_SECTION_BACKOFF_MIN 100u
 #define TK_SECTION_BACKOFF_MAX 1600u
 static inline void tk_section_backoff(unsigned *base, unsigned tries, uint64_t rnd) {

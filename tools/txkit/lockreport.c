@@ -232,6 +232,19 @@ static double lost_pct(const struct proc *p, unsigned long long wait_ns) {
     return denom > 0 ? 100.0 * (double)wait_ns / denom : 0.0;
 }
 
+/* The time lost waiting for all of p's locks. */
+static unsigned long long proc_wait_ns(const struct proc *p) {
+    unsigned long long lost = 0;
+    for (int i = 0; i < p->nlocks; i++)
+        lost += p->locks[i].wait_ns;
+    return lost;
+}
+
+/* How many of p's locks a report shows: top (0: all). */
+static int shown_locks(const struct proc *p, size_t top) {
+    return top && top < (size_t)p->nlocks ? (int)top : p->nlocks;
+}
+
 /* A site's "symbol+0xN" (the recorded name when the symbol tables do not
  * say), its object's file name, and "file:line" when want_line and known. */
 static void site_name(const struct proc *p, const struct site *s, int want_line, char *sym,
@@ -250,9 +263,7 @@ static void site_name(const struct proc *p, const struct site *s, int want_line,
 /* how: "run as: CMD", "live, ..."; top: locks printed (0: all). */
 static void print_proc(const struct proc *p, const char *how, size_t top, FILE *out) {
     double secs = (double)p->elapsed_ns / 1e9;
-    unsigned long long lost = 0;
-    for (int i = 0; i < p->nlocks; i++)
-        lost += p->locks[i].wait_ns;
+    unsigned long long lost = proc_wait_ns(p);
     fprintf(out, "txkit lock report: %s (pid %ld; %s), %.3f s, %u threads took locks, RTM %s\n",
             p->exe, p->pid, how, secs, p->threads, p->rtm ? "yes" : "no");
     fprintf(out,
@@ -264,8 +275,7 @@ static void print_proc(const struct proc *p, const char *how, size_t top, FILE *
     fprintf(out, "%4s %-24s %-8s %10s %10s %6s %10s %7s %10s %10s %4s%s\n", "rank", "lock", "kind",
             "acquired", "contended", "%", "wait", "lost%", "wait p99", "hold p99", "maxw",
             p->rtm ? "  elided% maxin" : "");
-    size_t shown = top && top < (size_t)p->nlocks ? top : (size_t)p->nlocks;
-    for (int i = 0; i < (int)shown; i++) {
+    for (int i = 0, shown = shown_locks(p, top); i < shown; i++) {
         const struct lock *l = &p->locks[i];
         char w[32], wq[32], hq[32];
         fmt_ns(w, sizeof w, l->wait_ns);
@@ -373,9 +383,7 @@ static void json_sites(struct jw *w, const char *key, const struct proc *p, cons
 }
 
 static void json_proc(const struct proc *p, const char *how, size_t top, struct jw *w) {
-    unsigned long long lost = 0;
-    for (int i = 0; i < p->nlocks; i++)
-        lost += p->locks[i].wait_ns;
+    unsigned long long lost = proc_wait_ns(p);
     jw_object(w, NULL);
     jw_u64(w, "pid", (uint64_t)p->pid);
     jw_string(w, "exe", p->exe);
@@ -387,11 +395,10 @@ static void json_proc(const struct proc *p, const char *how, size_t top, struct 
     jw_u64(w, "wait_ns", lost);
     jw_double(w, "lost_pct", lost_pct(p, lost));
     jw_array(w, "locks");
-    size_t shown = top && top < (size_t)p->nlocks ? top : (size_t)p->nlocks;
-    for (size_t i = 0; i < shown; i++) {
+    for (int i = 0, shown = shown_locks(p, top); i < shown; i++) {
         const struct lock *l = &p->locks[i];
         jw_object(w, NULL);
-        jw_u64(w, "rank", i + 1);
+        jw_u64(w, "rank", (uint64_t)i + 1);
         jw_string(w, "lock", l->addr);
         jw_string(w, "name", l->name);
         jw_string(w, "kind", l->kind);
