@@ -149,8 +149,15 @@ int main(int argc, char **argv) {
     ready = 1;
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&cv_mutex);
-    if (n >= 2)
-        busy_ns(30000000); /* thread 1 waits in wrapped_path() */
+    if (n >= 2) {
+        /* Until thread 1 waits in wrapped_path() (glibc's lock word is 2
+         * once a thread sleeps on it; up to 10 s: a loaded machine may not
+         * run it for a while), then 30 ms more: its wait is the longest. */
+        for (int i = 0;
+             i < 10000 && __atomic_load_n(&wrapped_mutex.__data.__lock, __ATOMIC_RELAXED) != 2; i++)
+            usleep(1000);
+        busy_ns(30000000);
+    }
     pthread_mutex_unlock(&wrapped_mutex);
     for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
