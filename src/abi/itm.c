@@ -217,13 +217,20 @@ uint32_t tk_itm_begin(uint32_t props) {
                   ((props & TK_PR_DOES_GO_IRREVOCABLE) ? TK_CODE_GOES_IRREVOCABLE : 0) |
                   TK_CODE_UNTRACKED_WRITES;
     t->ctl.resume = itm_resume;
-    tk_start_transaction(t, site, t->ctl.jb.rsp);
     t->itm.txid = 0;
-    tk_run_attempts(t);
+    if (!tk_solo_begin(t, site, t->ctl.jb.rsp)) {
+        tk_start_transaction(t, site, t->ctl.jb.rsp);
+        tk_run_attempts(t);
+    }
     return itm_action(t, 0);
 }
 
 static void commit_outermost(tk_thread *t) {
+    if (tk_solo_commit_ok(t)) { /* a lone thread's attempt on its parked clock */
+        drop_checkpoints(t, 0);
+        tk_solo_commit(t);
+        return;
+    }
     int r = t->ctl.m->commit(t);
     if (r != TK_OK)
         tk_abort(t, r);

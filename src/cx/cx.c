@@ -29,6 +29,7 @@
 
 #include "cx/section.h"
 #include "methods/method.h"
+#include "runtime/solo.h"
 
 
 const cx_policy_t cx_policy_default = CX_POLICY_DEFAULT_INIT;
@@ -444,6 +445,8 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
             int hopeless;
             int cause = tk_section_classify(status, &hopeless);
             c->tries += cause != TXKIT_CAUSE_LOCKED;
+            if (cause == TXKIT_CAUSE_LOCKED && tk_solo_parked())
+                tk_solo_revoke(t); /* the odd clock is a lone thread's parked one (solo.h) */
             /* Found held inside, again and again (exclusive holders keep
              * coming): bounded like any other retry, then take it. */
             bool give_up = hopeless || c->tries >= l->policy.htm_tries ||

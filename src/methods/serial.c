@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "methods/method.h"
+#include "runtime/solo.h"
 
 static bool try_take_clock(tk_thread *t) {
     uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED);
@@ -45,6 +46,10 @@ static int serial_begin(tk_thread *t) {
 }
 
 static void release(tk_thread *t) {
+    if (t->solo_in) { /* the attempt ran on a parked clock (solo.h): unpark gives it back */
+        tk_solo_unpark(t);
+        return;
+    }
     __atomic_store_n(&tk_g.serial_holder, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tk_g.clock, t->serial_clock + 1, __ATOMIC_RELEASE);
 }
@@ -52,7 +57,8 @@ static void release(tk_thread *t) {
 static int serial_commit(tk_thread *t) {
     if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
-    release(t);
+    if (!tk_solo_fast_ok(t) || !tk_solo_park(t)) /* a lone thread keeps it for its next ones */
+        release(t);
     return TK_OK;
 }
 

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "methods/method.h"
+#include "runtime/solo.h"
 
 /* The public methods the policy chooses among (methods/table.c). */
 #define M_HTM (tk_method_table[TXKIT_HTM])
@@ -31,9 +32,9 @@ static inline bool tk_auto_solo(tk_thread *t) {
                                            __ATOMIC_RELAXED) ||
                s == me;
     if (s != TK_SOLO_SHARED) {
-        /* Someone else ran alone until now: tell it that it no longer does. */
-        __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED);
+        /* Someone else ran alone until now: tell it that it no longer does
+         * (and take back the clock it keeps parked, solo.h). */
+        tk_solo_revoke(t);
         t->policy.quiet_checks = 0;
         return false;
     }

@@ -64,30 +64,6 @@ void tk_vec_free(tk_vec *v) {
 
 #define SPINS_BEFORE_YIELD 2000u
 
-/* A thread that waits for the clock while another runs solo (auto method,
- * serially, back to back) would wait for ever-shorter gaps: revoke solo mode. */
-static void revoke_solo(void) {
-    uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
-    if (s > TK_SOLO_SHARED && s != (uintptr_t)tk_cur)
-        __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED);
-}
-
-uint64_t tk_wait_clock_even(void) {
-    unsigned spins = 0;
-    for (;;) {
-        uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
-        if (!(c & 1))
-            return c;
-        if (spins == 0)
-            revoke_solo();
-        if (++spins < SPINS_BEFORE_YIELD)
-            tk_cpu_relax();
-        else
-            sched_yield();
-    }
-}
-
 void tk_wait_no_irrevocable(const tk_thread *t) {
     for (unsigned spins = 0; tk_irr_other(t);)
         if (++spins < SPINS_BEFORE_YIELD)

@@ -98,7 +98,9 @@ struct tk_global {
     _Alignas(TK_CACHELINE) volatile uint32_t serial_pending;
     /* auto method: the thread that runs transactions alone (serially, with no
      * instrumentation cost), 0 for nobody yet, TK_SOLO_SHARED once others
-     * came. Only performance depends on it, never correctness. */
+     * came. With TK_SOLO_PARKED or TK_SOLO_REVOKING (solo.h) the named thread
+     * keeps the clock between its transactions and correctness depends on
+     * it: only solo.c sets or clears those; otherwise only performance. */
     _Alignas(TK_CACHELINE) uintptr_t solo;
     /* The thread whose software transaction is irrevocable, 0 if none. While
      * it is set, no other transaction commits a write (software writers wait
@@ -112,7 +114,8 @@ struct tk_global {
 };
 extern struct tk_global tk_g TK_HIDDEN;
 
-/* Wait (spin, then yield) until the clock is even; returns that value. */
+/* Wait (spin, then yield) until the clock is even; returns that value. Revokes
+ * a parked clock (solo.c). Any thread, outside a transaction of its own. */
 TK_HIDDEN uint64_t tk_wait_clock_even(void);
 /* Wait until no other thread's transaction is irrevocable. */
 TK_HIDDEN void tk_wait_no_irrevocable(const tk_thread *t);

@@ -183,6 +183,9 @@ struct tk_thread {
     unsigned hooks_armed;           /* TK_HOOK_ARMED(point): an extension has work there
                                    * (set by the extension, cleared by txn.c before it runs them) */
     unsigned inside_sample_ctr;     /* begins since the last inside sample: txn.c */
+    /* 1 while a transaction runs on a parked clock (solo.h): txn.c's fast
+     * begin and commit, solo.c; read by revoking threads */
+    int solo_in;
 
     tk_thread *next, *prev; /* registry: thread.c, under its lock */
 };
@@ -280,10 +283,12 @@ enum {
     TK_FORK_ORDER_CX = 30,       /* cx/cx.c */
     TK_FORK_ORDER_SCHED = 35,    /* sched.c: child only */
     TK_FORK_ORDER_REGISTRY = 40, /* thread.c: the thread registry */
+    TK_FORK_ORDER_SOLO = 45,     /* solo.c */
     TK_FORK_ORDER_VIS = 50,      /* vis.c: takes its lock under the registry's */
 };
 /* Order numbers of the thread-exit hooks (TK_HOOK_THREAD_EXIT). */
 enum {
+    TK_EXIT_ORDER_SOLO = 5,     /* give a parked clock back before anything waits */
     TK_EXIT_ORDER_RECLAIM = 10, /* wait for the readers, free the limbo */
     TK_EXIT_ORDER_VIS = 20,
     TK_EXIT_ORDER_SCHED = 30,
@@ -360,6 +365,18 @@ TK_HIDDEN void tk_run_attempts(tk_thread *t);
 /* stack_top: the stack pointer of the caller of the outermost begin; below
  * it, the transaction's own frames (tk_stack_private). */
 TK_HIDDEN void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top);
+/* Instead of tk_start_transaction + tk_run_attempts, when the auto method runs
+ * this thread alone and nothing else applies: begins its serial attempt and
+ * returns true; false (nothing done) otherwise. Owner thread, outermost begin,
+ * after the front end set ctl.kind, code and resume. */
+TK_HIDDEN bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top);
+/* Instead of the method's commit + tk_finish_commit, for an attempt that runs
+ * on a parked clock (tk_solo_begin) when tk_solo_commit_ok: the clock stays
+ * parked. Owner thread, outermost commit. */
+TK_HIDDEN void tk_solo_commit(tk_thread *t);
+static inline bool tk_solo_commit_ok(const tk_thread *t) {
+    return t->solo_in && TXKIT_LIKELY(!(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED)));
+}
 TK_HIDDEN void tk_finish_commit(tk_thread *t);
 TK_HIDDEN void tk_abort_attempt(tk_thread *t, int cause);
 TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line);

@@ -9,6 +9,7 @@
 
 #include "methods/method.h"
 #include "runtime/internal.h"
+#include "runtime/solo.h"
 
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -125,8 +126,8 @@ static void fork_child(void) {
         tk_g.irr_owner = 0;
     tk_g.sw_active = me && me->stm.sw_registered ? 1 : 0;
     tk_g.serial_pending = 0;
-    if (tk_g.solo != (uintptr_t)me || !me)
-        tk_g.solo = 0;
+    if (tk_solo_owner(tk_g.solo) != (uintptr_t)me || !me)
+        tk_g.solo = 0; /* fork_prepare took back a clock another thread parked */
     /* Other threads' descriptors stay allocated (their memory is the parent's
      * to free); they leave the registry for fork_orphans, which nothing reads:
      * kept reachable, so that a leak checker (ASan's, TXKIT_SANITIZE) does not

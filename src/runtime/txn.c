@@ -129,10 +129,10 @@ void tk_run_attempts(tk_thread *t) {
     }
 }
 
-void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
+/* The per-transaction state every outermost begin resets; and its statistics.
+ * Inline: tk_start_transaction and the solo fast path (tk_solo_begin) share them. */
+static inline void start_reset(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     t->stk_span = stack_top > t->stk_lo && stack_top <= t->stk_hi ? stack_top - t->stk_lo : 0;
-    if (TXKIT_UNLIKELY(t->sched.queue_held)) /* the last one ended without a commit */
-        tk_sched_release(t);
     t->ctl.site = site;
     t->ctl.m = NULL;
     t->ctl.attempts = 0;
@@ -144,9 +144,10 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
     t->ctl.fell_htm = t->ctl.fell_serial = 0;
     t->ctl.cancelled = 0;
     t->ctl.serial_injected = 0;
-    unsigned idx = site->id - 1;  /* registered: tk_site_init */
-    if (TXKIT_UNLIKELY(!t->slot)) /* a fork's child: a segment of its own */
-        tk_seg_thread_attach(t);
+}
+
+static inline void start_count(tk_thread *t, txkit_site_t *site) {
+    unsigned idx = site->id - 1; /* registered: tk_site_init */
     t->cnt = t->row + idx;
     if (TXKIT_UNLIKELY((++t->ntx & 4095) == 1))
         tk_calibrate_maybe(); /* cold: the first and every 4096th transaction */
@@ -156,7 +157,58 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
         if (TXKIT_UNLIKELY(++t->inside_sample_ctr >= TK_INSIDE_SAMPLE))
             tk_sample_inside(t, idx + 1, t->cnt);
     }
+}
+
+void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
+    if (TXKIT_UNLIKELY(tk_solo_parked()))
+        tk_solo_unpark(t); /* ours (the general path takes the clock per attempt), or not: no-op */
+    if (TXKIT_UNLIKELY(t->sched.queue_held)) /* the last one ended without a commit */
+        tk_sched_release(t);
+    start_reset(t, site, stack_top);
+    if (TXKIT_UNLIKELY(!t->slot)) /* a fork's child: a segment of its own */
+        tk_seg_thread_attach(t);
+    start_count(t, site);
     tk_cm->on_begin(t);
+}
+
+/* The solo fast path. A thread that runs transactions alone under the auto
+ * method runs them serially (choose.h: tk_auto_solo); when nothing else can
+ * apply (tk_solo_fast_ok: no fault injection, no scheduler, ...) this does what
+ * tk_start_transaction and tk_run_attempts would for its first attempt, in
+ * one step, without their general checks. If the thread kept the clock
+ * parked at its last commit (solo.h), the attempt runs on it: no atomic
+ * operation at all, and the commit (solo_commit) keeps it parked. False, with
+ * nothing done, when it does not apply: the caller takes the general path. */
+bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
+    uintptr_t me = (uintptr_t)t;
+    uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
+    if (s != me && s != (me | TK_SOLO_PARKED))
+        return false;
+    if (TXKIT_UNLIKELY(!tk_solo_fast_ok(t) || t->ctl.irr_token ||
+                       !(t->ctl.code & (TK_CODE_INSTRUMENTED | TK_CODE_GOES_IRREVOCABLE))))
+        return false;
+    if (s != me) {
+        /* Parked: say we are inside before looking again (solo.h). */
+        __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) != s)) {
+            __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELAXED);
+            return false; /* being revoked: tk_start_transaction gives it back */
+        }
+    }
+    const struct tk_method *m = M_SERIAL;
+    start_reset(t, site, stack_top);
+    start_count(t, site);
+    tk_cm->on_begin(t);
+    tk_attempt_reset(t);
+    t->ctl.m = m;
+    t->ctl.inject = 0;
+    t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
+    if (s == me)
+        m->begin(t); /* serial: always TK_OK (it waits for the clock) */
+    _txkit_tls.access = tk_read_access(m->access, t->vis.active);
+    _txkit_tls.depth = 1;
+    return true;
 }
 
 /* Histogram bucket of a read or write set size (stats/format.h). */
@@ -169,21 +221,14 @@ static unsigned set_bucket(size_t n) {
     return by_bits[n ? 64 - __builtin_clzll((unsigned long long)n) : 0];
 }
 
-void tk_finish_commit(tk_thread *t) {
+/* A commit's statistics (stats/format.h). */
+static inline void count_commit(tk_thread *t, const struct tk_method *m, unsigned attempts) {
     struct tks_counters *c = t->cnt;
-    const struct tk_method *m = t->ctl.m;
-    if (TXKIT_UNLIKELY(t->policy.htm_pen_site == t->ctl.site) && (m->caps & TK_CAP_HARDWARE))
-        t->policy.htm_pen_len = 0; /* hardware works here again: the penalty starts over */
-    if (TXKIT_UNLIKELY(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED))) {
-        t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED);
-        tk_hooks_run(TK_HOOK_COMMITTED, t, 0); /* committed: its writes are all in memory */
-    }
-    tk_irr_release(t);
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
-        goto counted;
+        return;
     tk_stats_open(t);
     TK_COUNT(c->commits[m->stats_id], 1);
-    TK_COUNT(c->retries_hist[retry_bucket(t->ctl.attempts)], 1);
+    TK_COUNT(c->retries_hist[retry_bucket(attempts)], 1);
     if (t->ctl.attempt_tsc) {
         /* sampled with the timing, weighted the same way: unbiased estimates */
         unsigned w = t->ctl.attempt_weight;
@@ -195,10 +240,36 @@ void tk_finish_commit(tk_thread *t) {
     }
     tk_stats_close(t);
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
-counted:
+}
+
+void tk_finish_commit(tk_thread *t) {
+    const struct tk_method *m = t->ctl.m;
+    if (TXKIT_UNLIKELY(t->policy.htm_pen_site == t->ctl.site) && (m->caps & TK_CAP_HARDWARE))
+        t->policy.htm_pen_len = 0; /* hardware works here again: the penalty starts over */
+    if (TXKIT_UNLIKELY(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED))) {
+        t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED);
+        tk_hooks_run(TK_HOOK_COMMITTED, t, 0); /* committed: its writes are all in memory */
+    }
+    tk_irr_release(t);
+    count_commit(t, m, t->ctl.attempts);
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
     t->ctl.irrevocable = 0;
+    tk_cm->on_commit(t);
+    if (t->frees.len | t->allocs.len | t->handlers.len)
+        tk_discard_effects(t, 1);
+}
+
+/* tk_solo_commit (internal.h): the clock stays parked, no atomic operation. */
+void tk_solo_commit(tk_thread *t) {
+    count_commit(t, t->ctl.m, 0); /* an abort would have unparked it */
+    _txkit_tls.depth = 0;
+    _txkit_tls.access = 0;
+    t->ctl.irrevocable = 0;
+    __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE); /* after our writes (solo.h) */
+    if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) !=
+                       ((uintptr_t)t | TK_SOLO_PARKED)))
+        tk_solo_unpark(t); /* revoked meanwhile: give the clock back */
     tk_cm->on_commit(t);
     if (t->frees.len | t->allocs.len | t->handlers.len)
         tk_discard_effects(t, 1);
@@ -329,6 +400,8 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
     t->ctl.kind = TK_KIND_C;
     t->ctl.code = TK_CODE_INSTRUMENTED;
     t->ctl.resume = resume_c;
+    if (TXKIT_LIKELY(tk_solo_begin(t, site, t->ctl.jb.rsp)))
+        return 1;
     tk_start_transaction(t, site, t->ctl.jb.rsp);
     tk_run_attempts(t);
     return 1;
@@ -345,6 +418,10 @@ void _txkit_end(struct _txkit_scope *scope) {
     tk_thread *t = tk_cur;
     if (t->doomed)
         return;
+    if (tk_solo_commit_ok(t)) {
+        tk_solo_commit(t);
+        return;
+    }
     int r = t->ctl.m->commit(t);
     if (r != TK_OK)
         tk_abort(t, r);
