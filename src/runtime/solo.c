@@ -104,8 +104,8 @@ void tk_solo_revoke(tk_thread *self) {
     pthread_mutex_lock(&solo_lock);
     if (__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) == s &&
         !__atomic_load_n(&((tk_thread *)owner)->solo_in, __ATOMIC_ACQUIRE))
-        ours = __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false,
-                                           __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+        ours = __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_ACQUIRE,
+                                           __ATOMIC_RELAXED);
     pthread_mutex_unlock(&solo_lock);
     if (ours)
         release_clock();

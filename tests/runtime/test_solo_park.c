@@ -48,7 +48,9 @@ static long a, b, total;
 /* Enough transactions back to back to be the lone thread and park. */
 static void go_solo(void) {
     for (int i = 0; i < 1000; i++)
-        TX_ATOMIC { TX_STORE(&total, TX_LOAD(&total) + 1); }
+        TX_ATOMIC {
+            TX_STORE(&total, TX_LOAD(&total) + 1);
+        }
 }
 
 struct worker {
@@ -173,7 +175,9 @@ static void *run_solo_and_exit(void *arg) {
 }
 
 static __attribute__((noinline)) void bump_a(void) {
-    TX_ATOMIC { TX_STORE(&a, TX_LOAD(&a) + 1); }
+    TX_ATOMIC {
+        TX_STORE(&a, TX_LOAD(&a) + 1);
+    }
 }
 
 static void test_exit(void) {
@@ -298,7 +302,9 @@ static void test_effects(void) {
     CHECK_EQ(committed_handlers, 200);
     CHECK_EQ(*slot, 199);
     other_thread_runs();
-    TX_ATOMIC { tx_free((long *)TX_LOAD((uintptr_t *)&slot)); }
+    TX_ATOMIC {
+        tx_free((long *)TX_LOAD((uintptr_t *)&slot));
+    }
     CHECK_EQ(a, 2000);
 }
 
