@@ -16,6 +16,8 @@
 #   - bank, 1024 accounts, 1% read-only sums, threads 1,2,4 (+ itm@libitm:ml_wt)
 # then prints a summary of the targets as ratios, all from this run:
 #   - auto@1 vs seq@1 on the 65536-key hash set:             >= 0.91
+#   - auto@1 vs mutex@1 on the 4096-key hash set (a lone thread's fixed
+#     cost against a mutex's):                               >= 1
 #   - auto@2 vs mutex@2, hash set and tree (read-mostly):    >= 2
 #   - stm vs itm@libitm:ml_wt at 1 and 2 threads, hash set and tree: >= 2.5
 #   - auto@2 vs itm@libitm:default@2 (libitm's own choice), no target
@@ -108,6 +110,8 @@ echo
 echo "=== core benchmark summary (all ratios from this run) ==="
 echo "auto at 1 thread vs seq, 65536-key hash set (target: within 1.1x, i.e. ratio >= 0.91):"
 versus "hash 65536" "$HASH" auto 1 seq 1 0.91
+echo "auto at 1 thread vs mutex at 1 thread, 4096-key hash set (a lone thread's fixed cost, target >= 1):"
+versus "hash 4096" "$HASH4K" auto 1 mutex 1 1
 echo "auto at 2 threads vs mutex at 2 threads, read-mostly (10% updates) (target >= 2x):"
 versus "hash 65536" "$HASH" auto 2 mutex 2 2
 versus "tree 4096" "$TREE" auto 2 mutex 2 2

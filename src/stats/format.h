@@ -47,7 +47,7 @@
 #include <stdint.h>
 
 #define TKS_MAGIC "TXKITSG1"
-#define TKS_VERSION 1u
+#define TKS_VERSION 2u
 #define TKS_MAX_THREADS 128u
 #define TKS_SHARED_SLOT (TKS_MAX_THREADS - 1u) /* the shared slot of a segment */
 #define TKS_MAX_SITES 256u
@@ -67,17 +67,21 @@
  * 1, 2, 3, 4, 5-8, 9-16, 17-64, > 64.
  * Retries before a commit: 0, 1, 2, 3-4, 5-8, 9-16, 17-32, > 32. */
 
+/* A record is 9 cache lines, and rows start on a page, so the first line is
+ * one line: what a transaction that commits at its first or second attempt
+ * updates (transactions, commits, retries_hist[0..2]). Version 2: the same
+ * fields as version 1 (520 bytes), in that order and padded. */
 struct tks_counters {
     uint64_t transactions;          /* outermost transactions begun */
     uint64_t commits[TKS_NMETHODS]; /* by the method of the committing attempt */
-    uint64_t aborts[TKS_NMETHODS];  /* aborted attempts, by method */
+    uint64_t retries_hist[TKS_HIST];
+    uint64_t ticks_committed;      /* TSC ticks in committed attempts (estimate) */
+    uint64_t ticks_aborted;        /* TSC ticks in aborted attempts (estimate) */
+    uint64_t aborts[TKS_NMETHODS]; /* aborted attempts, by method */
     uint64_t aborts_by_cause[TKS_NCAUSES];
     uint64_t htm_to_stm, to_serial; /* transactions that fell back */
     uint64_t irrevocable;           /* entries that needed to run irrevocably (I/O) */
-    uint64_t retries_hist[TKS_HIST];
-    uint64_t ticks_committed;     /* TSC ticks in committed attempts (estimate) */
-    uint64_t ticks_aborted;       /* TSC ticks in aborted attempts (estimate) */
-    uint64_t rset_hist[TKS_HIST]; /* sampled like the times (estimates) */
+    uint64_t rset_hist[TKS_HIST];   /* sampled like the times (estimates) */
     uint64_t wset_hist[TKS_HIST];
     uint64_t inside_hist[TKS_HIST];
     uint64_t inside_max;
@@ -87,7 +91,9 @@ struct tks_counters {
     uint64_t sched_waits;   /* retries deferred by transaction-aware scheduling */
     uint64_t sched_queued;  /* transactions that waited in their site's queue */
     uint64_t cm_undecided;  /* conflict aborts a visible manager did not decide */
-};                          /* 65 x 8 = 520 bytes */
+    uint64_t reserved[7];   /* zero */
+};                          /* 72 x 8 = 576 bytes */
+_Static_assert(sizeof(struct tks_counters) % 64 == 0, "tks_counters: whole cache lines");
 
 enum tks_thread_state { TKS_FREE = 0, TKS_LIVE = 1, TKS_EXITED = 2 };
 

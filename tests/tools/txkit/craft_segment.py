@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """craft_segment.py KIND OUT [PID] - write a hostile statistics file.
 
-The layout is src/stats/format.h, version 1 (a header of 328 bytes, 64-byte
-thread slots, 264-byte sites, 520-byte counter records). Every file keeps the
+The layout is src/stats/format.h, version 2 (a header of 328 bytes, 64-byte
+thread slots, 264-byte sites, 576-byte counter records). Every file keeps the
 checks a careless reader would make (magic, version, record sizes, regions
 inside the file) and attacks the reader's work instead:
 
@@ -11,7 +11,7 @@ inside the file) and attacks the reader's work instead:
              over 2^32 records of holes (the issue-11 reproduction)
   hangdump   a dump claiming 2^20 sites, sparse
   oddseq     the real limits (128 x 256), every slot live, every seqlock odd
-             for ever, every record written (17 MB of data): the reader must
+             for ever, every record written (19 MB of data): the reader must
              not spin on each record
   shared     the shared slot (header shared_slot) outside the thread table
   short      a header whose regions are larger than the file (file_size lies)
@@ -26,7 +26,7 @@ HDR = struct.Struct("<8sIIIIIIIIQQQQQQQIIdII16s128sQII16sQIIQQ")
 assert HDR.size == 328
 THREAD = struct.Struct("<IIQQQ32x")  # state, tid, seq, cur_site, shared
 assert THREAD.size == 64
-COUNTERS = 520
+COUNTERS = 576
 SITE = 264
 PAGE = 4096
 
@@ -37,7 +37,7 @@ def page(n):
 
 def header(mt, ms, pid, thr, sites, uc, mat, size, nthreads, nsites, is_dump=0, shared_slot=0,
            nuc=0, max_uc=64):
-    return HDR.pack(b"TXKITSG1", 1, HDR.size, COUNTERS, THREAD.size, SITE, mt, ms, os.getuid(), pid,
+    return HDR.pack(b"TXKITSG1", 2, HDR.size, COUNTERS, THREAD.size, SITE, mt, ms, os.getuid(), pid,
                     1, 1, thr, sites, mat, size, nthreads, nsites, 0.4, is_dump, 0, b"crafted",
                     b"craft_segment.py", uc, max_uc, nuc, b"backoff", 0, shared_slot, 0, 0, 0)
 
