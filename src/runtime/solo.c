@@ -99,7 +99,18 @@ void tk_solo_revoke(tk_thread *self) {
             return; /* it changed: the caller looks again */
         s = mark;
     }
-    barrier_all(); /* from here on the owner sees the mark, or we see its solo_in */
+    if (!(s & TK_SOLO_FENCED)) {
+        barrier_all(); /* from here on the owner sees the mark, or we see its solo_in */
+        /* Say so: waiters that call again while the owner's transaction runs
+         * on need not interrupt it with one barrier each. Only a value with
+         * the bit is ever finished below: it certifies a barrier after the
+         * mark it carries, even if the word went round to the same value. */
+        uintptr_t fenced = s | TK_SOLO_FENCED;
+        if (!__atomic_compare_exchange_n(&tk_g.solo, &s, fenced, false, __ATOMIC_RELAXED,
+                                         __ATOMIC_RELAXED))
+            return; /* it changed: the caller looks again */
+        s = fenced;
+    }
     bool ours = false;
     pthread_mutex_lock(&solo_lock);
     if (__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) == s &&

@@ -13,9 +13,9 @@
  * Anyone who then waits for the clock (tk_wait_clock_even, a cx section that
  * finds it odd, a new transaction of another thread) revokes it
  * (tk_solo_revoke): marks tk_g.solo TK_SOLO_REVOKING, makes every thread of
- * the process pass a memory barrier (membarrier(2)), and gives the clock back
- * for the lone thread once that thread is outside a transaction (t->solo_in
- * 0). The lone thread stores solo_in = 1 before it looks at tk_g.solo, with no
+ * the process pass a memory barrier (membarrier(2); then TK_SOLO_FENCED, so
+ * that the next waiters skip it), and gives the clock back for the lone
+ * thread once that thread is outside a transaction (t->solo_in 0). The lone thread stores solo_in = 1 before it looks at tk_g.solo, with no
  * fence: the barrier the revoker forces on it orders the two, so either the
  * revoker sees solo_in = 1 (and waits, or leaves the rest to the thread's
  * commit) or the thread sees the mark (and takes the general path). Without
@@ -29,6 +29,7 @@
 /* tk_g.solo's low bits beside a descriptor's address (calloc'ed: 16-aligned). */
 #define TK_SOLO_PARKED ((uintptr_t)2)   /* the named thread keeps the clock between transactions */
 #define TK_SOLO_REVOKING ((uintptr_t)4) /* someone is taking it back */
+#define TK_SOLO_FENCED ((uintptr_t)8)   /* ... and the barrier after the mark is done */
 #define TK_SOLO_FLAGS (TK_SOLO_PARKED | TK_SOLO_REVOKING)
 static inline uintptr_t tk_solo_owner(uintptr_t s) { return s & ~(uintptr_t)15; }
 
