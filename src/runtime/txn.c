@@ -177,7 +177,7 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
  * tk_start_transaction and tk_run_attempts would for its first attempt, in
  * one step, without their general checks. If the thread kept the clock
  * parked at its last commit (solo.h), the attempt runs on it: no atomic
- * operation at all, and the commit (solo_commit) keeps it parked. False, with
+ * operation at all, and the commit (tk_solo_commit) keeps it parked. False, with
  * nothing done, when it does not apply: the caller takes the general path. */
 bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     uintptr_t me = (uintptr_t)t;
