@@ -62,11 +62,9 @@ void tk_vec_free(tk_vec *v) {
 
 /* ----------------------------------------------- clock and irrevocability */
 
-#define SPINS_BEFORE_YIELD 2000u
-
 void tk_wait_no_irrevocable(const tk_thread *t) {
     for (unsigned spins = 0; tk_irr_other(t);)
-        if (++spins < SPINS_BEFORE_YIELD)
+        if (++spins < TK_SPINS_BEFORE_YIELD)
             tk_cpu_relax();
         else
             sched_yield();

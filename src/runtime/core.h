@@ -114,6 +114,9 @@ struct tk_global {
 };
 extern struct tk_global tk_g TK_HIDDEN;
 
+/* Spins before a runtime wait (for the clock, the irrevocability token)
+ * yields the CPU instead. */
+#define TK_SPINS_BEFORE_YIELD 2000u
 /* Wait (spin, then yield) until the clock is even; returns that value. Revokes
  * a parked clock (solo.c). Any thread, outside a transaction of its own. */
 TK_HIDDEN uint64_t tk_wait_clock_even(void);

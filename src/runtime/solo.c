@@ -12,8 +12,6 @@
 
 /* Pins the named thread's descriptor while a revoker reads its solo_in: the
  * thread gives a parked clock back at exit under it (solo_exit). */
-#define SPINS_BEFORE_YIELD 2000u
-
 static pthread_mutex_t solo_lock = PTHREAD_MUTEX_INITIALIZER;
 /* membarrier(2) for this process: 0 not asked yet, 1 registered, -1 not
  * available (nothing is parked then). */
@@ -134,7 +132,7 @@ uint64_t tk_wait_clock_even(void) {
             return c;
         if ((spins & 1023) == 0)
             tk_solo_revoke(tk_cur);
-        if (++spins < SPINS_BEFORE_YIELD)
+        if (++spins < TK_SPINS_BEFORE_YIELD)
             tk_cpu_relax();
         else
             sched_yield();
