@@ -47,12 +47,14 @@ TK_HIDDEN void tk_section_count_abort(struct tks_counters *c, int cause, int to_
 #define TK_SECTION_BACKOFF_MAX 1600u
 static inline void tk_section_backoff(unsigned *base, unsigned tries, uint64_t rnd) {
     unsigned b = *base ? *base : TK_SECTION_BACKOFF_MAX;
-    *base = b < TK_SECTION_BACKOFF_MAX ? 2 * b : b;
+    *base = b < TK_SECTION_BACKOFF_MAX / 2 ? 2 * b : TK_SECTION_BACKOFF_MAX;
     tk_spin_ns(rnd % ((uint64_t)b << tries));
 }
 static inline void tk_section_backoff_ok(unsigned *base, unsigned tries) {
-    if (tries == 0 && *base > TK_SECTION_BACKOFF_MIN)
-        *base -= *base >> 4;
+    if (tries == 0 && *base > TK_SECTION_BACKOFF_MIN) {
+        unsigned b = *base - (*base >> 4);
+        *base = b > TK_SECTION_BACKOFF_MIN ? b : TK_SECTION_BACKOFF_MIN;
+    }
 }
 
 /* The adaptive policy of a lock (cx_policy_t), on its racy hint counters. */
