@@ -92,6 +92,19 @@ static bool time_attempt(tk_thread *t, const struct tk_method *m) {
     return true;
 }
 
+/* An attempt of m: its state before the method's begin, and the barriers'
+ * access bits once it runs. Shared by tk_run_attempts and tk_solo_begin. */
+static inline void attempt_prepare(tk_thread *t, const struct tk_method *m) {
+    tk_attempt_reset(t);
+    t->ctl.m = m;
+    t->ctl.inject = tk_cfg.any_fault && tk_fault_hit(t, m->stats_id);
+    t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
+}
+static inline void attempt_running(tk_thread *t, const struct tk_method *m) {
+    _txkit_tls.access = tk_read_access(m->access, t->vis.active);
+    _txkit_tls.depth = 1;
+}
+
 /* Begin attempts until one runs. Returns inside the running attempt. */
 void tk_run_attempts(tk_thread *t) {
     for (;;) {
@@ -109,16 +122,12 @@ void tk_run_attempts(tk_thread *t) {
                 TK_COUNT(t->cnt->to_serial, 1);
             }
         }
-        tk_attempt_reset(t);
-        t->ctl.m = m;
-        t->ctl.inject = tk_cfg.any_fault && tk_fault_hit(t, m->stats_id);
-        t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
+        attempt_prepare(t, m);
         if (TXKIT_UNLIKELY(tk_sched_on))
             tk_sched_attempt_start(t);
         int r = m->begin(t);
         if (r == TK_OK) {
-            _txkit_tls.access = tk_read_access(m->access, t->vis.active);
-            _txkit_tls.depth = 1;
+            attempt_running(t, m);
             return;
         }
         /* A hardware attempt aborted: the CPU restored everything but stats. */
@@ -200,14 +209,10 @@ bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     start_reset(t, site, stack_top);
     start_count(t, site);
     tk_cm->on_begin(t);
-    tk_attempt_reset(t);
-    t->ctl.m = m;
-    t->ctl.inject = 0;
-    t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
+    attempt_prepare(t, m); /* (no scheduler, no fault injection: tk_solo_fast_ok) */
     if (s == me)
         m->begin(t); /* serial: always TK_OK (it waits for the clock) */
-    _txkit_tls.access = tk_read_access(m->access, t->vis.active);
-    _txkit_tls.depth = 1;
+    attempt_running(t, m);
     return true;
 }
 
