@@ -197,21 +197,39 @@ static void windex_grow(tk_thread *t) {
         windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
 }
 
+/* The entry of word, a new one if we have not written it yet: one probe of
+ * the index finds it or the free slot it goes to. */
 static tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
-    tk_wentry *e = ws_find(t, word);
-    if (e)
-        return e;
-    if ((t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1)
+    if (TXKIT_UNLIKELY((t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1))
         windex_grow(t);
-    e = tk_vec_push(&t->stm.wset, sizeof *e);
+    uint32_t mask = t->stm.windex_mask, h = word_hash(word) & mask;
+    uint64_t bit = bloom_bit(word);
+    if (_txkit_tls.wbloom & bit) {
+        for (; t->stm.windex[h].gen == t->stm.wgen; h = (h + 1) & mask)
+            if (t->stm.windex[h].word == word)
+                return &TK_VEC_AT(&t->stm.wset, tk_wentry, t->stm.windex[h].idx);
+    } else {
+        while (t->stm.windex[h].gen == t->stm.wgen)
+            h = (h + 1) & mask;
+    }
+    tk_wentry *e = tk_vec_push(&t->stm.wset, sizeof *e);
     if (!e)
         TK_FATAL("out of memory growing the write set");
     e->word = word;
     e->data = 0;
     e->mask = 0;
-    windex_put(t, word, (uint32_t)(t->stm.wset.len - 1));
-    _txkit_tls.wbloom |= bloom_bit(word);
+    t->stm.windex[h] = (tk_wslot){word, (uint32_t)(t->stm.wset.len - 1), t->stm.wgen};
+    _txkit_tls.wbloom |= bit;
     return e;
+}
+
+/* The bytes of a word that an entry's mask says were written, as a 64-bit mask. */
+static inline uint64_t byte_mask(uint8_t m) {
+    uint64_t r = 0;
+    for (unsigned i = 0; i < 8; i++)
+        if (m >> i & 1)
+            r |= 0xffull << (8 * i);
+    return r;
 }
 
 /* Copy the written bytes of [a, a+size) into dst; returns how many there were. */
@@ -493,8 +511,22 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
         return;
     }
     uintptr_t a = (uintptr_t)addr;
-    if (t->stm.wset.len && ws_overlay(t, dst, a, size) == size)
-        return; /* read-after-write of bytes all written by us */
+    /* Read-after-write: the common access (one aligned word) looks its entry
+     * up once; others overlay what we wrote, byte by byte. */
+    bool word = size == 8 && !(a & 7);
+    const tk_wentry *e = NULL;
+    size_t overlaid = 0;
+    if (t->stm.wset.len) {
+        if (word) {
+            e = ws_find(t, a);
+            if (e && e->mask == 0xff) {
+                __builtin_memcpy(dst, &e->data, 8);
+                return;
+            }
+        } else if ((overlaid = ws_overlay(t, dst, a, size)) == size) {
+            return; /* bytes all written by us */
+        }
+    }
     if (t->vis.active)
         tk_vis_read(t, addr, size);
     uint64_t v = read_mem(addr, (uint32_t)size);
@@ -511,8 +543,12 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
     r->addr = addr;
     r->val = v;
     r->size = (uint32_t)size;
+    if (e) { /* some bytes of the word are ours */
+        uint64_t m = byte_mask(e->mask);
+        v = (v & ~m) | (e->data & m);
+    }
     put_bytes(dst, v, size);
-    if (t->stm.wset.len)
+    if (overlaid)
         ws_overlay(t, dst, a, size);
 }
 
@@ -531,6 +567,14 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
         return;
     }
     uintptr_t a = (uintptr_t)addr;
+    if (size == 8 && !(a & 7)) { /* the common access: one whole word */
+        tk_wentry *e = ws_get(t, a);
+        __builtin_memcpy(&e->data, src, 8);
+        e->mask = 0xff;
+        if (t->vis.active)
+            tk_vis_write(t);
+        return;
+    }
     const unsigned char *s = src;
     while (size) {
         uintptr_t w = a & ~(uintptr_t)7;
