@@ -265,9 +265,23 @@ void tk_finish_commit(tk_thread *t) {
         tk_discard_effects(t, 1);
 }
 
+/* A commit on a parked clock: serial, at the first attempt (an abort would
+ * have unparked it), counted in one word that readers fold (stats/format.h:
+ * tks_fold_solo); one add, no seqlock round, unless the attempt was timed. */
+static inline void count_solo_commit(tk_thread *t) {
+    if (TXKIT_UNLIKELY(tk_cfg.stats_off))
+        return;
+    if (TXKIT_UNLIKELY(t->ctl.attempt_tsc)) {
+        count_commit(t, t->ctl.m, 0);
+        return;
+    }
+    TK_COUNT(t->cnt->solo_commits, 1);
+    __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
+}
+
 /* tk_solo_commit (internal.h): the clock stays parked, no atomic operation. */
 void tk_solo_commit(tk_thread *t) {
-    count_commit(t, t->ctl.m, 0); /* an abort would have unparked it */
+    count_solo_commit(t);
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
     t->ctl.irrevocable = 0;
