@@ -54,7 +54,19 @@ const char *bm_name(int m) {
         if (m == BM_RWLOCK)
             return "rwlock+elision";
     }
+    if (m >= 0 && m < BM_COUNT && bm_txkit_stats(m) && bench_stats_off()) {
+        /* txkit without its statistics (TXKIT_STATS=off, read at start-up) */
+        static char off[BM_COUNT][48];
+        if (!off[m][0])
+            snprintf(off[m], sizeof off[m], "%s+nostats", bm_names[m]);
+        return off[m];
+    }
     return (m >= 0 && m < BM_COUNT) ? bm_names[m] : "?";
+}
+
+int bench_stats_off(void) {
+    const char *v = getenv("TXKIT_STATS");
+    return v && strcmp(v, "off") == 0;
 }
 
 int bm_parse(const char *name) {
@@ -1361,7 +1373,7 @@ int bench_report(const struct bench_desc *d, const struct bench_opts *o,
         snprintf(commits, sizeof commits, "-");
         c_commits[0] = '\0';
         fmt_shares(&f, -1, NULL, 0);
-        if (bm_txkit_stats(r->method) && s->med) {
+        if (bm_txkit_stats(r->method) && s->med && !bench_stats_off()) {
             const tx_stats_t *t = &s->med->tx;
             uint64_t cm = tx_stats_commits(t), ab = tx_stats_aborts(t);
             snprintf(commits, sizeof commits, "%llu", (unsigned long long)cm);
