@@ -19,7 +19,13 @@
  * fence: the barrier the revoker forces on it orders the two, so either the
  * revoker sees solo_in = 1 (and waits, or leaves the rest to the thread's
  * commit) or the thread sees the mark (and takes the general path). Without
- * membarrier(2) nothing is parked. */
+ * membarrier(2) nothing is parked.
+ *
+ * A transaction on a parked clock runs alone and cannot abort but by its own
+ * hand (a restart, which unparks first): it does not call the contention
+ * manager's begin and commit hooks, which have nothing to decide or reset
+ * (the commit that parked the clock had no abort; fast_ok rules out the
+ * scheduler), and counts its commit in one word (stats/format.h). */
 #ifndef TK_SOLO_H
 #define TK_SOLO_H
 

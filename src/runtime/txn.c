@@ -208,7 +208,10 @@ bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     const struct tk_method *m = M_SERIAL;
     start_reset(t, site, stack_top);
     start_count(t, site);
-    tk_cm->on_begin(t);
+    /* On a parked clock no other transaction runs and this one cannot
+     * conflict: nothing for the contention manager to hear (solo.h). */
+    if (s == me)
+        tk_cm->on_begin(t);
     attempt_prepare(t, m); /* (no scheduler, no fault injection: tk_solo_fast_ok) */
     if (s == me)
         m->begin(t); /* serial: always TK_OK (it waits for the clock) */
@@ -289,7 +292,6 @@ void tk_solo_commit(tk_thread *t) {
     if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) !=
                        ((uintptr_t)t | TK_SOLO_PARKED)))
         tk_solo_unpark(t); /* revoked meanwhile: give the clock back */
-    tk_cm->on_commit(t);
     if (t->frees.len | t->allocs.len | t->handlers.len)
         tk_discard_effects(t, 1);
 }
