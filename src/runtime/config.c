@@ -5,7 +5,7 @@
  * ignored; the library never exits the process):
  *   TXKIT_METHOD=auto|htm|stm|serial
  *   ITM_DEFAULT_METHOD=serialirr|serial|ml_wt|gl_wt|htm  GCC libitm's, without TXKIT_METHOD
- *   TXKIT_HTM_RETRIES=N   hardware attempts after conflicts before software (default 4)
+ *   TXKIT_HTM_RETRIES=N   hardware attempts after conflicts before software (default 8)
  *   TXKIT_STM_RETRIES=N   software aborts before the serial fallback (default 16)
  *   TXKIT_FAULT=P | htm=P,stm=P,serial=P   abort-injection probabilities
  *                         (serial: at most TK_FAULT_SERIAL_MAX per transaction)

@@ -24,7 +24,7 @@ struct tk_global tk_g;
  * bad luck in software while bounding the wait before the serial fallback. */
 struct tk_config tk_cfg = {
     .method = TXKIT_AUTO,
-    .htm_retries = 4,
+    .htm_retries = 8,
     .stm_retries = 16,
     .ncpus = 1,
 };

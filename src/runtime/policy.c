@@ -68,6 +68,16 @@ void tk_htm_policy(tk_thread *t, int cause) {
         else
             t->ctl.force_serial = 1;
         return;
+    case TXKIT_CAUSE_EXPLICIT:
+        /* The attempt aborted itself. To leave hardware (a nested cancel,
+         * which only software can undo in part; a switch to serial) classify
+         * already moved it on: no conflict to wait out, no backoff. A restart
+         * (tx_restart) backs off like a conflict: it waits for a change. */
+        if (t->ctl.force_serial || t->ctl.htm_tries >= tk_cfg.htm_retries)
+            return;
+        t->ctl.htm_tries++;
+        tk_cm->on_abort(t, cause);
+        return;
     case TXKIT_CAUSE_CONFLICT:
         /* The CPU decided that conflict, blind to priorities: with a manager
          * that orders transactions, retry where it decides (software). */
