@@ -60,6 +60,10 @@ bool tk_solo_park(tk_thread *t) {
 
 void tk_solo_unpark(tk_thread *t) {
     uintptr_t me = (uintptr_t)t;
+    /* A parked transaction that goes on elsewhere (a restart, irrevocable in
+     * software): its begin was not counted (txn.c: start_count). */
+    if (t->solo_in && !tk_cfg.stats_off)
+        TK_COUNT(t->cnt->transactions, 1);
     __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE);
     for (;;) {
         uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);

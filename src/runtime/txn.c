@@ -155,13 +155,17 @@ static inline void start_reset(tk_thread *t, txkit_site_t *site, uintptr_t stack
     t->ctl.serial_injected = 0;
 }
 
-static inline void start_count(tk_thread *t, txkit_site_t *site) {
+/* parked: the transaction is counted when it leaves the parked clock, by its
+ * commit (solo_commits, which readers fold into transactions) or by
+ * tk_solo_unpark (any other way out). */
+static inline void start_count(tk_thread *t, txkit_site_t *site, bool parked) {
     unsigned idx = site->id - 1; /* registered: tk_site_init */
     t->cnt = t->row + idx;
     if (TXKIT_UNLIKELY((++t->ntx & 4095) == 1))
         tk_calibrate_maybe(); /* cold: the first and every 4096th transaction */
     if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
-        TK_COUNT(t->cnt->transactions, 1);
+        if (!parked)
+            TK_COUNT(t->cnt->transactions, 1);
         __atomic_store_n(&t->slot->cur_site, idx + 1, __ATOMIC_RELAXED);
         if (TXKIT_UNLIKELY(++t->inside_sample_ctr >= TK_INSIDE_SAMPLE))
             tk_sample_inside(t, idx + 1, t->cnt);
@@ -176,7 +180,7 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
     start_reset(t, site, stack_top);
     if (TXKIT_UNLIKELY(!t->slot)) /* a fork's child: a segment of its own */
         tk_seg_thread_attach(t);
-    start_count(t, site);
+    start_count(t, site, false);
     tk_cm->on_begin(t);
 }
 
@@ -207,7 +211,7 @@ bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     }
     const struct tk_method *m = M_SERIAL;
     start_reset(t, site, stack_top);
-    start_count(t, site);
+    start_count(t, site, s != me);
     /* On a parked clock no other transaction runs and this one cannot
      * conflict: nothing for the contention manager to hear (solo.h). */
     if (s == me)
@@ -268,13 +272,15 @@ void tk_finish_commit(tk_thread *t) {
         tk_discard_effects(t, 1);
 }
 
-/* A commit on a parked clock: serial, at the first attempt (an abort would
- * have unparked it), counted in one word that readers fold (stats/format.h:
- * tks_fold_solo); one add, no seqlock round, unless the attempt was timed. */
+/* A transaction begun and committed on a parked clock: serial, at the first
+ * attempt (an abort would have unparked it), counted in one word that readers
+ * fold into transactions, commits and retries (stats/format.h: tks_fold_solo);
+ * one add, no seqlock round, unless the attempt was timed. */
 static inline void count_solo_commit(tk_thread *t) {
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
     if (TXKIT_UNLIKELY(t->ctl.attempt_tsc)) {
+        TK_COUNT(t->cnt->transactions, 1); /* not counted at its begin */
         count_commit(t, t->ctl.m, 0);
         return;
     }

@@ -74,7 +74,7 @@
  * fields as version 1 (520 bytes), in that order and padded. Version 3:
  * solo_commits, folded by readers (tks_fold_solo). */
 struct tks_counters {
-    uint64_t transactions;          /* outermost transactions begun */
+    uint64_t transactions;          /* outermost transactions begun (see tks_fold_solo) */
     uint64_t commits[TKS_NMETHODS]; /* by the method of the committing attempt */
     uint64_t retries_hist[TKS_HIST];
     uint64_t ticks_committed;      /* TSC ticks in committed attempts (estimate) */
@@ -99,11 +99,12 @@ struct tks_counters {
 _Static_assert(sizeof(struct tks_counters) % 64 == 0, "tks_counters: whole cache lines");
 
 /* A lone thread's transaction on its parked clock (runtime/solo.h) is a
- * serial commit at the first attempt; its writer counts it in transactions
- * at the begin and then only in solo_commits, one add instead of three (and
- * no seqlock round). Readers fold it: call this on every record they copy,
- * before adding records up or looking at commits. Version 3. */
+ * serial commit at the first attempt; its writer counts it only in
+ * solo_commits, one add instead of four (and no seqlock round). Readers fold
+ * it: call this on every record they copy, before adding records up or
+ * looking at transactions or commits. Version 3. */
 static inline void tks_fold_solo(struct tks_counters *c) {
+    c->transactions += c->solo_commits;
     c->commits[TKS_M_SERIAL] += c->solo_commits;
     c->retries_hist[0] += c->solo_commits;
     c->solo_commits = 0;

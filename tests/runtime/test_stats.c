@@ -92,6 +92,9 @@ static void test_stats(void) {
         CHECK_EQ(
             a1.aborts_by_cause[TXKIT_CAUSE_EXPLICIT] - a0.aborts_by_cause[TXKIT_CAUSE_EXPLICIT], k);
         CHECK(tx_stats_aborts(&a1) - tx_stats_aborts(&a0) >= (uint64_t)k);
+        /* however often it restarted: one transaction, one commit */
+        CHECK_EQ(a1.transactions - a0.transactions, 1);
+        CHECK_EQ(tx_stats_commits(&a1) - tx_stats_commits(&a0), 1);
         if (!tk_hw_possible()) {
             CHECK_EQ(tx_stats_aborts(&a1) - tx_stats_aborts(&a0), k);
             for (int b = 0; b < TXKIT_RETRY_BUCKETS; b++)
@@ -106,6 +109,18 @@ static void test_stats(void) {
         if (k >= 2 && !tk_hw_possible())
             CHECK_MSG(a1.ns_aborted > a0.ns_aborted, "%d restarts: ns_aborted stayed at %llu", k,
                       (unsigned long long)a0.ns_aborted);
+    }
+
+    /* One that goes irrevocable (under auto, on a parked clock, it hands the
+     * clock back and goes on in software): one transaction, one commit. */
+    for (int i = 0; i < 3; i++) {
+        tx_stats_t i0 = tk_stats();
+        TX_ATOMIC {
+            tx_irrevocable();
+        }
+        tx_stats_t i1 = tk_stats();
+        CHECK_EQ(i1.transactions - i0.transactions, 1);
+        CHECK_EQ(tx_stats_commits(&i1) - tx_stats_commits(&i0), 1);
     }
 
     /* A thread that exits still counts. */
