@@ -303,12 +303,31 @@ static inline void stm_attempt_reset(tk_thread *t) {
 
 /* ---------------------------------------------------------------- method */
 
+/* tk_g.sw_active counts the threads that may run software attempts now; all
+ * its readers only need it above zero while one runs (hardware commits then
+ * bump hw_commits, gcc code in hardware takes its instrumented path). */
+static void sw_leave(tk_thread *t) {
+    __atomic_sub_fetch(&tk_g.sw_active, 1, __ATOMIC_RELEASE);
+    t->stm.sw_registered = 0;
+}
+
+/* tk_stm_sw_leave (stm_thread.h): the thread runs something else now. */
+void tk_stm_sw_leave(tk_thread *t) {
+    if (t->stm.sw_registered)
+        sw_leave(t);
+}
+
+/* The end of a software attempt. A thread whose method is stm stays counted
+ * in sw_active until it runs another method or exits: on a CPU with RTM
+ * that saves two contended atomic operations on one global line per
+ * transaction (tree set, 2 threads: 5.4 -> 7 Mops/s); meanwhile other
+ * threads' hardware commits bump hw_commits, which costs them only when they
+ * conflict on it. Any other thread leaves at once, so that its own hardware
+ * attempts, and everyone else's, need not. */
 static void unregister(tk_thread *t) {
     __atomic_store_n(&t->epoch, 0, __ATOMIC_RELEASE);
-    if (t->stm.sw_registered) {
-        __atomic_sub_fetch(&tk_g.sw_active, 1, __ATOMIC_RELEASE);
-        t->stm.sw_registered = 0;
-    }
+    if (t->stm.sw_registered && tk_configured_method(t) != TXKIT_STM)
+        sw_leave(t);
 }
 
 /* The caller has just taken a cx lock that software transactions read: the
@@ -333,7 +352,7 @@ static void stm_refresh_read(tk_thread *t, const void *addr) {
  * (see serial_make_irrevocable): clock is the even value it will release. */
 void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
     stm_attempt_reset(t); /* the serial attempt did not reset software state */
-    if (tk_g.hybrid) {
+    if (tk_g.hybrid && !t->stm.sw_registered) {
         __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
         t->stm.sw_registered = 1;
     }
@@ -355,9 +374,10 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
 
 static int stm_begin(tk_thread *t) {
     stm_attempt_reset(t);
-    if (tk_g.hybrid) {
+    if (tk_g.hybrid && !t->stm.sw_registered) {
         /* Full barrier: hardware transactions that commit after this see us and
-         * bump hw_commits; those that committed before are in our snapshot. */
+         * bump hw_commits; those that committed before are in our snapshot.
+         * (Still counted from an earlier attempt: that barrier did it.) */
         __atomic_add_fetch(&tk_g.sw_active, 1, __ATOMIC_SEQ_CST);
         t->stm.sw_registered = 1;
     }
@@ -490,6 +510,7 @@ static void stm_thread_init(tk_thread *t) {
 }
 
 static void stm_thread_fini(tk_thread *t) {
+    tk_stm_sw_leave(t);
     free(t->stm.rlog);
     t->stm.rlog = NULL;
     _txkit_tls.rcur = _txkit_tls.rend = NULL;

@@ -29,7 +29,8 @@ typedef struct tk_wslot {
 } tk_wslot;
 
 struct tk_stm_thread {
-    int sw_registered;    /* counted in tk_g.sw_active: stm_begin sets, commit/rollback clear */
+    int sw_registered;    /* counted in tk_g.sw_active: stm_begin sets; the attempt's end clears
+                             (under the stm method only tk_stm_sw_leave, thread exit) */
     tk_rentry *rlog;      /* read log (grown by the barriers); its fill pointer and end are in
                           * _txkit_tls (rcur, rend) for the inline barrier; the snapshot and
                           * write bloom too (snap, wbloom) */

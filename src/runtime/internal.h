@@ -384,6 +384,10 @@ TK_HIDDEN void tk_site_init(txkit_site_t *site, const char *file, const char *fu
  * this many times runs serially (stm_norec.c, choose_method). */
 #define TK_REVAL_ABORTS 2
 TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
+/* stm_norec.c: t leaves tk_g.sw_active if it is still counted there (a thread
+ * of the stm method stays between its attempts). Owner thread, outside any
+ * software attempt. */
+TK_HIDDEN void tk_stm_sw_leave(tk_thread *t);
 /* The transaction holds or depends on cx locks (cheap test, owner thread). */
 static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
 /* Record the current bytes at addr, put back if the attempt aborts. */

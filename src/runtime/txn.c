@@ -122,6 +122,8 @@ void tk_run_attempts(tk_thread *t) {
                 TK_COUNT(t->cnt->to_serial, 1);
             }
         }
+        if (TXKIT_UNLIKELY(t->stm.sw_registered) && !tk_method_has(m, TK_CAP_SOFTWARE))
+            tk_stm_sw_leave(t); /* a thread of the stm method now runs another */
         attempt_prepare(t, m);
         if (TXKIT_UNLIKELY(tk_sched_on))
             tk_sched_attempt_start(t);
