@@ -165,23 +165,29 @@ static inline uint32_t word_hash(uintptr_t word) {
     return (uint32_t)(((uint64_t)(word >> 3) * 0x9e3779b97f4a7c15ull) >> 32);
 }
 
+/* The index slot of word: the live one that holds it, else the free slot it
+ * would take (there: whether it may be in the index at all). */
+static inline uint32_t windex_slot(const tk_thread *t, uintptr_t word, bool there) {
+    uint32_t mask = t->stm.windex_mask, h = word_hash(word) & mask;
+    for (; t->stm.windex[h].gen == t->stm.wgen; h = (h + 1) & mask)
+        if (there && t->stm.windex[h].word == word)
+            break;
+    return h;
+}
+
+static inline bool windex_live(const tk_thread *t, uint32_t h) {
+    return t->stm.windex[h].gen == t->stm.wgen;
+}
+
 static tk_wentry *ws_find(const tk_thread *t, uintptr_t word) {
     if (!(_txkit_tls.wbloom & bloom_bit(word)))
         return NULL;
-    for (uint32_t h = word_hash(word) & t->stm.windex_mask;; h = (h + 1) & t->stm.windex_mask) {
-        const tk_wslot *s = &t->stm.windex[h];
-        if (s->gen != t->stm.wgen)
-            return NULL;
-        if (s->word == word)
-            return &TK_VEC_AT(&t->stm.wset, tk_wentry, s->idx);
-    }
+    uint32_t h = windex_slot(t, word, true);
+    return windex_live(t, h) ? &TK_VEC_AT(&t->stm.wset, tk_wentry, t->stm.windex[h].idx) : NULL;
 }
 
 static void windex_put(tk_thread *t, uintptr_t word, uint32_t idx) {
-    uint32_t h = word_hash(word) & t->stm.windex_mask;
-    while (t->stm.windex[h].gen == t->stm.wgen)
-        h = (h + 1) & t->stm.windex_mask;
-    t->stm.windex[h] = (tk_wslot){word, idx, t->stm.wgen};
+    t->stm.windex[windex_slot(t, word, false)] = (tk_wslot){word, idx, t->stm.wgen};
 }
 
 static void windex_grow(tk_thread *t) {
@@ -202,16 +208,10 @@ static void windex_grow(tk_thread *t) {
 static tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
     if (TXKIT_UNLIKELY((t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1))
         windex_grow(t);
-    uint32_t mask = t->stm.windex_mask, h = word_hash(word) & mask;
     uint64_t bit = bloom_bit(word);
-    if (_txkit_tls.wbloom & bit) {
-        for (; t->stm.windex[h].gen == t->stm.wgen; h = (h + 1) & mask)
-            if (t->stm.windex[h].word == word)
-                return &TK_VEC_AT(&t->stm.wset, tk_wentry, t->stm.windex[h].idx);
-    } else {
-        while (t->stm.windex[h].gen == t->stm.wgen)
-            h = (h + 1) & mask;
-    }
+    uint32_t h = windex_slot(t, word, _txkit_tls.wbloom & bit);
+    if (windex_live(t, h))
+        return &TK_VEC_AT(&t->stm.wset, tk_wentry, t->stm.windex[h].idx);
     tk_wentry *e = tk_vec_push(&t->stm.wset, sizeof *e);
     if (!e)
         TK_FATAL("out of memory growing the write set");
@@ -311,7 +311,7 @@ static void sw_leave(tk_thread *t) {
     t->stm.sw_registered = 0;
 }
 
-/* tk_stm_sw_leave (stm_thread.h): the thread runs something else now. */
+/* tk_stm_sw_leave (internal.h): the thread runs something else now. */
 void tk_stm_sw_leave(tk_thread *t) {
     if (t->stm.sw_registered)
         sw_leave(t);
@@ -588,15 +588,13 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
         return;
     }
     uintptr_t a = (uintptr_t)addr;
+    const unsigned char *s = src;
     if (size == 8 && !(a & 7)) { /* the common access: one whole word */
         tk_wentry *e = ws_get(t, a);
         __builtin_memcpy(&e->data, src, 8);
         e->mask = 0xff;
-        if (t->vis.active)
-            tk_vis_write(t);
-        return;
+        size = 0;
     }
-    const unsigned char *s = src;
     while (size) {
         uintptr_t w = a & ~(uintptr_t)7;
         unsigned off = (unsigned)(a & 7);
