@@ -104,6 +104,12 @@ static inline void attempt_running(tk_thread *t, const struct tk_method *m) {
     _txkit_tls.access = tk_read_access(m->access, t->vis.active);
     _txkit_tls.depth = 1;
 }
+/* The attempt is over (committed or rolled back): no barriers, not irrevocable. */
+static inline void attempt_ended(tk_thread *t) {
+    _txkit_tls.depth = 0;
+    _txkit_tls.access = 0;
+    t->ctl.irrevocable = 0;
+}
 
 /* Begin attempts until one runs. Returns inside the running attempt. */
 void tk_run_attempts(tk_thread *t) {
@@ -266,9 +272,7 @@ void tk_finish_commit(tk_thread *t) {
     }
     tk_irr_release(t);
     count_commit(t, m, t->ctl.attempts);
-    _txkit_tls.depth = 0;
-    _txkit_tls.access = 0;
-    t->ctl.irrevocable = 0;
+    attempt_ended(t);
     tk_cm->on_commit(t);
     if (t->frees.len | t->allocs.len | t->handlers.len)
         tk_discard_effects(t, 1);
@@ -286,6 +290,7 @@ static inline void count_solo_commit(tk_thread *t) {
         count_commit(t, t->ctl.m, 0);
         return;
     }
+    _Static_assert(TKS_M_SERIAL == TXKIT_SERIAL, "stats/format.h: tks_fold_solo's index");
     TK_COUNT(t->cnt->solo_commits, 1);
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
 }
@@ -293,9 +298,7 @@ static inline void count_solo_commit(tk_thread *t) {
 /* tk_solo_commit (internal.h): the clock stays parked, no atomic operation. */
 void tk_solo_commit(tk_thread *t) {
     count_solo_commit(t);
-    _txkit_tls.depth = 0;
-    _txkit_tls.access = 0;
-    t->ctl.irrevocable = 0;
+    attempt_ended(t);
     __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE); /* after our writes (solo.h) */
     if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) !=
                        ((uintptr_t)t | TK_SOLO_PARKED)))
@@ -310,9 +313,7 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     tk_hooks_run(TK_HOOK_ABORTING, t, cause);
     m->rollback(t);
     count_abort(t, m, cause);
-    t->ctl.irrevocable = 0;
-    _txkit_tls.depth = 0;
-    _txkit_tls.access = 0;
+    attempt_ended(t);
     tk_hooks_run(TK_HOOK_ABORTED, t, cause);             /* after the rollback: cx locks it held */
     t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED); /* nothing left to release */
     if (t->handlers.len | t->allocs.len | t->frees.len) {
