@@ -139,9 +139,9 @@ extern atomic_ulong bench_itm_commits[3];
  * glibc.elision.enable=1, active when glibc actually elides (it enables it
  * only where RTM is usable). */
 int bench_elision_requested(void);
+int bench_elision_active(void);
 /* TXKIT_STATS=off: txkit counts nothing; txkit methods are labelled +nostats. */
 int bench_stats_off(void);
-int bench_elision_active(void);
 
 /* ------------------------------------------------------------------ options */
 

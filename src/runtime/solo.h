@@ -15,7 +15,8 @@
  * (tk_solo_revoke): marks tk_g.solo TK_SOLO_REVOKING, makes every thread of
  * the process pass a memory barrier (membarrier(2); then TK_SOLO_FENCED, so
  * that the next waiters skip it), and gives the clock back for the lone
- * thread once that thread is outside a transaction (t->solo_in 0). The lone thread stores solo_in = 1 before it looks at tk_g.solo, with no
+ * thread once that thread is outside a transaction (t->solo_in 0). The lone
+ * thread stores solo_in = 1 before it looks at tk_g.solo, with no
  * fence: the barrier the revoker forces on it orders the two, so either the
  * revoker sees solo_in = 1 (and waits, or leaves the rest to the thread's
  * commit) or the thread sees the mark (and takes the general path). Without
@@ -25,7 +26,8 @@
  * hand (a restart, which unparks first): it does not call the contention
  * manager's begin and commit hooks, which have nothing to decide or reset
  * (the commit that parked the clock had no abort; fast_ok rules out the
- * scheduler), and counts its commit in one word (stats/format.h). */
+ * scheduler), and is counted once, in one word, when it commits
+ * (stats/format.h: solo_commits). */
 #ifndef TK_SOLO_H
 #define TK_SOLO_H
 
@@ -52,9 +54,10 @@ static inline bool tk_solo_fast_ok(const tk_thread *t) {
  * tk_solo_begin) and had no abort. The caller asks tk_solo_fast_ok first. Owner
  * thread. */
 TK_HIDDEN bool tk_solo_park(tk_thread *t);
-/* End t's parked state, from inside its attempt (solo_in 1) or outside:
- * afterwards t->solo_in is 0 and the parked clock is given back (by t or by a
- * revoker). No-op when t parks nothing. Owner thread. */
+/* End t's parked state, from inside its attempt (solo_in 1: the transaction
+ * goes on elsewhere, and is counted now) or outside: afterwards t->solo_in is
+ * 0 and the parked clock is given back (by t or by a revoker). No-op when t
+ * parks nothing. Owner thread. */
 TK_HIDDEN void tk_solo_unpark(tk_thread *t);
 /* Another thread keeps the clock parked: take it back if that thread is
  * outside its transactions, else mark it so that it gives it back at its

@@ -93,7 +93,7 @@ struct tks_counters {
     uint64_t sched_waits;   /* retries deferred by transaction-aware scheduling */
     uint64_t sched_queued;  /* transactions that waited in their site's queue */
     uint64_t cm_undecided;  /* conflict aborts a visible manager did not decide */
-    uint64_t solo_commits;  /* commits on a lone thread's parked clock (below) */
+    uint64_t solo_commits;  /* transactions begun and committed on a parked clock (below) */
     uint64_t reserved[6];   /* zero */
 };                          /* 72 x 8 = 576 bytes */
 _Static_assert(sizeof(struct tks_counters) % 64 == 0, "tks_counters: whole cache lines");
