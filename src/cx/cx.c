@@ -427,8 +427,10 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
          * without aborting our optimistic section. */
         uint64_t site = __atomic_load_n(&l->site, __ATOMIC_RELAXED);
         __atomic_store_n(&t->slot->cur_site, site, __ATOMIC_RELAXED);
-        if (++t->inside_sample_ctr >= TK_INSIDE_SAMPLE)
+        if (++t->inside_sample_ctr >= TK_SAMPLE_EVERY) {
+            t->inside_sample_ctr = 0;
             tk_sample_inside(t, site, cnt);
+        }
     }
     if (!want_exclusive && tk_section_try(&l->skip)) {
         unsigned busy = 0;

@@ -134,7 +134,7 @@ struct tk_thread {
     tk_jmpbuf jb_nested;      /* where nested blocks save theirs (unused): checkpoint.S */
     int retry_pending;        /* C++: aborted, waiting for the next begin: txn.c */
     int doomed;               /* C++: rolled back, unwinding to txkit::atomic: txn.c */
-    unsigned time_sample_ctr; /* attempts since the last timed one: txn.c, per attempt */
+    int time_first;           /* time the next first attempt (a sampled transaction): txn.c */
 
     struct tk_stm_thread stm; /* software TM (methods/stm_thread.h) */
 
@@ -179,10 +179,10 @@ struct tk_thread {
     struct tks_thread own_slot;     /* seqlock and cur_site of a thread counting in
                                    * the shared row: nobody else reads them */
     struct tks_counters *row, *cnt; /* row: segment.c attach; cnt: txn.c at each begin */
-    uint64_t ntx;                   /* transactions begun (solo detection): txn.c at each begin */
+    uint64_t ntx; /* transactions begun (solo detection, sampling): txn.c at each begin */
     unsigned hooks_armed;           /* TK_HOOK_ARMED(point): an extension has work there
                                    * (set by the extension, cleared by txn.c before it runs them) */
-    unsigned inside_sample_ctr;     /* begins since the last inside sample: txn.c */
+    unsigned inside_sample_ctr;     /* cx sections since the last inside sample: cx.c */
     /* 1 while a transaction runs on a parked clock (solo.h): txn.c's fast
      * begin and commit, solo.c; read by revoking threads */
     int solo_in;
@@ -478,6 +478,8 @@ TK_HIDDEN void tk_stats_out_init(void);
 TK_HIDDEN FILE *tk_stats_out(void);
 TK_HIDDEN void tk_calibrate_maybe(void);
 TK_HIDDEN void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c);
-#define TK_INSIDE_SAMPLE 16
+/* One transaction (and one cx section) in TK_SAMPLE_EVERY is sampled: its
+ * first attempt timed, the threads inside its site counted. A power of 2. */
+#define TK_SAMPLE_EVERY 64
 
 #endif /* TK_INTERNAL_H */

@@ -25,10 +25,9 @@ TK_HIDDEN tk_jmpbuf *tk_jb_slot(void);
 
 
 /* How many threads are inside this site now (this one included)? Reads the
- * other threads' slots, so only every INSIDE_SAMPLE-th entry does it; counted
- * in c (the site's entry of this thread's row). Also used by cx locks. */
+ * other threads' slots, so only sampled entries (TK_SAMPLE_EVERY) do it;
+ * counted in c (the site's entry of this thread's row). Also used by cx locks. */
 void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c) {
-    t->inside_sample_ctr = 0;
     struct tks_thread *th = tk_seg_threads();
     unsigned n = 0, nthreads = TKS_MAX_THREADS;
     for (unsigned i = 1; i < nthreads; i++) {
@@ -74,31 +73,29 @@ static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
 /* Time lost in aborted attempts needs the start of every attempt that might
  * abort, but a timestamp costs as much as a small transaction (rdtsc is ~35
  * cycles here). So retries, where aborts cluster, are always timed, and first
- * attempts one in TIME_SAMPLE, weighted by TIME_SAMPLE: an unbiased estimate.
- * Serial attempts only abort explicitly and are timed like first attempts. */
-#define TIME_SAMPLE 16
-static bool time_attempt(tk_thread *t, const struct tk_method *m) {
-    (void)m;
-    if (tk_cfg.stats_off)
-        return false;
-    if (t->ctl.attempts > 0) {
+ * attempts of sampled transactions (one in TK_SAMPLE_EVERY, start_count),
+ * weighted by TK_SAMPLE_EVERY: an unbiased estimate. Serial attempts only
+ * abort explicitly and are timed like first attempts. */
+static inline bool time_attempt(tk_thread *t) {
+    if (TXKIT_LIKELY(!t->time_first)) {
+        if (TXKIT_LIKELY(t->ctl.attempts == 0) || tk_cfg.stats_off)
+            return false;
         t->ctl.attempt_weight = 1;
         return true;
     }
-    if (++t->time_sample_ctr < TIME_SAMPLE)
-        return false;
-    t->time_sample_ctr = 0;
-    t->ctl.attempt_weight = TIME_SAMPLE;
+    t->time_first = 0; /* set only with statistics on */
+    t->ctl.attempt_weight = TK_SAMPLE_EVERY;
     return true;
 }
 
 /* An attempt of m: its state before the method's begin, and the barriers'
- * access bits once it runs. Shared by tk_run_attempts and tk_solo_begin. */
-static inline void attempt_prepare(tk_thread *t, const struct tk_method *m) {
+ * access bits once it runs. Shared by tk_run_attempts and tk_solo_begin
+ * (no_faults: it checked that no fault injection is configured). */
+static inline void attempt_prepare(tk_thread *t, const struct tk_method *m, bool no_faults) {
     tk_attempt_reset(t);
     t->ctl.m = m;
-    t->ctl.inject = tk_cfg.any_fault && tk_fault_hit(t, m->stats_id);
-    t->ctl.attempt_tsc = time_attempt(t, m) ? tk_rdtsc() : 0;
+    t->ctl.inject = !no_faults && tk_cfg.any_fault && tk_fault_hit(t, m->stats_id);
+    t->ctl.attempt_tsc = time_attempt(t) ? tk_rdtsc() : 0;
 }
 static inline void attempt_running(tk_thread *t, const struct tk_method *m) {
     _txkit_tls.access = tk_read_access(m->access, t->vis.active);
@@ -130,7 +127,7 @@ void tk_run_attempts(tk_thread *t) {
         }
         if (TXKIT_UNLIKELY(t->stm.sw_registered) && !tk_method_has(m, TK_CAP_SOFTWARE))
             tk_stm_sw_leave(t); /* a thread of the stm method now runs another */
-        attempt_prepare(t, m);
+        attempt_prepare(t, m, false);
         if (TXKIT_UNLIKELY(tk_sched_on))
             tk_sched_attempt_start(t);
         int r = m->begin(t);
@@ -163,20 +160,27 @@ static inline void start_reset(tk_thread *t, txkit_site_t *site, uintptr_t stack
     t->ctl.serial_injected = 0;
 }
 
+/* A sampled transaction (start_count): its first attempt is timed, the
+ * threads inside its site counted, the clock calibrated for readers. Cold. */
+__attribute__((noinline, cold)) static void sample_transaction(tk_thread *t, uint64_t site) {
+    t->time_first = 1;
+    tk_sample_inside(t, site, t->cnt);
+    tk_calibrate_maybe();
+}
+
 /* parked: the transaction is counted when it leaves the parked clock, by its
  * commit (solo_commits, which readers fold into transactions) or by
  * tk_solo_unpark (any other way out). */
 static inline void start_count(tk_thread *t, txkit_site_t *site, bool parked) {
     unsigned idx = site->id - 1; /* registered: tk_site_init */
     t->cnt = t->row + idx;
-    if (TXKIT_UNLIKELY((++t->ntx & 4095) == 1))
-        tk_calibrate_maybe(); /* cold: the first and every 4096th transaction */
+    uint64_t n = t->ntx++;
     if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
         if (!parked)
             TK_COUNT(t->cnt->transactions, 1);
         __atomic_store_n(&t->slot->cur_site, idx + 1, __ATOMIC_RELAXED);
-        if (TXKIT_UNLIKELY(++t->inside_sample_ctr >= TK_INSIDE_SAMPLE))
-            tk_sample_inside(t, idx + 1, t->cnt);
+        if (TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0))
+            sample_transaction(t, idx + 1);
     }
 }
 
@@ -200,7 +204,8 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
  * parked at its last commit (solo.h), the attempt runs on it: no atomic
  * operation at all, and the commit (tk_solo_commit) keeps it parked. False, with
  * nothing done, when it does not apply: the caller takes the general path. */
-bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
+__attribute__((always_inline)) static inline bool solo_begin(tk_thread *t, txkit_site_t *site,
+                                                             uintptr_t stack_top) {
     uintptr_t me = (uintptr_t)t;
     uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
     if (s != me && s != (me | TK_SOLO_PARKED))
@@ -224,11 +229,15 @@ bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
      * conflict: nothing for the contention manager to hear (solo.h). */
     if (s == me)
         tk_cm->on_begin(t);
-    attempt_prepare(t, m); /* (no scheduler, no fault injection: tk_solo_fast_ok) */
+    attempt_prepare(t, m, true); /* (no scheduler, no fault injection: tk_solo_fast_ok) */
     if (s == me)
         m->begin(t); /* serial: always TK_OK (it waits for the clock) */
     attempt_running(t, m);
     return true;
+}
+/* Inline in TX_ATOMIC's begin (tk_begin_c); this copy is the ABI layer's. */
+bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
+    return solo_begin(t, site, stack_top);
 }
 
 /* Histogram bucket of a read or write set size (stats/format.h). */
@@ -430,7 +439,7 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
     t->ctl.kind = TK_KIND_C;
     t->ctl.code = TK_CODE_INSTRUMENTED;
     t->ctl.resume = resume_c;
-    if (TXKIT_LIKELY(tk_solo_begin(t, site, t->ctl.jb.rsp)))
+    if (TXKIT_LIKELY(solo_begin(t, site, t->ctl.jb.rsp)))
         return 1;
     tk_start_transaction(t, site, t->ctl.jb.rsp);
     tk_run_attempts(t);
