@@ -4,7 +4,7 @@
  *
  * Design (after Apache 2.2's mod_mem_cache, the system "Transactifying
  * Apache" converted): a chained hash table keyed by the cache key plus a
- * binary heap ordered by eviction priority; limits on object count, total
+ * heap (4-ary) ordered by eviction priority; limits on object count, total
  * bytes and object size; LRU or GDSF priorities with an aging queue clock.
  * Entries are immutable once inserted and reference-counted: a hit hands out
  * a reference (zero-copy: the caller reads the entry's bytes in place), and an

@@ -12,7 +12,8 @@
  *
  * The hit path is the hot spot (every hit of mod_mem_cache's design updated
  * the heap under the process's one lock). Here a hit's section only reads:
- * the bucket and the chain (and the GDSF clock). The reference and the use
+ * the bucket and the chain (and the GDSF clock in lock mode; tx and cx modes
+ * read it after the section, txc_lookup says why). The reference and the use
  * are counted after it, per CPU (txcache.c, "references"): in tx and cx
  * modes the section and the count run inside a read-side epoch section, so
  * the entry cannot be freed in between, and a hit never writes a line
@@ -120,6 +121,14 @@ TXC_SAFE static uint64_t prio_now(const txc_entry *e, int policy) {
 
 /* ------------------------------------------------------------------ heap */
 
+/* A 4-ary min-heap of (key, entry): half the levels of a binary heap, so a
+ * sift writes half as many nodes (each write one node and the entry's
+ * heap_pos) for the same number of key comparisons; in tx mode every write is
+ * a logged store, in every mode the four children share one or two lines. */
+#define HEAP_D 4
+#define HEAP_PARENT(i) (((i)-1) / HEAP_D)
+#define HEAP_CHILD(i) (HEAP_D * (i) + 1)
+
 TXC_SAFE static void heap_set(txc_cache *c, uint64_t i, struct txc_hnode n) {
     c->heap[i] = n;
     n.e->heap_pos = i;
@@ -128,7 +137,7 @@ TXC_SAFE static void heap_set(txc_cache *c, uint64_t i, struct txc_hnode n) {
 TXC_SAFE static void sift_up(txc_cache *c, uint64_t i) {
     struct txc_hnode n = c->heap[i];
     while (i > 0) {
-        uint64_t p = (i - 1) / 2;
+        uint64_t p = HEAP_PARENT(i);
         if (c->heap[p].key <= n.key)
             break;
         heap_set(c, i, c->heap[p]);
@@ -141,13 +150,17 @@ TXC_SAFE static void sift_down(txc_cache *c, uint64_t i) {
     struct txc_hnode n = c->heap[i];
     uint64_t len = c->heap_len;
     for (;;) {
-        uint64_t l = 2 * i + 1;
+        uint64_t l = HEAP_CHILD(i);
         if (l >= len)
             break;
-        uint64_t m = l;
-        if (l + 1 < len && c->heap[l + 1].key < c->heap[l].key)
-            m = l + 1;
-        if (c->heap[m].key >= n.key)
+        uint64_t end = l + HEAP_D < len ? l + HEAP_D : len;
+        uint64_t m = l, mk = c->heap[l].key;
+        for (uint64_t j = l + 1; j < end; j++) {
+            uint64_t k = c->heap[j].key;
+            if (k < mk)
+                m = j, mk = k;
+        }
+        if (mk >= n.key)
             break;
         heap_set(c, i, c->heap[m]);
         i = m;
@@ -160,7 +173,7 @@ TXC_SAFE static void heap_del(txc_cache *c, uint64_t i) {
     if (i == last)
         return;
     heap_set(c, i, c->heap[last]);
-    if (i > 0 && c->heap[(i - 1) / 2].key > c->heap[i].key)
+    if (i > 0 && c->heap[HEAP_PARENT(i)].key > c->heap[i].key)
         sift_up(c, i);
     else
         sift_down(c, i);
@@ -230,15 +243,15 @@ TXC_SAFE static void evict_one(txc_cache *c, struct txc_cstats *st, int policy, 
 
 /* -------------------------------------------------------------- operations */
 
-/* Hit path: reads the bucket and the chain links (and the GDSF clock, into
- * *qclock); writes nothing. The caller takes the reference and counts the
- * use after the section. */
+/* Hit path: reads the bucket and the chain links (and, given qclock, the
+ * GDSF clock into it); writes nothing. The caller takes the reference and
+ * counts the use after the section. */
 TXC_SAFE static txc_entry *core_lookup(txc_cache *c, uint64_t h, const void *key, size_t klen,
                                        int policy, uint64_t *qclock) {
     txc_entry *e = *bucket_of(c, h);
     while (e && !entry_matches(e, h, key, klen))
         e = e->next;
-    if (e && policy == TXC_POLICY_GDSF)
+    if (e && qclock && policy == TXC_POLICY_GDSF)
         *qclock = c->qclock;
     return e;
 }
@@ -401,7 +414,7 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
          * cache: look again. */
         for (int tries = 0;; tries++) {
             txc_rd_enter();
-            TXC_SECTION(c, e = core_lookup(c, h, key, klen, policy, &q));
+            TXC_SECTION(c, e = core_lookup(c, h, key, klen, policy, NULL));
             int ok = !e || txc_ref_found(e, s);
             txc_rd_exit();
             if (ok)
@@ -412,8 +425,20 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
             }
         }
     }
-    if (e)
+    if (e) {
+        /* In tx and cx modes GDSF's clock is read here, after the section,
+         * like the slots' hints: every eviction moves it and its line holds
+         * the heap's counts, so read inside it would make hits conflict with
+         * every insert (hardware sections abort on the line, software ones
+         * revalidate). Any value it held during the lookup is right: the use
+         * is counted now. (A write-through runtime, GCC's libitm ml_wt, may
+         * show a value of an eviction that then rolls back: a clock a little
+         * ahead, which delays that entry's eviction, never breaks an
+         * invariant: priorities only grow.) */
+        if (c->cfg.sync != TXC_SYNC_LOCK && policy == TXC_POLICY_GDSF)
+            q = __atomic_load_n(&c->qclock, __ATOMIC_RELAXED);
         count_use(e, s, policy == TXC_POLICY_LRU ? stamp : q);
+    }
     __atomic_fetch_add(e ? &c->st[s].hits : &c->st[s].misses, 1, __ATOMIC_RELAXED);
     return e;
 }
@@ -542,7 +567,7 @@ static int check_locked(txc_cache *c, char *err, size_t errlen) {
         const struct txc_hnode *n = &c->heap[i];
         if (!n->e || n->e->heap_pos != i)
             return fail(err, errlen, "heap[%" PRIu64 "] and its entry's position disagree", i);
-        if (i > 0 && c->heap[(i - 1) / 2].key > n->key)
+        if (i > 0 && c->heap[HEAP_PARENT(i)].key > n->key)
             return fail(err, errlen, "heap order broken at %" PRIu64, i);
         if (n->key > prio_now(n->e, policy))
             return fail(err, errlen, "heap key above the priority of its entry at %" PRIu64, i);

@@ -11,6 +11,8 @@
  *    period as well;
  *  - shared mutable fields (chains, heap, counts, states, dead_next): only
  *    inside a critical section of the cache's sync mode, never with atomics;
+ *    except qclock, written in sections and read by tx and cx hits after
+ *    theirs (a relaxed load of a hint that only grows: txc_lookup);
  *  - the payload (meta + body): written only while the entry is private to
  *    its builder, read in place by reference holders outside any critical
  *    section, freed with the entry;
@@ -136,7 +138,7 @@ struct txc_cache {
     struct txc_hnode *heap __attribute__((aligned(TXC_LINE)));
     uint64_t heap_len, heap_cap;
     uint64_t objects, bytes;
-    uint64_t qclock; /* GDSF aging: priority of the last eviction */
+    uint64_t qclock; /* GDSF aging: priority of the last eviction (hits: see the top) */
     struct txc_cstats st[TXC_SLOTS_MAX];
 };
 
