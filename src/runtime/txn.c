@@ -108,8 +108,9 @@ static inline void attempt_ended(tk_thread *t) {
     t->ctl.irrevocable = 0;
 }
 
-/* Begin attempts until one runs. Returns inside the running attempt. */
-void tk_run_attempts(tk_thread *t) {
+/* Begin attempts until one runs. Returns inside the running attempt. Inline
+ * in TX_ATOMIC's begin (tk_begin_c); tk_run_attempts is the others' copy. */
+__attribute__((always_inline)) static inline void run_attempts(tk_thread *t) {
     for (;;) {
         if (TXKIT_UNLIKELY(tk_sched_on) && t->ctl.attempts > 0)
             tk_sched_before_retry(t); /* a hot site admits retries one at a time */
@@ -142,6 +143,7 @@ void tk_run_attempts(tk_thread *t) {
         tk_htm_policy(t, r);
     }
 }
+void tk_run_attempts(tk_thread *t) { run_attempts(t); }
 
 /* The per-transaction state every outermost begin resets; and its statistics.
  * Inline: tk_start_transaction and the solo fast path (tk_solo_begin) share them. */
@@ -184,7 +186,8 @@ static inline void start_count(tk_thread *t, txkit_site_t *site, bool parked) {
     }
 }
 
-void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
+__attribute__((always_inline)) static inline void
+start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     if (TXKIT_UNLIKELY(tk_solo_parked()))
         tk_solo_unpark(t); /* ours (the general path takes the clock per attempt), or not: no-op */
     if (TXKIT_UNLIKELY(t->sched.queue_held)) /* the last one ended without a commit */
@@ -194,6 +197,10 @@ void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top)
         tk_seg_thread_attach(t);
     start_count(t, site, false);
     tk_cm->on_begin(t);
+}
+/* Inline in TX_ATOMIC's begin (tk_begin_c); this copy is the others'. */
+void tk_start_transaction(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
+    start_transaction(t, site, stack_top);
 }
 
 /* The solo fast path. A thread that runs transactions alone under the auto
@@ -441,8 +448,8 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
     t->ctl.resume = resume_c;
     if (TXKIT_LIKELY(solo_begin(t, site, t->ctl.jb.rsp)))
         return 1;
-    tk_start_transaction(t, site, t->ctl.jb.rsp);
-    tk_run_attempts(t);
+    start_transaction(t, site, t->ctl.jb.rsp);
+    run_attempts(t);
     return 1;
 }
 
