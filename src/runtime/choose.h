@@ -117,6 +117,9 @@ static inline const struct tk_method *tk_choose_method(tk_thread *t) {
         if (tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries &&
             !(t->ctl.attempts == 0 && tk_site_skips_htm(t, t->ctl.site)))
             return M_HTM;
+        if (TXKIT_UNLIKELY(__atomic_load_n(&t->ctl.site->flags, __ATOMIC_RELAXED) &
+                           TK_SITE_FLAG_SERIAL))
+            return M_SERIAL; /* too big for software TM (policy.c: tk_policy_sw_commit) */
         return tk_stm_budget_left(t) ? M_STM : M_SERIAL;
     }
 }

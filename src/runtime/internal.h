@@ -179,10 +179,10 @@ struct tk_thread {
     struct tks_thread own_slot;     /* seqlock and cur_site of a thread counting in
                                    * the shared row: nobody else reads them */
     struct tks_counters *row, *cnt; /* row: segment.c attach; cnt: txn.c at each begin */
-    uint64_t ntx; /* transactions begun (solo detection, sampling): txn.c at each begin */
-    unsigned hooks_armed;           /* TK_HOOK_ARMED(point): an extension has work there
+    uint64_t ntx;         /* transactions begun (solo detection, sampling): txn.c at each begin */
+    unsigned hooks_armed; /* TK_HOOK_ARMED(point): an extension has work there
                                    * (set by the extension, cleared by txn.c before it runs them) */
-    unsigned inside_sample_ctr;     /* cx sections since the last inside sample: cx.c */
+    unsigned inside_sample_ctr; /* cx sections since the last inside sample: cx.c */
     /* 1 while a transaction runs on a parked clock (solo.h): txn.c's fast
      * begin and commit, solo.c; read by revoking threads */
     int solo_in;
@@ -207,6 +207,10 @@ enum tk_kind {
 
 /* txkit_site_t.flags bits (runtime-private). */
 #define TK_SITE_FLAG_ITM 1u /* a gcc -fgnu-tm call site, key = return address */
+/* auto runs the site serially where it would run software TM: a software
+ * attempt of it wrote TK_BIG_WRITES words or more (policy.c, set once) */
+#define TK_SITE_FLAG_SERIAL 2u
+#define TK_BIG_WRITES 1024
 
 /* The method the user asked for (thread override, else process): t's thread. */
 /* The access bits an attempt of a method with access bits m_access runs

@@ -95,6 +95,21 @@ void tk_htm_policy(tk_thread *t, int cause) {
     }
 }
 
+/* A software attempt committed: one that wrote TK_BIG_WRITES words or more
+ * paid software TM's per-store cost (a logged store, a validation of all it
+ * read at commit) that many times: several times the transaction's own work,
+ * more than running it alone costs, as a copy of a whole data structure into
+ * a private buffer does (a maze router's grid; tests/apps/labyrinth.c ran 10x
+ * slower at 2 threads than serially). From then on auto runs the site
+ * serially where it would have chosen software TM (hardware first, as
+ * before). Set once: sites this big stay big. */
+void tk_policy_sw_commit(tk_thread *t, size_t writes) {
+    txkit_site_t *site = t->ctl.site;
+    if (writes >= TK_BIG_WRITES && site &&
+        !(__atomic_load_n(&site->flags, __ATOMIC_RELAXED) & TK_SITE_FLAG_SERIAL))
+        __atomic_fetch_or(&site->flags, TK_SITE_FLAG_SERIAL, __ATOMIC_RELAXED);
+}
+
 /* Serial is the last resort: a transaction gets at most TK_FAULT_SERIAL_MAX
  * injected serial aborts, so that every one finishes, even at serial=1. */
 bool tk_fault_hit(tk_thread *t, int method) {

@@ -282,6 +282,8 @@ void tk_finish_commit(tk_thread *t) {
     const struct tk_method *m = t->ctl.m;
     if (TXKIT_UNLIKELY(t->policy.htm_pen_site == t->ctl.site) && (m->caps & TK_CAP_HARDWARE))
         t->policy.htm_pen_len = 0; /* hardware works here again: the penalty starts over */
+    if ((m->caps & TK_CAP_SOFTWARE) && TXKIT_UNLIKELY(t->stm.wset.len >= TK_BIG_WRITES))
+        tk_policy_sw_commit(t, t->stm.wset.len);
     if (TXKIT_UNLIKELY(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED))) {
         t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED);
         tk_hooks_run(TK_HOOK_COMMITTED, t, 0); /* committed: its writes are all in memory */
