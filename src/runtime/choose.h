@@ -69,7 +69,7 @@ static inline bool tk_site_skips_htm(tk_thread *t, txkit_site_t *site) {
         return true;
     }
     unsigned n = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
-    if (n == 0)
+    if ((n & TK_SKIP_LEFT) == 0)
         return false;
     __atomic_store_n(&site->htm_fail, n - 1, __ATOMIC_RELAXED);
     return true;

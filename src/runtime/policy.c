@@ -7,11 +7,33 @@
 #include "methods/method.h"
 #include "runtime/choose.h"
 
-#define SITE_HTM_SKIP 64   /* transactions of a site that skip hardware after it proved hopeless */
+#define SITE_HTM_SKIP 64    /* transactions of a site that skip hardware in a row, at most */
+#define SITE_HTM_SKIP_LOG 6 /* its log2 */
+_Static_assert(1u << SITE_HTM_SKIP_LOG == SITE_HTM_SKIP, "SITE_HTM_SKIP_LOG");
 #define HTM_ZERO_RETRIES 2 /* hardware retries of a status-0 abort (interrupts, faults) */
 
 /* Can this transaction run as software TM (it has barriers)? */
 static bool software_possible(const tk_thread *t) { return t->ctl.code & TK_CODE_INSTRUMENTED; }
+
+/* The site's transaction did not fit in hardware: its next ones skip it,
+ * one the first time, twice as many each time it happens again before a
+ * hardware commit of the site (tk_policy_hw_commit), at most 64. A site that
+ * overflows now and then (a maze router's larger routes: 1 transaction in
+ * 130, tests/apps/labyrinth.c) keeps running in hardware; one that always
+ * overflows soon skips 64 at a time. Racy updates by several threads only
+ * change a length. */
+static void site_skip_htm(txkit_site_t *site) {
+    unsigned v = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
+    unsigned lg = v >> TK_SKIP_LOG_SHIFT;
+    unsigned next = lg < SITE_HTM_SKIP_LOG ? lg + 1 : lg;
+    __atomic_store_n(&site->htm_fail, (next << TK_SKIP_LOG_SHIFT) | (1u << lg), __ATOMIC_RELAXED);
+}
+
+void tk_policy_hw_commit(txkit_site_t *site) {
+    unsigned v = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
+    if (v >> TK_SKIP_LOG_SHIFT)
+        __atomic_store_n(&site->htm_fail, v & TK_SKIP_LEFT, __ATOMIC_RELAXED);
+}
 
 /* After a hardware abort: decide how the next attempt differs. */
 void tk_htm_policy(tk_thread *t, int cause) {
@@ -57,7 +79,7 @@ void tk_htm_policy(tk_thread *t, int cause) {
         /* Retrying in hardware will not help (RTM-FACTS: status 0 means never). */
         t->ctl.htm_tries = tk_cfg.htm_retries;
         if (t->ctl.site)
-            __atomic_store_n(&t->ctl.site->htm_fail, SITE_HTM_SKIP, __ATOMIC_RELAXED);
+            site_skip_htm(t->ctl.site);
         return;
     case TXKIT_CAUSE_IRREVOCABLE:
         /* Run again irrevocable from the start: in software holding the

@@ -26,6 +26,9 @@ struct tk_policy_thread {
 /* The method of t's next attempt: tk_choose_method, runtime/choose.h (inline). */
 /* After a hardware abort with cause: how the next attempt differs (policy.c). Owner thread. */
 TK_HIDDEN void tk_htm_policy(tk_thread *t, int cause);
+/* A hardware attempt of site committed: its next capacity abort makes it
+ * skip hardware for one transaction again (policy.c). Any thread. */
+TK_HIDDEN void tk_policy_hw_commit(txkit_site_t *site);
 /* A software attempt of t committed, having written writes words: auto may
  * run its site serially from now on (policy.c). Owner thread. */
 TK_HIDDEN void tk_policy_sw_commit(tk_thread *t, size_t writes);

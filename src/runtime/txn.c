@@ -280,8 +280,15 @@ static inline void count_commit(tk_thread *t, const struct tk_method *m, unsigne
 
 void tk_finish_commit(tk_thread *t) {
     const struct tk_method *m = t->ctl.m;
-    if (TXKIT_UNLIKELY(t->policy.htm_pen_site == t->ctl.site) && (m->caps & TK_CAP_HARDWARE))
-        t->policy.htm_pen_len = 0; /* hardware works here again: the penalty starts over */
+    if (m->caps & TK_CAP_HARDWARE) {
+        /* hardware works here again: the penalties start over */
+        if (TXKIT_UNLIKELY(t->policy.htm_pen_site == t->ctl.site))
+            t->policy.htm_pen_len = 0;
+        if (t->ctl.site &&
+            TXKIT_UNLIKELY(__atomic_load_n(&t->ctl.site->htm_fail, __ATOMIC_RELAXED) >>
+                           TK_SKIP_LOG_SHIFT))
+            tk_policy_hw_commit(t->ctl.site);
+    }
     if ((m->caps & TK_CAP_SOFTWARE) && TXKIT_UNLIKELY(t->stm.wset.len >= TK_BIG_WRITES))
         tk_policy_sw_commit(t, t->stm.wset.len);
     if (TXKIT_UNLIKELY(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED))) {
