@@ -179,9 +179,11 @@ struct tk_thread {
     struct tks_thread own_slot;     /* seqlock and cur_site of a thread counting in
                                    * the shared row: nobody else reads them */
     struct tks_counters *row, *cnt; /* row: segment.c attach; cnt: txn.c at each begin */
-    uint64_t ntx;         /* transactions begun (solo detection, sampling): txn.c at each begin */
-    unsigned hooks_armed; /* TK_HOOK_ARMED(point): an extension has work there
-                                   * (set by the extension, cleared by txn.c before it runs them) */
+    /* transactions begun (solo detection, sampling): txn.c at each begin */
+    uint64_t ntx;
+    /* TK_HOOK_ARMED(point): an extension has work there (set by the
+     * extension, cleared by txn.c before it runs them) */
+    unsigned hooks_armed;
     unsigned inside_sample_ctr; /* cx sections since the last inside sample: cx.c */
     /* 1 while a transaction runs on a parked clock (solo.h): txn.c's fast
      * begin and commit, solo.c; read by revoking threads */
