@@ -6,6 +6,7 @@
  *   TXKIT_METHOD=auto|htm|stm|serial
  *   ITM_DEFAULT_METHOD=serialirr|serial|ml_wt|gl_wt|htm  GCC libitm's, without TXKIT_METHOD
  *   TXKIT_HTM_RETRIES=N   hardware attempts after conflicts before software (default 8)
+ *   TXKIT_HTM_RETRY_US=N  and at most this long in retries that conflicted (default 50)
  *   TXKIT_STM_RETRIES=N   software aborts before the serial fallback (default 16)
  *   TXKIT_FAULT=P | htm=P,stm=P,serial=P   abort-injection probabilities
  *                         (serial: at most TK_FAULT_SERIAL_MAX per transaction)
@@ -277,6 +278,7 @@ void tk_config_init(void) {
         tk_cfg.ncpus = (unsigned)CPU_COUNT(&set);
     parse_method();
     parse_uint("TXKIT_HTM_RETRIES", &tk_cfg.htm_retries, 0, 1000);
+    parse_uint("TXKIT_HTM_RETRY_US", &tk_cfg.htm_retry_us, 0, 1000000);
     parse_uint("TXKIT_STM_RETRIES", &tk_cfg.stm_retries, 0, 100000);
     parse_fault();
     parse_stats();

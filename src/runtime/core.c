@@ -19,12 +19,14 @@ struct tk_global tk_g;
 
 /* Retry defaults. Hardware: glibc elision uses 3 tries and ck 5; conflicts on
  * 2 cores usually clear after a short backoff, capacity/unsupported aborts go
- * to software at once (htm_policy), so 4 only bounds real conflict streaks.
+ * to software at once (htm_policy), so 8 only bounds real conflict streaks,
+ * and 50 us of retries a long transaction's (policy.c: htm_budget_spent).
  * Software: NOrec aborts only on a value change it read, 16 keeps a streak of
  * bad luck in software while bounding the wait before the serial fallback. */
 struct tk_config tk_cfg = {
     .method = TXKIT_AUTO,
     .htm_retries = 8,
+    .htm_retry_us = 50,
     .stm_retries = 16,
     .ncpus = 1,
 };

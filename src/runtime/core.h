@@ -138,6 +138,7 @@ static inline bool tk_irr_other(const tk_thread *t) {
 struct tk_config {
     int method;                   /* txkit_method_t */
     unsigned htm_retries;         /* hardware attempts on conflicts before software */
+    unsigned htm_retry_us;        /* and their time, retries timed (policy.c) */
     unsigned stm_retries;         /* software aborts before serial */
     double fault[TXKIT_NMETHODS]; /* injection probability per method */
     int any_fault;

@@ -120,6 +120,8 @@ struct tk_thread {
         unsigned attempts;         /* aborted attempts of this transaction */
         unsigned htm_tries, htm_locked_waits, stm_aborts; /* policy.c / txn.c after each abort */
         unsigned htm_zero;       /* hardware aborts with status 0 (txn.c) */
+        uint64_t htm_lost;       /* ticks in this transaction's timed hardware attempts
+                                  * that ended in a conflict (policy.c) */
         int htm_irr_other;       /* the last hardware abort: another was irrevocable (htm.c) */
         unsigned revals;         /* software: snapshot extensions of this attempt, */
         uint64_t reval_work;     /* and the read-log entries they checked */

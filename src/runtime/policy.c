@@ -35,6 +35,20 @@ void tk_policy_hw_commit(txkit_site_t *site) {
         __atomic_store_n(&site->htm_fail, v & TK_SKIP_LEFT, __ATOMIC_RELAXED);
 }
 
+/* A retry that conflicted: add its time to the transaction's hardware loss;
+ * true once that loss reaches TXKIT_HTM_RETRY_US (tk_cfg.htm_retry_us, 50 us).
+ * Retrying in hardware after
+ * a conflict pays off when attempts are short (yada's 1-2 us transactions
+ * commit within 8); a long one that conflicts again and again (a maze
+ * router's 30 us routes, each reading the whole grid) loses more per retry
+ * than running in software or alone costs: it stops after two. Counted in
+ * time, not in attempts, so that both kinds get what suits them. */
+static bool htm_budget_spent(tk_thread *t) {
+    t->ctl.htm_lost += tk_rdtsc() - t->ctl.attempt_tsc;
+    double npt = tk_ns_per_tick_known(); /* before calibration: a 3 GHz guess */
+    return (double)t->ctl.htm_lost * (npt > 0 ? npt : 1.0 / 3.0) >= 1000.0 * tk_cfg.htm_retry_us;
+}
+
 /* After a hardware abort: decide how the next attempt differs. */
 void tk_htm_policy(tk_thread *t, int cause) {
     switch (cause) {
@@ -108,6 +122,8 @@ void tk_htm_policy(tk_thread *t, int cause) {
             return;
         }
         t->ctl.htm_tries++;
+        if (t->ctl.attempt_tsc && htm_budget_spent(t))
+            t->ctl.htm_tries = tk_cfg.htm_retries;
         tk_cm->on_abort(t, cause);
         return;
     default:

@@ -72,13 +72,14 @@ static void count_abort(tk_thread *t, const struct tk_method *m, int cause) {
 
 /* Time lost in aborted attempts needs the start of every attempt that might
  * abort, but a timestamp costs as much as a small transaction (rdtsc is ~35
- * cycles here). So retries, where aborts cluster, are always timed, and first
+ * cycles here). So retries, where aborts cluster, are always timed (with
+ * statistics off too: the hardware retry policy uses it, policy.c), and first
  * attempts of sampled transactions (one in TK_SAMPLE_EVERY, start_count),
  * weighted by TK_SAMPLE_EVERY: an unbiased estimate. Serial attempts only
  * abort explicitly and are timed like first attempts. */
 static inline bool time_attempt(tk_thread *t) {
     if (TXKIT_LIKELY(!t->time_first)) {
-        if (TXKIT_LIKELY(t->ctl.attempts == 0) || tk_cfg.stats_off)
+        if (TXKIT_LIKELY(t->ctl.attempts == 0))
             return false;
         t->ctl.attempt_weight = 1;
         return true;
@@ -154,6 +155,7 @@ static inline void start_reset(tk_thread *t, txkit_site_t *site, uintptr_t stack
     t->ctl.attempts = 0;
     t->ctl.htm_tries = t->ctl.htm_locked_waits = t->ctl.stm_aborts = 0;
     t->ctl.htm_zero = 0;
+    t->ctl.htm_lost = 0;
     t->ctl.reval_aborts = 0;
     t->ctl.irrevocable = t->ctl.force_serial = 0;
     t->retry_pending = t->doomed = 0;

@@ -253,6 +253,32 @@ static void capacity_skip(void) {
     release_partner(th, 2);
 }
 
+/* TXKIT_HTM_RETRY_US=0 (CMake sets it for this case): a transaction stops
+ * retrying hardware after the first timed attempt that conflicted, whatever
+ * TXKIT_HTM_RETRIES allows (8); retries are timed, a first attempt only when
+ * sampled, so at most 2 hardware attempts each (policy.c: htm_budget_spent).
+ * Without the time budget: 8 each. */
+static void retry_budget(void) {
+    need_sim("start");
+    pthread_t th = start_partner(one_transaction);
+    CHECK_EQ(txkit_sim_rtm_script("conflict"), 0);
+    tx_stats_t s0 = tk_stats();
+    for (int i = 0; i < 4; i++) {
+        TX_ATOMIC {
+            TX_STORE(&g_value, TX_LOAD(&g_value) + 1);
+        }
+    }
+    tx_stats_t s1 = tk_stats();
+    unsigned long long hw = s1.aborts[TXKIT_HTM] - s0.aborts[TXKIT_HTM];
+    unsigned long long sw = s1.commits[TXKIT_STM] - s0.commits[TXKIT_STM];
+    printf("    hardware aborts %llu for 4 transactions, software commits %llu\n", hw, sw);
+    CHECK_MSG(hw >= 4 && hw <= 8, "%llu hardware attempts for 4 transactions, expected 4 to 8", hw);
+    CHECK_EQ(sw, 4ull);
+    CHECK_EQ(g_value, 5);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+    release_partner(th, 2);
+}
+
 static long g_irr_seen, g_read;
 
 static void *irrevocable_waiter(void *arg) {
@@ -466,6 +492,7 @@ int main(int argc, char **argv) {
                  {"htm_restart", htm_restart},
                  {"status_zero", status_zero},
                  {"capacity_skip", capacity_skip},
+                 {"retry_budget", retry_budget},
                  {"irr_reader", irr_reader},
                  {"cx_clock", cx_clock},
                  {"cx_irr", cx_irr},

@@ -19,7 +19,7 @@ command -v python3 >/dev/null 2>&1 || skip "python3 is needed to parse the JSON 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/txkit-stat-test.XXXXXX") || fail "mktemp"
 dir=$tmp/stats
 export TXKIT_STATS_DIR=$dir TXKIT_METHOD=stm TXKIT_STM_RETRIES=3
-unset TXKIT_STATS TXKIT_FAULT TXKIT_HTM_RETRIES
+unset TXKIT_STATS TXKIT_FAULT TXKIT_HTM_RETRIES TXKIT_HTM_RETRY_US
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
