@@ -119,7 +119,7 @@ static inline const struct tk_method *tk_choose_method(tk_thread *t) {
             return M_HTM;
         if (TXKIT_UNLIKELY(__atomic_load_n(&t->ctl.site->flags, __ATOMIC_RELAXED) &
                            TK_SITE_FLAG_SERIAL))
-            return M_SERIAL; /* too big for software TM (policy.c: tk_policy_sw_commit) */
+            return M_SERIAL; /* too big for software TM (policy.c: tk_policy_big_writes) */
         return tk_stm_budget_left(t) ? M_STM : M_SERIAL;
     }
 }

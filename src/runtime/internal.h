@@ -216,10 +216,10 @@ enum tk_kind {
 #define TK_SITE_FLAG_SERIAL 2u
 #define TK_BIG_WRITES 1024
 /* txkit_site_t.htm_fail (policy.c): bits 0-15 the site's transactions left
- * to skip hardware (after capacity aborts), bits 16-23 log2 of the length
- * of the next skip; a hardware commit of the site clears the length. */
+ * to skip hardware (after capacity aborts), bits 16-23 the length of the
+ * last skip; a hardware commit of the site clears the length. */
 #define TK_SKIP_LEFT 0xffffu
-#define TK_SKIP_LOG_SHIFT 16
+#define TK_SKIP_LEN_SHIFT 16
 
 /* The method the user asked for (thread override, else process): t's thread. */
 /* The access bits an attempt of a method with access bits m_access runs

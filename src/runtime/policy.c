@@ -7,42 +7,46 @@
 #include "methods/method.h"
 #include "runtime/choose.h"
 
-#define SITE_HTM_SKIP 64    /* transactions of a site that skip hardware in a row, at most */
-#define SITE_HTM_SKIP_LOG 6 /* its log2 */
-_Static_assert(1u << SITE_HTM_SKIP_LOG == SITE_HTM_SKIP, "SITE_HTM_SKIP_LOG");
+#define SITE_HTM_SKIP 64   /* transactions of a site that skip hardware in a row, at most */
 #define HTM_ZERO_RETRIES 2 /* hardware retries of a status-0 abort (interrupts, faults) */
 
 /* Can this transaction run as software TM (it has barriers)? */
 static bool software_possible(const tk_thread *t) { return t->ctl.code & TK_CODE_INSTRUMENTED; }
 
-/* The site's transaction did not fit in hardware: its next ones skip it,
- * one the first time, twice as many each time it happens again before a
- * hardware commit of the site (tk_policy_hw_commit), at most 64. A site that
- * overflows now and then (a maze router's larger routes: 1 transaction in
- * 130, tests/apps/labyrinth.c) keeps running in hardware; one that always
+/* How many transactions skip hardware after a failure, given how many the
+ * last skip of the same kind was (0: none since hardware last worked): one,
+ * then twice as many each time it recurs, at most SITE_HTM_SKIP. Status-0
+ * penalties (per thread) and capacity skips (per site) both grow so. */
+static unsigned next_skip(unsigned last) {
+    return last == 0 ? 1 : last < SITE_HTM_SKIP ? 2 * last : SITE_HTM_SKIP;
+}
+
+/* The site's transaction did not fit in hardware: its next ones skip it
+ * (next_skip; tk_policy_hw_commit starts over). A site that overflows now and
+ * then (a maze router's larger routes: 1 transaction in 130,
+ * tests/apps/labyrinth.c) keeps running in hardware; one that always
  * overflows soon skips 64 at a time. Racy updates by several threads only
  * change a length. */
 static void site_skip_htm(txkit_site_t *site) {
     unsigned v = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
-    unsigned lg = v >> TK_SKIP_LOG_SHIFT;
-    unsigned next = lg < SITE_HTM_SKIP_LOG ? lg + 1 : lg;
-    __atomic_store_n(&site->htm_fail, (next << TK_SKIP_LOG_SHIFT) | (1u << lg), __ATOMIC_RELAXED);
+    unsigned len = next_skip(v >> TK_SKIP_LEN_SHIFT);
+    __atomic_store_n(&site->htm_fail, (len << TK_SKIP_LEN_SHIFT) | len, __ATOMIC_RELAXED);
 }
 
 void tk_policy_hw_commit(txkit_site_t *site) {
     unsigned v = __atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED);
-    if (v >> TK_SKIP_LOG_SHIFT)
+    if (v >> TK_SKIP_LEN_SHIFT)
         __atomic_store_n(&site->htm_fail, v & TK_SKIP_LEFT, __ATOMIC_RELAXED);
 }
 
 /* A retry that conflicted: add its time to the transaction's hardware loss;
  * true once that loss reaches TXKIT_HTM_RETRY_US (tk_cfg.htm_retry_us, 50 us).
- * Retrying in hardware after
- * a conflict pays off when attempts are short (yada's 1-2 us transactions
- * commit within 8); a long one that conflicts again and again (a maze
- * router's 30 us routes, each reading the whole grid) loses more per retry
- * than running in software or alone costs: it stops after two. Counted in
- * time, not in attempts, so that both kinds get what suits them. */
+ * Retrying in hardware after a conflict pays off when attempts are short
+ * (yada's 1-2 us transactions commit within 8); a long one that conflicts
+ * again and again (a maze router's 30 us routes, each reading the whole grid)
+ * loses more per retry than running in software or alone costs: it stops
+ * after two. Counted in time, not in attempts, so that both kinds get what
+ * suits them. */
 static bool htm_budget_spent(tk_thread *t) {
     t->ctl.htm_lost += tk_rdtsc() - t->ctl.attempt_tsc;
     double npt = tk_ns_per_tick_known(); /* before calibration: a 3 GHz guess */
@@ -80,10 +84,7 @@ void tk_htm_policy(tk_thread *t, int cause) {
         t->ctl.htm_tries = tk_cfg.htm_retries;
         if (t->ctl.site) {
             t->policy.htm_pen_len =
-                t->policy.htm_pen_site == t->ctl.site && t->policy.htm_pen_len
-                    ? (t->policy.htm_pen_len < SITE_HTM_SKIP ? t->policy.htm_pen_len * 2
-                                                             : SITE_HTM_SKIP)
-                    : 1;
+                next_skip(t->policy.htm_pen_site == t->ctl.site ? t->policy.htm_pen_len : 0);
             t->policy.htm_pen_site = t->ctl.site;
             t->policy.htm_pen_left = t->policy.htm_pen_len;
         }
@@ -133,18 +134,16 @@ void tk_htm_policy(tk_thread *t, int cause) {
     }
 }
 
-/* A software attempt committed: one that wrote TK_BIG_WRITES words or more
- * paid software TM's per-store cost (a logged store, a validation of all it
+/* A software attempt of the site committed having written TK_BIG_WRITES
+ * words or more (the caller checks): it paid software TM's per-store cost (a logged store, a validation of all it
  * read at commit) that many times: several times the transaction's own work,
  * more than running it alone costs, as a copy of a whole data structure into
  * a private buffer does (a maze router's grid; tests/apps/labyrinth.c ran 10x
  * slower at 2 threads than serially). From then on auto runs the site
  * serially where it would have chosen software TM (hardware first, as
  * before). Set once: sites this big stay big. */
-void tk_policy_sw_commit(tk_thread *t, size_t writes) {
-    txkit_site_t *site = t->ctl.site;
-    if (writes >= TK_BIG_WRITES && site &&
-        !(__atomic_load_n(&site->flags, __ATOMIC_RELAXED) & TK_SITE_FLAG_SERIAL))
+void tk_policy_big_writes(txkit_site_t *site) {
+    if (site && !(__atomic_load_n(&site->flags, __ATOMIC_RELAXED) & TK_SITE_FLAG_SERIAL))
         __atomic_fetch_or(&site->flags, TK_SITE_FLAG_SERIAL, __ATOMIC_RELAXED);
 }
 

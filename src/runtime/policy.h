@@ -29,9 +29,9 @@ TK_HIDDEN void tk_htm_policy(tk_thread *t, int cause);
 /* A hardware attempt of site committed: its next capacity abort makes it
  * skip hardware for one transaction again (policy.c). Any thread. */
 TK_HIDDEN void tk_policy_hw_commit(txkit_site_t *site);
-/* A software attempt of t committed, having written writes words: auto may
- * run its site serially from now on (policy.c). Owner thread. */
-TK_HIDDEN void tk_policy_sw_commit(tk_thread *t, size_t writes);
+/* A software attempt of site committed having written TK_BIG_WRITES words
+ * or more: auto runs the site serially from now on (policy.c). Any thread. */
+TK_HIDDEN void tk_policy_big_writes(txkit_site_t *site);
 /* Whether to inject an abort into t's next attempt, of method (its thread only). */
 TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
 #define TK_FAULT_SERIAL_MAX 8u

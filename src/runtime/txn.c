@@ -288,11 +288,11 @@ void tk_finish_commit(tk_thread *t) {
             t->policy.htm_pen_len = 0;
         if (t->ctl.site &&
             TXKIT_UNLIKELY(__atomic_load_n(&t->ctl.site->htm_fail, __ATOMIC_RELAXED) >>
-                           TK_SKIP_LOG_SHIFT))
+                           TK_SKIP_LEN_SHIFT))
             tk_policy_hw_commit(t->ctl.site);
     }
     if ((m->caps & TK_CAP_SOFTWARE) && TXKIT_UNLIKELY(t->stm.wset.len >= TK_BIG_WRITES))
-        tk_policy_sw_commit(t, t->stm.wset.len);
+        tk_policy_big_writes(t->ctl.site);
     if (TXKIT_UNLIKELY(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED))) {
         t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED);
         tk_hooks_run(TK_HOOK_COMMITTED, t, 0); /* committed: its writes are all in memory */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_big_writes.c - auto runs a site serially, not as software TM, once a
  * software attempt of it wrote TK_BIG_WRITES (1024) words or more
- * (src/runtime/policy.c: tk_policy_sw_commit). A maze router that copies its
+ * (src/runtime/policy.c: tk_policy_big_writes). A maze router that copies its
  * grid inside every transaction ran 10x slower at 2 threads as software TM
  * than serially (tests/apps/labyrinth.c).
  *
