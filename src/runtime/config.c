@@ -63,7 +63,9 @@ int txkit_set_thread_method(int m) {
         if (r)
             return r;
     }
-    tk_self()->thread_method = m;
+    tk_thread *t = tk_self();
+    t->thread_method = m;
+    t->express = 0; /* its next begin looks at the method (txn.c) */
     return 0;
 }
 

@@ -190,6 +190,13 @@ struct tk_thread {
     /* 1 while a transaction runs on a parked clock (solo.h): txn.c's fast
      * begin and commit, solo.c; read by revoking threads */
     int solo_in;
+    /* Nonzero: this thread's next TX_ATOMIC may take the express begin
+     * (txn.c): the clock is still parked for it (solo.h), its last
+     * transaction was a TX_ATOMIC that committed there with no abort, no
+     * effects and no handlers, so the transaction state is as a parked begin
+     * sets it; the value is TK_EXPRESS | the barriers' access bits. Set by
+     * tk_solo_commit, cleared by every other begin and by tk_solo_unpark. */
+    unsigned express;
 
     tk_thread *next, *prev; /* registry: thread.c, under its lock */
 };

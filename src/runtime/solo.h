@@ -27,7 +27,10 @@
  * manager's begin and commit hooks, which have nothing to decide or reset
  * (the commit that parked the clock had no abort; fast_ok rules out the
  * scheduler), and is counted once, in one word, when it commits
- * (stats/format.h: solo_commits). */
+ * (stats/format.h: solo_commits). A TX_ATOMIC after one that committed there
+ * with nothing left to do but its own code takes the express begin and
+ * commit (txn.c, tk_thread.express): the transaction state is already as a
+ * parked begin sets it, so only the site and the statistics row change. */
 #ifndef TK_SOLO_H
 #define TK_SOLO_H
 
@@ -39,6 +42,8 @@
 #define TK_SOLO_REVOKING ((uintptr_t)4) /* someone is taking it back */
 #define TK_SOLO_FENCED ((uintptr_t)8)   /* ... and the barrier after the mark is done */
 #define TK_SOLO_FLAGS (TK_SOLO_PARKED | TK_SOLO_REVOKING)
+/* tk_thread.express: set (beside the access bits) when the express begin applies. */
+#define TK_EXPRESS 0x80000000u
 static inline uintptr_t tk_solo_owner(uintptr_t s) { return s & ~(uintptr_t)15; }
 
 /* Can t's next transactions take the solo fast path (and so keep a parked

@@ -24,7 +24,9 @@
  *  - restart, irrevocable, effects: tx_restart, tx_irrevocable, tx_malloc,
  *    tx_free and commit handlers inside transactions of a lone thread, then
  *    another thread's transactions;
- *  - method: the lone thread switches its own method, or the process's.
+ *  - method: the lone thread switches its own method, or the process's;
+ *  - express: its back-to-back transactions are counted once each, keep
+ *    their effects and handlers, and see a method another thread sets.
  * A hang is a failure (the runner's 30 s alarm).
  */
 #ifndef _GNU_SOURCE
@@ -326,6 +328,97 @@ static void test_method(void) {
     CHECK_EQ(a, 2000);
 }
 
+/* ------------------------------------------------------------- express */
+
+/* One increment of total; restart: its first attempt restarts after it.
+ * Returns the attempts. */
+static __attribute__((noinline)) int bump(int restart) {
+    volatile int tries = 0; /* survives the restart's jump back */
+    TX_ATOMIC {
+        TX_STORE(&total, TX_LOAD(&total) + 1);
+        if (++tries == 1 && restart)
+            tx_restart();
+    }
+    return tries;
+}
+
+static void add_total(int n) {
+    for (int i = 0; i < n; i++)
+        bump(0);
+}
+
+static void *set_process_method(void *arg) {
+    CHECK(txkit_set_method(*(txkit_method_t *)arg) == 0);
+    return NULL;
+}
+
+/* Back-to-back transactions of a parked lone thread take the express begin
+ * and commit (txn.c): each is counted once, as a serial commit; tx_malloc and
+ * tx_free keep it express, a commit handler does not, and both take effect;
+ * a restart undoes only its own stores; the process's method, changed by
+ * another thread meanwhile, applies to the very next transaction. */
+static void test_express(void) {
+    total = a = b = 0;
+    committed_handlers = 0;
+    go_solo();
+    tx_stats_t s0, s1;
+    CHECK(tx_stats_get(&s0) == 0);
+    for (int i = 0; i < 10000; i++)
+        TX_ATOMIC {
+            TX_STORE(&total, TX_LOAD(&total) + 1);
+            if (i % 7 == 0) {
+                long *p = tx_malloc(sizeof *p);
+                CHECK(p != NULL);
+                *p = i;
+                long *old = (long *)TX_LOAD((uintptr_t *)&slot);
+                TX_STORE((uintptr_t *)&slot, (uintptr_t)p);
+                if (old)
+                    tx_free(old);
+            }
+            if (i % 1000 == 999)
+                tx_on_commit(on_commit, &a);
+        }
+    CHECK(tx_stats_get(&s1) == 0);
+    CHECK_EQ(total, 11000);
+    CHECK_EQ(*slot, 9996);
+    CHECK_EQ(committed_handlers, 10);
+    CHECK_EQ(s1.transactions - s0.transactions, 10000);
+    CHECK_EQ(s1.commits[TXKIT_SERIAL] - s0.commits[TXKIT_SERIAL], 10000);
+    CHECK_EQ(tx_stats_commits(&s1) - tx_stats_commits(&s0), 10000);
+    CHECK_EQ(tx_stats_aborts(&s1) - tx_stats_aborts(&s0), 0);
+
+    /* Express again (a site seen before); a restart undoes its own
+     * transaction's stores only. */
+    go_solo();
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ(bump(0), 1);
+    CHECK_EQ(bump(1), 2);
+    CHECK_EQ(total, 12011);
+
+    /* Express; another thread switches the process to stm. */
+    go_solo();
+    add_total(10);
+    pthread_t th;
+    txkit_method_t m = TXKIT_STM;
+    CHECK(pthread_create(&th, NULL, set_process_method, &m) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK(tx_stats_get(&s0) == 0);
+    add_total(100);
+    CHECK(tx_stats_get(&s1) == 0);
+    CHECK_EQ(s1.commits[TXKIT_STM] - s0.commits[TXKIT_STM], 100);
+    m = TXKIT_AUTO;
+    CHECK(pthread_create(&th, NULL, set_process_method, &m) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    go_solo();
+    other_thread_runs();
+    TX_ATOMIC {
+        tx_free((long *)TX_LOAD((uintptr_t *)&slot));
+        TX_STORE((uintptr_t *)&slot, (uintptr_t)0);
+    }
+    CHECK_EQ(total, 14121);
+    CHECK_EQ(a, 2000);
+}
+
 int main(int argc, char **argv) {
     static const struct tk_test tests[] = {
         {"join_auto", test_join_auto},
@@ -340,6 +433,7 @@ int main(int argc, char **argv) {
         {"irrevocable", test_irrevocable},
         {"effects", test_effects},
         {"method", test_method},
+        {"express", test_express},
     };
     return tk_run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
