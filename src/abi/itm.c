@@ -17,6 +17,7 @@
 
 #include "abi/itm.h"
 #include "methods/method.h"
+#include "runtime/express.h"
 
 
 TK_HIDDEN tk_jmpbuf *tk_itm_jb_slot(uint32_t props);
@@ -206,6 +207,13 @@ uint32_t tk_itm_begin(uint32_t props) {
         return nested_begin(t, props, depth);
     /* Most threads run the same transaction again and again: remember the last. */
     uintptr_t rip = (uintptr_t)t->ctl.jb.rip;
+    /* A lone thread's next run of the same block (same properties, so the
+     * same kind, code and resume as they were left): the express begin. */
+    if (TXKIT_LIKELY(t->express) && t->itm.last_rip == rip && t->ctl.props == props &&
+        tk_express_begin(t, t->itm.last_site, t->ctl.jb.rsp, TK_KIND_ITM)) {
+        t->itm.txid = 0;
+        return itm_action(t, 0);
+    }
     txkit_site_t *site = t->itm.last_rip == rip ? t->itm.last_site : itm_site_for(rip);
     t->itm.last_rip = rip;
     t->itm.last_site = site;
@@ -226,6 +234,8 @@ uint32_t tk_itm_begin(uint32_t props) {
 }
 
 static void commit_outermost(tk_thread *t) {
+    if (TXKIT_LIKELY(t->express) && t->itm.cps.len == 0 && tk_express_commit(t))
+        return;
     if (tk_solo_commit_ok(t)) { /* a lone thread's attempt on its parked clock */
         drop_checkpoints(t, 0);
         tk_solo_commit(t);

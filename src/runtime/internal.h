@@ -191,9 +191,9 @@ struct tk_thread {
      * begin and commit, solo.c; read by revoking threads */
     int solo_in;
     /* Nonzero: this thread's next TX_ATOMIC may take the express begin
-     * (txn.c): the clock is still parked for it (solo.h), its last
-     * transaction was a TX_ATOMIC that committed there with no abort, no
-     * effects and no handlers, so the transaction state is as a parked begin
+     * (runtime/express.h): the clock is still parked for it (solo.h),
+     * its last transaction (of the kind in ctl.kind) committed there with no
+     * abort and no handlers, so the transaction state is as a parked begin
      * sets it; the value is TK_EXPRESS | the barriers' access bits. Set by
      * tk_solo_commit, cleared by every other begin and by tk_solo_unpark. */
     unsigned express;
@@ -278,6 +278,11 @@ static inline bool tk_stack_private(const tk_thread *t, const void *addr, size_t
 }
 /* The end of the private part: frames below it die when the attempt ends. */
 static inline uintptr_t tk_stack_private_top(const tk_thread *t) { return t->stk_lo + t->stk_span; }
+/* The private part's size for an outermost begin whose caller's stack pointer
+ * is stack_top (0 when it is not on the thread's known stack). */
+static inline uintptr_t tk_stack_span(const tk_thread *t, uintptr_t stack_top) {
+    return stack_top > t->stk_lo && stack_top <= t->stk_hi ? stack_top - t->stk_lo : 0;
+}
 
 /* fork(): each module that has locks or per-thread global state gets these
  * calls from the one set of fork handlers (thread.c), in a fixed order:

@@ -27,10 +27,9 @@
  * manager's begin and commit hooks, which have nothing to decide or reset
  * (the commit that parked the clock had no abort; fast_ok rules out the
  * scheduler), and is counted once, in one word, when it commits
- * (stats/format.h: solo_commits). A TX_ATOMIC after one that committed there
- * with nothing left to do but its own code takes the express begin and
- * commit (txn.c, tk_thread.express): the transaction state is already as a
- * parked begin sets it, so only the site and the statistics row change. */
+ * (stats/format.h: solo_commits). A transaction after one of the same kind
+ * that committed there with nothing left to do but its own code takes the
+ * express begin and commit (runtime/express.h). */
 #ifndef TK_SOLO_H
 #define TK_SOLO_H
 

@@ -17,6 +17,7 @@
 
 #include "methods/method.h"
 #include "runtime/choose.h"
+#include "runtime/express.h"
 
 
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
@@ -148,12 +149,9 @@ void tk_run_attempts(tk_thread *t) { run_attempts(t); }
 
 /* The per-transaction state every outermost begin resets; and its statistics.
  * Inline: tk_start_transaction and the solo fast path (tk_solo_begin) share them. */
-static inline uintptr_t stack_span(const tk_thread *t, uintptr_t stack_top) {
-    return stack_top > t->stk_lo && stack_top <= t->stk_hi ? stack_top - t->stk_lo : 0;
-}
 static inline void start_reset(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     t->express = 0; /* the next express begin needs a commit that leaves the state clean */
-    t->stk_span = stack_span(t, stack_top);
+    t->stk_span = tk_stack_span(t, stack_top);
     t->ctl.site = site;
     t->ctl.m = NULL;
     t->ctl.attempts = 0;
@@ -253,39 +251,6 @@ bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     return solo_begin(t, site, stack_top);
 }
 
-/* The express begin: a lone thread's next TX_ATOMIC on its parked clock,
- * after a TX_ATOMIC that committed there and left the transaction state as
- * solo_begin would set it (t->express, set by tk_solo_commit). Only what
- * differs per transaction is written: the site, the private stack, the
- * statistics row. Not for sampled transactions (one in TK_SAMPLE_EVERY):
- * solo_begin times those. False, with nothing done, when it does not apply.
- * t->express stays set: the transaction's express commit (_txkit_end) keeps
- * it, every other way out clears it (tk_solo_unpark, tk_finish_commit). */
-__attribute__((always_inline)) static inline bool express_begin(tk_thread *t, txkit_site_t *site,
-                                                                uintptr_t stack_top) {
-    unsigned access = t->express;
-    unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
-    uint64_t n = t->ntx;
-    if (!access || !id || !tk_solo_fast_ok(t) ||
-        TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off))
-        return false;
-    uintptr_t parked = (uintptr_t)t | TK_SOLO_PARKED;
-    __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED); /* solo.h: before looking */
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) != parked)) {
-        __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELAXED);
-        return false; /* being revoked: the general path gives it back */
-    }
-    t->ctl.site = site;
-    t->stk_span = stack_span(t, stack_top);
-    t->cnt = t->row + (id - 1);
-    t->ntx = n + 1;
-    if (TXKIT_LIKELY(!tk_cfg.stats_off))
-        __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED);
-    _txkit_tls.access = access & ~TK_EXPRESS;
-    _txkit_tls.depth = 1;
-    return true;
-}
 
 /* Histogram bucket of a read or write set size (stats/format.h). */
 static unsigned set_bucket(size_t n) {
@@ -361,28 +326,6 @@ static inline void count_solo_commit(tk_thread *t) {
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
 }
 
-/* The commit of an express transaction (express_begin) that ran only its
- * own code and tx_malloc / tx_free: no handlers, no hooks to run, no abort
- * (which would have unparked). Keeps t->express for the next one. */
-static inline bool express_commit(tk_thread *t) {
-    if (!tk_solo_commit_ok(t) || t->handlers.len)
-        return false;
-    if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
-        TK_COUNT(t->cnt->solo_commits, 1);
-        __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
-    }
-    attempt_ended(t);
-    t->ulog.len = 0;
-    __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE); /* after our writes (solo.h) */
-    if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) !=
-                       ((uintptr_t)t | TK_SOLO_PARKED)))
-        tk_solo_unpark(t); /* revoked meanwhile: give the clock back */
-    if (TXKIT_UNLIKELY(t->frees.len | t->allocs.len)) {
-        tk_discard_effects(t, 1); /* no handlers: runs no code of the user's */
-        t->captured.len = 0;
-    }
-    return true;
-}
 
 /* tk_solo_commit (internal.h): the clock stays parked, no atomic operation. */
 void tk_solo_commit(tk_thread *t) {
@@ -392,9 +335,10 @@ void tk_solo_commit(tk_thread *t) {
     if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) !=
                        ((uintptr_t)t | TK_SOLO_PARKED)))
         tk_solo_unpark(t); /* revoked meanwhile: give the clock back */
-    else if (t->ctl.kind == TK_KIND_C && !t->handlers.len) {
+    else if ((t->ctl.kind == TK_KIND_C || t->ctl.kind == TK_KIND_ITM) && !t->handlers.len &&
+             !t->ctl.irr_token) {
         /* Still parked and nothing runs but the transaction's own code: the
-         * next TX_ATOMIC may take the express begin. */
+         * next transaction of the same kind may take the express begin. */
         if (t->frees.len | t->allocs.len)
             tk_discard_effects(t, 1);
         tk_attempt_reset(t);
@@ -537,7 +481,7 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
         return 1;
     }
     tk_thread *t = tk_cur; /* created by tk_jb_slot */
-    if (TXKIT_LIKELY(t->express) && express_begin(t, site, t->ctl.jb.rsp))
+    if (TXKIT_LIKELY(t->express) && tk_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
         return 1;
     begin_c(t, site);
     return 1;
@@ -554,7 +498,7 @@ void _txkit_end(struct _txkit_scope *scope) {
     tk_thread *t = tk_cur;
     if (t->doomed)
         return;
-    if (TXKIT_LIKELY(t->express) && express_commit(t))
+    if (TXKIT_LIKELY(t->express) && tk_express_commit(t))
         return;
     if (tk_solo_commit_ok(t)) {
         tk_solo_commit(t);

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/* express.h - the express begin and commit of a lone thread (solo.h).
+ *
+ * A lone thread under the auto method keeps the clock parked between its
+ * transactions (solo.h), and begins each on it with solo_begin (txn.c),
+ * which resets the whole transaction state. When its last transaction of the
+ * same kind (TX_ATOMIC; or the same gcc block, abi/itm.c) committed there
+ * with no abort (which unparks), no hooks and no handlers, that state is
+ * already as solo_begin would set it: tk_solo_commit says so in
+ * tk_thread.express (TK_EXPRESS | the barriers' access bits), and the next
+ * begin only records what differs per transaction (site, private stack,
+ * statistics row). The express commit keeps t->express; every other begin
+ * (start_reset), commit (tk_finish_commit), tk_solo_unpark, a fork's child
+ * and txkit_set_thread_method clear it. Inline in TX_ATOMIC's begin and end
+ * (txn.c) and in gcc's (abi/itm.c). */
+#ifndef TK_EXPRESS_H
+#define TK_EXPRESS_H
+
+#include "runtime/solo.h"
+
+/* Begin t's next outermost transaction, of this kind, at site, on its parked
+ * clock. Not for sampled transactions (one in TK_SAMPLE_EVERY): solo_begin
+ * times those. False, with nothing done, when it does not apply (the caller
+ * takes the general path). Owner thread, outside any transaction, after the
+ * front end saved the checkpoint (stack_top: its stack pointer). */
+__attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t, txkit_site_t *site,
+                                                                   uintptr_t stack_top, int kind) {
+    unsigned access = t->express;
+    unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
+    uint64_t n = t->ntx;
+    if (!access || !id || t->ctl.kind != kind || !tk_solo_fast_ok(t) ||
+        TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off))
+        return false;
+    uintptr_t parked = (uintptr_t)t | TK_SOLO_PARKED;
+    __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED); /* solo.h: before looking */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) != parked)) {
+        __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELAXED);
+        return false; /* being revoked: the general path gives it back */
+    }
+    t->ctl.site = site;
+    t->stk_span = tk_stack_span(t, stack_top);
+    t->cnt = t->row + (id - 1);
+    t->ntx = n + 1;
+    if (TXKIT_LIKELY(!tk_cfg.stats_off))
+        __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED);
+    _txkit_tls.access = access & ~TK_EXPRESS;
+    _txkit_tls.depth = 1;
+    return true;
+}
+
+/* Commit a transaction that tk_express_begin began, when it ran only its own
+ * code and tx_malloc / tx_free (no handlers, no hooks to run): counted in one
+ * word (stats/format.h: solo_commits), the clock stays parked, t->express
+ * stays. False, with nothing done, otherwise (the caller commits as usual).
+ * Owner thread, outermost commit. */
+static inline bool tk_express_commit(tk_thread *t) {
+    if (!tk_solo_commit_ok(t) || t->handlers.len)
+        return false;
+    if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
+        TK_COUNT(t->cnt->solo_commits, 1);
+        __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
+    }
+    _txkit_tls.depth = 0;
+    _txkit_tls.access = 0;
+    t->ctl.irrevocable = 0;
+    t->ulog.len = 0;
+    __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE); /* after our writes (solo.h) */
+    if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) !=
+                       ((uintptr_t)t | TK_SOLO_PARKED)))
+        tk_solo_unpark(t); /* revoked meanwhile: give the clock back */
+    if (TXKIT_UNLIKELY(t->frees.len | t->allocs.len)) {
+        tk_discard_effects(t, 1); /* no handlers: runs no code of the user's */
+        t->captured.len = 0;
+    }
+    return true;
+}
+
+#endif /* TK_EXPRESS_H */
