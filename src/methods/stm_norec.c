@@ -401,7 +401,8 @@ static int stm_begin(tk_thread *t) {
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
     else
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    _txkit_tls.snap = tk_wait_clock_even();
+    uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
+    _txkit_tls.snap = TXKIT_LIKELY(!(c & 1)) ? c : tk_wait_clock_even();
     tk_epoch_publish(t, _txkit_tls.snap);
     _txkit_tls.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),

@@ -263,7 +263,8 @@ static unsigned set_bucket(size_t n) {
 }
 
 /* A commit's statistics (stats/format.h). */
-static inline void count_commit(tk_thread *t, const struct tk_method *m, unsigned attempts) {
+__attribute__((always_inline)) static inline void
+count_commit(tk_thread *t, const struct tk_method *m, unsigned attempts) {
     struct tks_counters *c = t->cnt;
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
