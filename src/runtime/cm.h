@@ -23,6 +23,7 @@ struct tk_cm_thread {
 struct tk_cm {
     const char *name;
     int visible;
+    unsigned backoff_base_ns; /* tk_backoff's first delay bound, doubled per abort in a row */
     void (*on_begin)(tk_thread *t);
     void (*on_abort)(tk_thread *t, int cause); /* may delay the retry */
     void (*on_commit)(tk_thread *t);
