@@ -286,19 +286,25 @@ static void test_irrevocable(void) {
 
 static long *volatile slot;
 
+/* Inside a transaction: slot points to a new block holding i; the old one
+ * is freed at the commit. */
+static void swap_slot(long i) {
+    long *p = tx_malloc(sizeof *p);
+    CHECK(p != NULL);
+    *p = i;
+    long *old = (long *)TX_LOAD((uintptr_t *)&slot);
+    TX_STORE((uintptr_t *)&slot, (uintptr_t)p);
+    if (old)
+        tx_free(old);
+}
+
 static void test_effects(void) {
     total = a = b = 0;
     committed_handlers = 0;
     go_solo();
     for (int i = 0; i < 200; i++)
         TX_ATOMIC {
-            long *p = tx_malloc(sizeof *p);
-            CHECK(p != NULL);
-            *p = i;
-            long *old = (long *)TX_LOAD((uintptr_t *)&slot);
-            TX_STORE((uintptr_t *)&slot, (uintptr_t)p);
-            if (old)
-                tx_free(old);
+            swap_slot(i);
             tx_on_commit(on_commit, &a);
         }
     CHECK_EQ(committed_handlers, 200);
@@ -366,15 +372,8 @@ static void test_express(void) {
     for (int i = 0; i < 10000; i++)
         TX_ATOMIC {
             TX_STORE(&total, TX_LOAD(&total) + 1);
-            if (i % 7 == 0) {
-                long *p = tx_malloc(sizeof *p);
-                CHECK(p != NULL);
-                *p = i;
-                long *old = (long *)TX_LOAD((uintptr_t *)&slot);
-                TX_STORE((uintptr_t *)&slot, (uintptr_t)p);
-                if (old)
-                    tx_free(old);
-            }
+            if (i % 7 == 0)
+                swap_slot(i);
             if (i % 1000 == 999)
                 tx_on_commit(on_commit, &a);
         }
