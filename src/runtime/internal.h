@@ -195,7 +195,9 @@ struct tk_thread {
      * its last transaction (of the kind in ctl.kind) committed there with no
      * abort and no handlers, so the transaction state is as a parked begin
      * sets it; the value is TK_EXPRESS | the barriers' access bits. Set by
-     * tk_solo_commit, cleared by every other begin and by tk_solo_unpark. */
+     * tk_solo_commit (txn.c), kept by the express commit; cleared by every
+     * other begin, tk_finish_commit, tk_solo_unpark and a fork's child
+     * (solo.c), txkit_set_thread_method (config.c). */
     unsigned express;
 
     tk_thread *next, *prev; /* registry: thread.c, under its lock */
