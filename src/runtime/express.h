@@ -31,10 +31,9 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     if (!access || !id || t->ctl.kind != kind || !tk_solo_fast_ok(t) ||
         TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off))
         return false;
-    uintptr_t parked = (uintptr_t)t | TK_SOLO_PARKED;
     __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED); /* solo.h: before looking */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) != parked)) {
+    if (TXKIT_UNLIKELY(!tk_solo_parked_by(t))) {
         __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELAXED);
         return false; /* being revoked: the general path gives it back */
     }
@@ -61,14 +60,8 @@ static inline bool tk_express_commit(tk_thread *t) {
         TK_COUNT(t->cnt->solo_commits, 1);
         __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
     }
-    _txkit_tls.depth = 0;
-    _txkit_tls.access = 0;
-    t->ctl.irrevocable = 0;
     t->ulog.len = 0;
-    __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE); /* after our writes (solo.h) */
-    if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) !=
-                       ((uintptr_t)t | TK_SOLO_PARKED)))
-        tk_solo_unpark(t); /* revoked meanwhile: give the clock back */
+    tk_solo_leave(t);
     if (TXKIT_UNLIKELY(t->frees.len | t->allocs.len)) {
         tk_discard_effects(t, 1); /* no handlers: runs no code of the user's */
         t->captured.len = 0;

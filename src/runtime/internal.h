@@ -486,6 +486,13 @@ static inline void tk_attempt_reset(tk_thread *t) {
     t->handlers.len = 0;
     t->arena.len = 0;
 }
+/* The attempt is over (committed or rolled back): no barriers, not
+ * irrevocable. Owner thread. */
+static inline void tk_attempt_ended(tk_thread *t) {
+    _txkit_tls.depth = 0;
+    _txkit_tls.access = 0;
+    t->ctl.irrevocable = 0;
+}
 /* Give back the irrevocability token (tk_g.irr_owner) if t holds it. Owner
  * thread; inline: every serial begin and every commit ask. */
 static inline void tk_irr_release(tk_thread *t) {

@@ -72,5 +72,20 @@ TK_HIDDEN void tk_solo_revoke(tk_thread *self);
 static inline bool tk_solo_parked(void) {
     return __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) & TK_SOLO_FLAGS;
 }
+/* Is the clock parked for t, and not being revoked? Any thread. */
+static inline bool tk_solo_parked_by(const tk_thread *t) {
+    return __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) == ((uintptr_t)t | TK_SOLO_PARKED);
+}
+/* The end of t's attempt on its parked clock, after its writes: no barriers,
+ * solo_in 0. False when the clock was revoked meanwhile (given back now:
+ * tk_solo_unpark). Owner thread, at the commit. */
+static inline bool tk_solo_leave(tk_thread *t) {
+    tk_attempt_ended(t);
+    __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE); /* after our writes */
+    if (TXKIT_LIKELY(tk_solo_parked_by(t)))
+        return true;
+    tk_solo_unpark(t); /* revoked meanwhile: give the clock back */
+    return false;
+}
 
 #endif /* TK_SOLO_H */

@@ -103,12 +103,6 @@ static inline void attempt_running(tk_thread *t, const struct tk_method *m) {
     _txkit_tls.access = tk_read_access(m->access, t->vis.active);
     _txkit_tls.depth = 1;
 }
-/* The attempt is over (committed or rolled back): no barriers, not irrevocable. */
-static inline void attempt_ended(tk_thread *t) {
-    _txkit_tls.depth = 0;
-    _txkit_tls.access = 0;
-    t->ctl.irrevocable = 0;
-}
 
 /* Begin attempts until one runs. Returns inside the running attempt. Inline
  * in TX_ATOMIC's begin (tk_begin_c); tk_run_attempts is the others' copy. */
@@ -251,7 +245,6 @@ bool tk_solo_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     return solo_begin(t, site, stack_top);
 }
 
-
 /* Histogram bucket of a read or write set size (stats/format.h). */
 static unsigned set_bucket(size_t n) {
     /* bits: 0 -> 0, 1 -> 1, 2-3 -> 2, 4-7 -> 3, 8-15 -> 4, 16-63 -> 5, 64-255 -> 6, more -> 7 */
@@ -304,7 +297,7 @@ void tk_finish_commit(tk_thread *t) {
     }
     tk_irr_release(t);
     count_commit(t, m, t->ctl.attempts);
-    attempt_ended(t);
+    tk_attempt_ended(t);
     tk_cm->on_commit(t);
     if (t->frees.len | t->allocs.len | t->handlers.len)
         tk_discard_effects(t, 1);
@@ -327,17 +320,11 @@ static inline void count_solo_commit(tk_thread *t) {
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
 }
 
-
 /* tk_solo_commit (internal.h): the clock stays parked, no atomic operation. */
 void tk_solo_commit(tk_thread *t) {
     count_solo_commit(t);
-    attempt_ended(t);
-    __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE); /* after our writes (solo.h) */
-    if (TXKIT_UNLIKELY(__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) !=
-                       ((uintptr_t)t | TK_SOLO_PARKED)))
-        tk_solo_unpark(t); /* revoked meanwhile: give the clock back */
-    else if ((t->ctl.kind == TK_KIND_C || t->ctl.kind == TK_KIND_ITM) && !t->handlers.len &&
-             !t->ctl.irr_token) {
+    if (tk_solo_leave(t) && (t->ctl.kind == TK_KIND_C || t->ctl.kind == TK_KIND_ITM) &&
+        !t->handlers.len && !t->ctl.irr_token) {
         /* Still parked and nothing runs but the transaction's own code: the
          * next transaction of the same kind may take the express begin. */
         if (t->frees.len | t->allocs.len)
@@ -357,7 +344,7 @@ void tk_abort_attempt(tk_thread *t, int cause) {
     tk_hooks_run(TK_HOOK_ABORTING, t, cause);
     m->rollback(t);
     count_abort(t, m, cause);
-    attempt_ended(t);
+    tk_attempt_ended(t);
     tk_hooks_run(TK_HOOK_ABORTED, t, cause);             /* after the rollback: cx locks it held */
     t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED); /* nothing left to release */
     if (t->handlers.len | t->allocs.len | t->frees.len) {
