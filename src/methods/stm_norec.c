@@ -179,7 +179,7 @@ static inline bool windex_live(const tk_thread *t, uint32_t h) {
     return t->stm.windex[h].gen == t->stm.wgen;
 }
 
-static tk_wentry *ws_find(const tk_thread *t, uintptr_t word) {
+static inline tk_wentry *ws_find(const tk_thread *t, uintptr_t word) {
     if (!(_txkit_tls.wbloom & bloom_bit(word)))
         return NULL;
     uint32_t h = windex_slot(t, word, true);
@@ -190,7 +190,7 @@ static void windex_put(tk_thread *t, uintptr_t word, uint32_t idx) {
     t->stm.windex[windex_slot(t, word, false)] = (tk_wslot){word, idx, t->stm.wgen};
 }
 
-static void windex_grow(tk_thread *t) {
+__attribute__((noinline, cold)) static void windex_grow(tk_thread *t) {
     uint32_t size = (t->stm.windex_mask + 1) * 2;
     tk_wslot *n = calloc(size, sizeof *n);
     if (!n)
@@ -203,22 +203,40 @@ static void windex_grow(tk_thread *t) {
         windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
 }
 
-/* The entry of word, a new one if we have not written it yet: one probe of
- * the index finds it or the free slot it goes to. */
-static tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
-    if (TXKIT_UNLIKELY((t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1))
+/* Room for one more entry: the vector and an index at most half full. */
+__attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
+    if ((t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1)
         windex_grow(t);
+    if (t->stm.wset.len == t->stm.wset.cap) {
+        if (!tk_vec_push(&t->stm.wset, sizeof(tk_wentry)))
+            TK_FATAL("out of memory growing the write set");
+        t->stm.wset.len--;
+    }
+}
+
+/* The entry of word, a new one if we have not written it yet: one probe of
+ * the index finds it or the free slot it goes to. Inline in the stores, with
+ * no call on the common path (growth is ws_reserve's), so that they save no
+ * registers. */
+static inline bool ws_room(const tk_thread *t) {
+    return TXKIT_LIKELY((t->stm.wset.len + 1) * 2 <= (size_t)t->stm.windex_mask + 1 &&
+                        t->stm.wset.len < t->stm.wset.cap);
+}
+
+static inline __attribute__((always_inline)) tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
+    if (!ws_room(t))
+        ws_reserve(t);
     uint64_t bit = bloom_bit(word);
     uint32_t h = windex_slot(t, word, _txkit_tls.wbloom & bit);
+    tk_wentry *base = (tk_wentry *)t->stm.wset.data;
     if (windex_live(t, h))
-        return &TK_VEC_AT(&t->stm.wset, tk_wentry, t->stm.windex[h].idx);
-    tk_wentry *e = tk_vec_push(&t->stm.wset, sizeof *e);
-    if (!e)
-        TK_FATAL("out of memory growing the write set");
+        return &base[t->stm.windex[h].idx];
+    uint32_t idx = (uint32_t)t->stm.wset.len++;
+    tk_wentry *e = &base[idx];
     e->word = word;
     e->data = 0;
     e->mask = 0;
-    t->stm.windex[h] = (tk_wslot){word, (uint32_t)(t->stm.wset.len - 1), t->stm.wgen};
+    t->stm.windex[h] = (tk_wslot){word, idx, t->stm.wgen};
     _txkit_tls.wbloom |= bit;
     return e;
 }
@@ -527,7 +545,9 @@ static void stm_rollback(tk_thread *t) {
     unregister(t);
 }
 
-static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
+/* Any load: what stm_load does not finish itself. */
+__attribute__((noinline)) static void stm_load_any(tk_thread *t, void *dst, const void *addr,
+                                                   size_t size) {
     if (tk_stack_private(t, addr, size)) { /* our own frames: written in place */
         memcpy(dst, addr, size);
         return;
@@ -574,7 +594,37 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
         ws_overlay(t, dst, a, size);
 }
 
-static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
+/* The common load, one aligned word (gcc's pointers and counters, a read the
+ * inline barrier passed on because the word may be written), finished here
+ * without spilling registers: a word this attempt wrote whole, or a plain
+ * logged read while the snapshot holds. Anything else, stm_load_any. */
+static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
+    uintptr_t a = (uintptr_t)addr;
+    if (TXKIT_LIKELY(size == 8 && !(a & 7) && !tk_stack_private(t, addr, 8))) {
+        const tk_wentry *e = t->stm.wset.len ? ws_find(t, a) : NULL;
+        if (e) {
+            if (TXKIT_LIKELY(e->mask == 0xff)) {
+                __builtin_memcpy(dst, &e->data, 8);
+                return;
+            }
+        } else if (TXKIT_LIKELY(!t->vis.active && _txkit_tls.rcur != _txkit_tls.rend)) {
+            uint64_t v = *(const volatile uint64_t *)addr;
+            if (TXKIT_LIKELY(snapshot_current())) {
+                tk_rentry *r = _txkit_tls.rcur++;
+                r->addr = addr;
+                r->val = v;
+                r->size = 8;
+                __builtin_memcpy(dst, &v, 8);
+                return;
+            }
+        }
+    }
+    stm_load_any(t, dst, addr, size);
+}
+
+/* Any store: what stm_store does not finish itself. */
+__attribute__((noinline)) static void stm_store_any(tk_thread *t, void *addr, const void *src,
+                                                    size_t size) {
     if (tk_stack_private(t, addr, size)) {
         /* The attempt's own frames: in place, like gcc's direct accesses to
          * them; undone only for a nested block that may be cancelled (the
@@ -609,6 +659,22 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
     }
     if (t->vis.active)
         tk_vis_write(t);
+}
+
+/* The common store, one aligned word of shared memory, buffered here without
+ * spilling registers; anything else (our frames, memory this attempt
+ * allocated, visible readers to tell, other sizes, a full write set) goes to
+ * stm_store_any. */
+static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
+    uintptr_t a = (uintptr_t)addr;
+    if (TXKIT_LIKELY(size == 8 && !(a & 7) && !tk_stack_private(t, addr, 8) && !t->captured.len &&
+                     !t->vis.active && ws_room(t))) {
+        tk_wentry *e = ws_get(t, a);
+        __builtin_memcpy(&e->data, src, 8);
+        e->mask = 0xff;
+        return;
+    }
+    stm_store_any(t, addr, src, size);
 }
 
 /* Become irrevocable without stopping the world: take the token, so that no
