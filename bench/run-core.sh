@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # bench/run-core.sh BUILD_DIR - the core benchmark (what `make demo` runs).
 #
-# Runs, at a small scale (about 65-80 s on 2 cores with the defaults):
+# Runs, at a small scale (about 80-100 s on 2 cores with the defaults):
 #   - hash set, 1024 buckets, 65536 keys, 10% updates, threads 1,2,4: the
 #     workload of the project's reference figures (uninstrumented 3.6M ops/s
 #     at 1 thread; at 2 threads pthread_mutex 0.8M, glibc elision 0.95M,
@@ -13,13 +13,16 @@
 #     mutex+elision
 #   - hash set, 1024 buckets, 4096 keys, 10% updates, threads 1,2
 #   - red-black tree, 4096 keys, 10% updates, threads 1,2 (+ itm@libitm:ml_wt)
+#   - sorted list, 256 keys, and skip list, 4096 keys, 10% updates, threads
+#     1,2: seq, mutex, auto, stm, itm@libitm:ml_wt
 #   - bank, 1024 accounts, 1% read-only sums, threads 1,2,4 (+ itm@libitm:ml_wt)
 # then prints a summary of the targets as ratios, all from this run:
 #   - auto@1 vs seq@1 on the 65536-key hash set:             >= 0.91
 #   - auto@1 vs mutex@1 on the 4096-key hash set (a lone thread's fixed
 #     cost against a mutex's):                               >= 1
 #   - auto@2 vs mutex@2, hash set and tree (read-mostly):    >= 2
-#   - stm vs itm@libitm:ml_wt at 1 and 2 threads, hash set and tree: >= 2.5
+#   - stm vs itm@libitm:ml_wt at 1 and 2 threads, hash set, tree, list, skip
+#     list and bank:                                         >= 2.5
 #   - auto@2 vs itm@libitm:default@2 (libitm's own choice), no target
 # CSV files (and core.png, every workload, drawn by bench/plot.py)
 # go to BUILD_DIR/bench-results/ (the abi-* files there are bench/run-abi.sh's,
@@ -62,6 +65,8 @@ echo "each measurement runs in a child process; a crash or a hang (> $TIMEOUT s)
 HASH=$OUT/intset-hash-65536.csv
 HASH4K=$OUT/intset-hash-4096.csv
 TREE=$OUT/intset-tree-4096.csv
+LIST=$OUT/intset-list-256.csv
+SKIP=$OUT/intset-skip-4096.csv
 BANKCSV=$OUT/bank-1024.csv
 
 run "hash 65536" "$INTSET" --struct hash --buckets 1024 --size 65536 --update 10 \
@@ -85,6 +90,12 @@ TXKIT_STATS=off run "hash 4096 statistics off" "$INTSET" --struct hash --buckets
 
 run "tree 4096" "$INTSET" --struct tree --size 4096 --update 10 \
     --threads 1,2 --method "$METHODS,itm@libitm:ml_wt" "${COMMON[@]}" --verify --csv "$TREE"
+
+run "list 256" "$INTSET" --struct list --size 256 --update 10 \
+    --threads 1,2 --method seq,mutex,auto,stm,itm@libitm:ml_wt "${COMMON[@]}" --verify --csv "$LIST"
+
+run "skip 4096" "$INTSET" --struct skip --size 4096 --update 10 \
+    --threads 1,2 --method seq,mutex,auto,stm,itm@libitm:ml_wt "${COMMON[@]}" --verify --csv "$SKIP"
 
 run "bank 1024" "$BANK" --accounts 1024 --sum 1 \
     --threads 1,2,4 --method "$METHODS,itm@libitm:ml_wt" "${COMMON[@]}" --csv "$BANKCSV"
@@ -128,6 +139,12 @@ versus "hash 65536" "$HASH" stm 1 itm@libitm:ml_wt 1 2.5
 versus "hash 65536" "$HASH" stm 2 itm@libitm:ml_wt 2 2.5
 versus "tree 4096" "$TREE" stm 1 itm@libitm:ml_wt 1 2.5
 versus "tree 4096" "$TREE" stm 2 itm@libitm:ml_wt 2 2.5
+versus "list 256" "$LIST" stm 1 itm@libitm:ml_wt 1 2.5
+versus "list 256" "$LIST" stm 2 itm@libitm:ml_wt 2 2.5
+versus "skip 4096" "$SKIP" stm 1 itm@libitm:ml_wt 1 2.5
+versus "skip 4096" "$SKIP" stm 2 itm@libitm:ml_wt 2 2.5
+versus "bank 1024" "$BANKCSV" stm 1 itm@libitm:ml_wt 1 2.5
+versus "bank 1024" "$BANKCSV" stm 2 itm@libitm:ml_wt 2 2.5
 echo "auto vs GCC libitm's default choice (ml_wt without RTM, serialirr at 1 thread), no target:"
 versus "hash 65536" "$HASH" auto 2 itm@libitm:default 2 -
 versus "hash 65536" "$HASH" auto 1 itm@libitm:default 1 -
@@ -140,7 +157,6 @@ versus "hash 4096" "$HASH4K" auto 2 mutex 2 -
 versus "tree 4096" "$TREE" auto 1 seq 1 -
 versus "bank 1024" "$BANKCSV" auto 1 seq 1 -
 versus "bank 1024" "$BANKCSV" auto 2 mutex 2 -
-versus "bank 1024" "$BANKCSV" stm 2 itm@libitm:ml_wt 2 -
 echo "this machine next to the reference figures (hash 65536; quoted from a machine with RTM):"
 ref "uninstrumented, 1 thread" "$HASH" seq 1 3.6
 ref "pthread_mutex, 2 threads" "$HASH" mutex 2 0.8
@@ -153,7 +169,7 @@ fi
 
 # ------------------------------------------------------------------- plot
 # one panel per workload: Mops/s vs threads, every method, min/max bars
-plot_csv intset "$HASH" "$HASH4K" "$TREE" "$BANKCSV" --out "$OUT/core.png" \
+plot_csv intset "$HASH" "$HASH4K" "$TREE" "$LIST" "$SKIP" "$BANKCSV" --out "$OUT/core.png" \
     --scale "median of $RUNS x $SECS s per point"
 
 echo "results: $OUT/*.csv"

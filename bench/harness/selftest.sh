@@ -3,7 +3,8 @@
 # bench/harness/selftest.sh BUILD_DIR - checks of the harness (ctest label
 # bench): lib.sh's CSV lookup, ratios and TARGET lines, and one tiny run of
 # txkit-bench-intset through the measurement library: 3 runs per point, the
-# median between min and max, every point marked oversubscribed or not.
+# median between min and max, every point marked oversubscribed or not; the
+# skip list verified under every kind of method.
 set -u
 . "$(dirname "$0")/lib.sh"
 bench_init selftest.sh "${1:?usage: selftest.sh BUILD_DIR}"
@@ -54,4 +55,13 @@ expect "median within [min, max]" "$(awk -F, '
     { n++; if (!($c["mops_min"] <= $c["mops"] + 0 && $c["mops"] <= $c["mops_max"] + 0)) bad = 1 }
     END { print (n > 0 && !bad) ? "yes" : "no" }' "$T/i.csv")" yes
 expect "header names the machine" "$(grep -c '^rtm \|^cpu \|^threads .*oversubscribed' "$T/i.out")" 3
+# the skip list, checked after every run under locks, software TM and GCC's
+# libitm (its invariants: bench/README.md, --verify)
+if ! "$INTSET" --struct skip --size 512 --update 50 --method seq,mutex,stm,serial,itm@libitm:ml_wt \
+    --threads 1,2 --seconds 0.05 --runs 1 --verify --quiet >"$T/s.out" 2>&1; then
+    echo "FAIL: txkit-bench-intset --struct skip --verify failed:"
+    cat "$T/s.out"
+    bad=1
+fi
+expect "skip list verified" "$(grep -c '^verify: ok' "$T/s.out")" 1
 exit $bad

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* intset.c - txkit-bench-intset: integer-set throughput (sorted list, hash set,
- * red-black tree) under seq, mutex, rwlock, the txkit methods and gcc's libitm.
+ * red-black tree, skip list) under seq, mutex, rwlock, the txkit methods and
+ * gcc's libitm.
  *
  * The data structures are written once (intset_ds.h) and instantiated here
  * twice: with plain accesses (seq, mutex, rwlock) and with TX_LOAD / TX_STORE /
@@ -15,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const struct_names[] = {"list", "hash", "tree"};
+static const char *const struct_names[S_NKINDS] = {"list", "hash", "tree", "skip"};
 
 /* ------------------------------------------ the two instantiations of the code */
 /* (the third, for itm, is in intset_itm.c) */
@@ -69,6 +70,7 @@ static pthread_rwlock_t g_rwlock = PTHREAD_RWLOCK_INITIALIZER;
 DEFINE_TXOPS(list)
 DEFINE_TXOPS(hash)
 DEFINE_TXOPS(tree)
+DEFINE_TXOPS(skip)
 
 #define OP_SEQ(S, op, s, k) S##_##op##_plain(s, k)
 #define OP_MUTEX(S, op, s, k)            \
@@ -138,14 +140,16 @@ struct intset_ctx {
 DEFINE_WORKERS(list)
 DEFINE_WORKERS(hash)
 DEFINE_WORKERS(tree)
+DEFINE_WORKERS(skip)
 
 typedef void (*worker_fn)(struct bench_thread *);
 
 static worker_fn pick_worker(int kind, int method) {
-    static const worker_fn table[3][5] = {
+    static const worker_fn table[S_NKINDS][5] = {
         {worker_list_seq, worker_list_mutex, worker_list_rwlock, worker_list_tx, worker_list_itm},
         {worker_hash_seq, worker_hash_mutex, worker_hash_rwlock, worker_hash_tx, worker_hash_itm},
         {worker_tree_seq, worker_tree_mutex, worker_tree_rwlock, worker_tree_tx, worker_tree_itm},
+        {worker_skip_seq, worker_skip_mutex, worker_skip_rwlock, worker_skip_tx, worker_skip_itm},
     };
     int fam = method == BM_SEQ      ? 0
               : method == BM_MUTEX  ? 1
@@ -163,6 +167,8 @@ static int set_insert_plain(struct intset *s, long key) {
         return list_insert_plain(s, key);
     case S_HASH:
         return hash_insert_plain(s, key);
+    case S_SKIP:
+        return skip_insert_plain(s, key);
     default:
         return tree_insert_plain(s, key);
     }
@@ -181,6 +187,13 @@ static struct intset *set_build(int kind, long nbuckets, long size, long range, 
         s->buckets = calloc((size_t)nbuckets, sizeof *s->buckets);
         if (!s->buckets)
             bench_die("out of memory");
+    }
+    if (kind == S_SKIP) {
+        s->skip = calloc(1, sizeof *s->skip + SKIP_MAXL * sizeof s->skip->next[0]);
+        if (!s->skip)
+            bench_die("out of memory");
+        s->skip->key = -1;
+        s->skip->level = SKIP_MAXL;
     }
     long *keys = malloc((size_t)range * sizeof *keys);
     if (!keys)
@@ -209,7 +222,14 @@ static struct intset *set_build(int kind, long nbuckets, long size, long range, 
 }
 
 static void set_free(struct intset *s) {
-    if (s->kind == S_TREE) {
+    if (s->kind == S_SKIP) {
+        struct snode *n = s->skip;
+        while (n) {
+            struct snode *next = n->next[0];
+            free(n);
+            n = next;
+        }
+    } else if (s->kind == S_TREE) {
         /* iterative: rotate left children up until none is left */
         struct tnode *n = s->root;
         while (n) {
@@ -293,7 +313,49 @@ static long tree_check(const struct tnode *n, long lo, long hi, int parent_red, 
     return bl + !n->red;
 }
 
+/* Level 0 holds every key in order, each node at its key's level; level l
+ * holds, in order, exactly the nodes of level 0 above l. */
+static long skip_check(const struct intset *s, long range) {
+    long above[SKIP_MAXL] = {0}, count = 0, prev = -1;
+    for (const struct snode *n = s->skip->next[0]; n; n = n->next[0], count++) {
+        if (n->key <= prev || n->key >= range) {
+            fprintf(stderr, "verify: skip list level 0: key %ld after %ld (range %ld)\n", n->key,
+                    prev, range);
+            return -1;
+        }
+        if (n->level != skip_level(n->key)) {
+            fprintf(stderr, "verify: skip list node %ld on %ld levels, not %d\n", n->key, n->level,
+                    skip_level(n->key));
+            return -1;
+        }
+        for (long l = 1; l < n->level; l++)
+            above[l]++;
+        prev = n->key;
+    }
+    for (int l = 1; l < SKIP_MAXL; l++) {
+        long c = 0;
+        prev = -1;
+        for (const struct snode *n = s->skip->next[l]; n; n = n->next[l], c++) {
+            if (n->key <= prev || n->level <= l) {
+                fprintf(stderr, "verify: skip list level %d: node %ld (%ld levels) after %ld\n", l,
+                        n->key, n->level, prev);
+                return -1;
+            }
+            prev = n->key;
+        }
+        if (c != above[l]) {
+            fprintf(stderr,
+                    "verify: skip list level %d holds %ld nodes, level 0 has %ld above it\n", l, c,
+                    above[l]);
+            return -1;
+        }
+    }
+    return count;
+}
+
 static long set_check(const struct intset *s, long range) {
+    if (s->kind == S_SKIP)
+        return skip_check(s, range);
     if (s->kind == S_LIST)
         return chain_check(s->head, range, 0, 0);
     if (s->kind == S_HASH) {
@@ -380,8 +442,8 @@ static int intset_measure(void *arg, const struct bench_row *r, int run, struct 
 static void usage(FILE *f) {
     fputs("usage: txkit-bench-intset [options]\n"
           "Integer set: each thread runs lookups and updates on random keys for a fixed time.\n"
-          "  -S, --struct list|hash|tree  sorted linked list, chained hash set, red-black tree\n"
-          "                         (default hash)\n"
+          "  -S, --struct list|hash|tree|skip  sorted linked list, chained hash set,\n"
+          "                         red-black tree, skip list (default hash)\n"
           "  -n, --size N           initial keys (default 4096); keys are drawn from [0, 2N)\n"
           "  -u, --update PCT       % of operations that update, half inserts, half deletes\n"
           "                         (default 10)\n"
@@ -408,10 +470,10 @@ int main(int argc, char **argv) {
         if (bench_parse_common(&o, argc, argv, &i))
             continue;
         if (bench_opt(argc, argv, &i, "--struct", &v) || bench_opt(argc, argv, &i, "-S", &v)) {
-            for (kind = 0; kind < 3 && strcmp(v, struct_names[kind]) != 0; kind++)
+            for (kind = 0; kind < S_NKINDS && strcmp(v, struct_names[kind]) != 0; kind++)
                 ;
-            if (kind == 3)
-                bench_die("--struct: '%s' is not list, hash or tree", v);
+            if (kind == S_NKINDS)
+                bench_die("--struct: '%s' is not list, hash, tree or skip", v);
         } else if (bench_opt(argc, argv, &i, "--size", &v) || bench_opt(argc, argv, &i, "-n", &v)) {
             size = bench_parse_long("--size", v, 1, 1L << 30);
         } else if (bench_opt(argc, argv, &i, "--update", &v) ||
@@ -445,6 +507,7 @@ int main(int argc, char **argv) {
              "verify    %s\n",
              kind == S_LIST   ? "sorted linked list"
              : kind == S_HASH ? "chained hash set, sorted chains"
+             : kind == S_SKIP ? "skip list (levels from the key's hash, up to 16)"
                               : "red-black tree (no parent pointers)",
              size, range, update, verify ? "yes (after every run)" : "no");
     if (kind == S_HASH) {
@@ -482,8 +545,9 @@ int main(int argc, char **argv) {
         printf("WARNING: transactions saw an impossible structure shape (see 'anomalies'): "
                "the TM let a transaction read an inconsistent state\n");
     if (verify)
-        printf("verify: %s\n", oc.check_failed
-                                   ? "FAIL (details above on stderr)"
+        printf("verify: %s\n", oc.check_failed ? "FAIL (details above on stderr)"
+                               : oc.crashed
+                                   ? "incomplete (a measurement crashed or timed out, see above)"
                                    : "ok (structure invariants and size after every run)");
     free(rows);
     return failed ? 1 : rc ? 2 : 0;

@@ -22,13 +22,33 @@ struct tnode {
  * that fits in memory. */
 #define TREE_MAXH 128
 
-enum { S_LIST, S_HASH, S_TREE };
+/* Skip list: SKIP_MAXL levels (2^16 keys at one node in two per level). */
+#define SKIP_MAXL 16
+
+struct snode {
+    long key;
+    long level; /* on levels 0 .. level - 1 */
+    struct snode *next[];
+};
+
+/* A key's level, 1 .. SKIP_MAXL: k with probability 2^-k (the last takes the
+ * rest), from a mix of the key's bits, the same for every method and run. */
+static inline int skip_level(long key) {
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    return 1 + __builtin_ctzll(h | (1ull << (SKIP_MAXL - 1)));
+}
+
+enum { S_LIST, S_HASH, S_TREE, S_SKIP, S_NKINDS };
 
 struct intset {
     /* read-only during a run */
     int kind;
     long nbuckets;
     struct lnode **buckets;
+    struct snode *skip; /* the skip list's head (its next pointers change) */
     char pad0[BENCH_CACHELINE];
     /* the mutable roots, away from the read-only fields */
     struct lnode *head;
@@ -46,6 +66,7 @@ struct intset {
 INTSET_ITM_DECLARE(list)
 INTSET_ITM_DECLARE(hash)
 INTSET_ITM_DECLARE(tree)
+INTSET_ITM_DECLARE(skip)
 #undef INTSET_ITM_DECLARE
 
 #endif /* TXKIT_BENCH_INTSET_H */

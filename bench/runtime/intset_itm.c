@@ -75,3 +75,4 @@ __attribute__((transaction_pure, noreturn, cold)) static void itm_die(const char
 DEFINE_ITMOPS(list)
 DEFINE_ITMOPS(hash)
 DEFINE_ITMOPS(tree)
+DEFINE_ITMOPS(skip)

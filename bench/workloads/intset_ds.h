@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* intset_ds.h - the integer-set data structures, written once: sorted list
- * and hash set over the sorted chain of chain_ds.h, red-black tree.
+ * and hash set over the sorted chain of chain_ds.h, red-black tree, skip list.
  *
  * This file is included several times, by intset.c and by intset_itm.c, each
  * time with a different set of access macros, so that every method runs
@@ -20,7 +20,8 @@
  * DS_LD / DS_ST, including keys (a deleted node's key may be overwritten by
  * the allocator once the node is freed).
  *
- * The types (struct tnode, struct intset) and TREE_MAXH come from intset.h,
+ * The types (struct tnode, struct snode, struct intset), TREE_MAXH, SKIP_MAXL
+ * and skip_level() come from intset.h,
  * included before the first inclusion; struct lnode from chain_ds.h.
  */
 
@@ -320,6 +321,78 @@ static int DS_NAME(tree_delete)(struct intset *s, long key) {
             return 1;
         }
     }
+    return 1;
+}
+
+/* -------------------------------------------------------------- skip list
+ *
+ * Levels 0 .. SKIP_MAXL - 1 below a sentinel head (s->skip: key -1, every
+ * level; the pointer never changes during a run); a node is on levels
+ * 0 .. level - 1, its level a function of its key (skip_level, intset.h), so
+ * every method builds the same shape. An insert initializes the new node
+ * privately and then links it in at each of its levels; a delete unlinks it
+ * at each level and frees it.
+ */
+
+/* Walk down to key: preds[l] is the last node of level l with a smaller key;
+ * returns the first node of level 0 whose key is >= key, or NULL. Keys grow
+ * along every level: a walk that sees otherwise saw an inconsistent state. */
+static inline struct snode *DS_NAME(s_find)(struct intset *s, long key, struct snode **preds) {
+    struct snode *x = s->skip, *n = NULL;
+    long xkey = -1;
+    for (int l = SKIP_MAXL - 1; l >= 0; l--) {
+        while ((n = DS_LD(&x->next[l])) != NULL) {
+            long k = DS_LD(&n->key);
+            if (k <= xkey)
+                DS_BAD();
+            if (k >= key)
+                break;
+            x = n;
+            xkey = k;
+        }
+        preds[l] = x;
+    }
+    return n;
+}
+
+static int DS_NAME(skip_contains)(struct intset *s, long key) {
+    struct snode *preds[SKIP_MAXL];
+    struct snode *n = DS_NAME(s_find)(s, key, preds);
+    return n && DS_LD(&n->key) == key;
+}
+
+static int DS_NAME(skip_insert)(struct intset *s, long key) {
+    struct snode *preds[SKIP_MAXL];
+    struct snode *n = DS_NAME(s_find)(s, key, preds);
+    if (n && DS_LD(&n->key) == key)
+        return 0;
+    int level = skip_level(key);
+    struct snode *nw = DS_ALLOC(sizeof *nw + (size_t)level * sizeof nw->next[0]);
+    if (!nw)
+        DS_OOM();
+    nw->key = key;
+    nw->level = level;
+    for (int l = 0; l < level; l++)
+        nw->next[l] = DS_LD(&preds[l]->next[l]);
+    for (int l = 0; l < level; l++)
+        DS_ST(&preds[l]->next[l], nw);
+    return 1;
+}
+
+static int DS_NAME(skip_delete)(struct intset *s, long key) {
+    struct snode *preds[SKIP_MAXL];
+    struct snode *n = DS_NAME(s_find)(s, key, preds);
+    if (!n || DS_LD(&n->key) != key)
+        return 0;
+    long level = DS_LD(&n->level);
+    if (level < 1 || level > SKIP_MAXL)
+        DS_BAD();
+    for (long l = level - 1; l >= 0; l--) {
+        if (DS_LD(&preds[l]->next[l]) != n) /* n is on each of its levels */
+            DS_BAD();
+        DS_ST(&preds[l]->next[l], DS_LD(&n->next[l]));
+    }
+    DS_FREE(n);
     return 1;
 }
 
