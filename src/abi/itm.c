@@ -100,7 +100,9 @@ static uint64_t next_txid_block;
  * and frees wait for those readers (tk_tx_free_with). In hardware the test is
  * exact: sw_active, read inside the attempt, aborts it when a software
  * attempt starts (the sanitizer lane saw a reader use a block a hardware
- * commit freed: abi.hw.free_hw). Owner thread, inside the attempt. */
+ * commit freed: abi.hw.free_hw). A lone thread on its parked clock knows
+ * too: no reader was running when it parked it (solo_clean) and none can
+ * begin before it lets go (abi.solo). Owner thread, inside the attempt. */
 static inline bool uninstrumented_ok(const tk_thread *t, uint32_t props) {
     if (!(props & TK_PR_UNINSTRUMENTED))
         return false;
@@ -108,7 +110,8 @@ static inline bool uninstrumented_ok(const tk_thread *t, uint32_t props) {
         return true;                      /* no other code to run */
     if (t->ctl.m->caps & TK_CAP_HARDWARE) /* (hardware runs only in hybrid mode) */
         return __atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED) == 0;
-    return !__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1;
+    return !__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1 ||
+           (t->solo_clean && tk_solo_parked_by(t));
 }
 
 static uint32_t itm_action(tk_thread *t, int restarted) {

@@ -190,6 +190,12 @@ struct tk_thread {
     /* 1 while a transaction runs on a parked clock (solo.h): txn.c's fast
      * begin and commit, solo.c; read by revoking threads */
     int solo_in;
+    /* 1: when this thread last parked the clock (solo.c: tk_solo_park) no
+     * other thread was inside a software attempt, and none can begin one
+     * while the clock stays parked for it (tk_solo_parked_by): gcc's
+     * uninstrumented code may run, whose frees wait for no reader
+     * (abi/itm.c: uninstrumented_ok). Meaningless when not parked. */
+    int solo_clean;
     /* Nonzero: this thread's next TX_ATOMIC may take the express begin
      * (runtime/express.h): the clock is still parked for it (solo.h),
      * its last transaction (of the kind in ctl.kind) committed there with no
@@ -360,6 +366,10 @@ static inline void tk_stats_close(tk_thread *t) {
 }
 /* The smallest snapshot of any running software attempt, UINT64_MAX if none. */
 TK_HIDDEN uint64_t tk_threads_min_epoch(const tk_thread *self);
+/* Is no thread but self inside a software attempt? Exact for attempts that
+ * published their epoch before the call began (it forces a barrier on every
+ * thread first, reclaim.c). Any thread; a system call. */
+TK_HIDDEN bool tk_no_software_readers(const tk_thread *self);
 /* Free f->p with f->fn once no running software attempt can still read it:
  * the one path of every free a transaction committed (tx_free, _ITM_free, C++
  * delete). Owner thread only; O(1) amortized, whatever the backlog. */

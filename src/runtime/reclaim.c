@@ -64,6 +64,11 @@ static void heavy_barrier(void) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+bool tk_no_software_readers(const tk_thread *self) {
+    heavy_barrier(); /* every epoch published so far is visible now */
+    return tk_threads_min_epoch(self) == UINT64_MAX;
+}
+
 void tk_free_plain(void *p, size_t size, size_t align) {
     (void)size, (void)align;
     free(p);
