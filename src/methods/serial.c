@@ -57,8 +57,16 @@ static void release(tk_thread *t) {
 static int serial_commit(tk_thread *t) {
     if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
-    if (!tk_solo_fast_ok(t) || !tk_solo_park(t)) /* a lone thread keeps it for its next ones */
+    if (!tk_solo_fast_ok(t) || !tk_solo_park(t)) { /* a lone thread keeps it for its next ones */
         release(t);
+        return TK_OK;
+    }
+    /* Parked: this thread has held the clock since its attempt began, so no
+     * software attempt of another thread can get past its begin until the
+     * clock is given back (stm_begin waits for an even clock before its first
+     * shared read); one that began earlier shows in its published epoch. */
+    t->solo_clean =
+        !__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_no_software_readers(t);
     return TK_OK;
 }
 

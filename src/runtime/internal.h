@@ -190,10 +190,10 @@ struct tk_thread {
     /* 1 while a transaction runs on a parked clock (solo.h): txn.c's fast
      * begin and commit, solo.c; read by revoking threads */
     int solo_in;
-    /* 1: when this thread last parked the clock (solo.c: tk_solo_park) no
-     * other thread was inside a software attempt, and none can begin one
-     * while the clock stays parked for it (tk_solo_parked_by): gcc's
-     * uninstrumented code may run, whose frees wait for no reader
+    /* 1: when this thread last parked the clock (methods/serial.c, after
+     * tk_solo_park) no other thread was inside a software attempt, and none
+     * can begin one while the clock stays parked for it (tk_solo_parked_by):
+     * gcc's uninstrumented code may run, whose frees wait for no reader
      * (abi/itm.c: uninstrumented_ok). Meaningless when not parked. */
     int solo_clean;
     /* Nonzero: this thread's next TX_ATOMIC may take the express begin

@@ -54,16 +54,8 @@ bool tk_solo_park(tk_thread *t) {
     if (__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) != me || t->ctl.kind == TK_KIND_CXX ||
         t->ctl.attempts || !mb_ready())
         return false;
-    if (!__atomic_compare_exchange_n(&tk_g.solo, &me, me | TK_SOLO_PARKED, false, __ATOMIC_RELAXED,
-                                     __ATOMIC_RELAXED))
-        return false;
-    /* This thread has held the clock since its attempt began, so no software
-     * attempt of another thread can get past its begin until the clock is
-     * given back (stm_begin waits for an even clock before its first shared
-     * read); one that began earlier shows in its published epoch. */
-    t->solo_clean =
-        !__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_no_software_readers(t);
-    return true;
+    return __atomic_compare_exchange_n(&tk_g.solo, &me, me | TK_SOLO_PARKED, false,
+                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 void tk_solo_unpark(tk_thread *t) {
