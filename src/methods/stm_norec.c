@@ -203,7 +203,14 @@ __attribute__((noinline, cold)) static void windex_grow(tk_thread *t) {
         windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
 }
 
-/* Room for one more entry: the vector and an index at most half full. */
+/* Room for one more entry: in the vector, and in an index that stays at most
+ * half full. */
+static inline bool ws_room(const tk_thread *t) {
+    return TXKIT_LIKELY((t->stm.wset.len + 1) * 2 <= (size_t)t->stm.windex_mask + 1 &&
+                        t->stm.wset.len < t->stm.wset.cap);
+}
+
+/* Make that room (the vector grows by a push taken back at once). */
 __attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
     if ((t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1)
         windex_grow(t);
@@ -218,11 +225,6 @@ __attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
  * the index finds it or the free slot it goes to. Inline in the stores, with
  * no call on the common path (growth is ws_reserve's), so that they save no
  * registers. */
-static inline bool ws_room(const tk_thread *t) {
-    return TXKIT_LIKELY((t->stm.wset.len + 1) * 2 <= (size_t)t->stm.windex_mask + 1 &&
-                        t->stm.wset.len < t->stm.wset.cap);
-}
-
 static inline __attribute__((always_inline)) tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
     if (!ws_room(t))
         ws_reserve(t);
