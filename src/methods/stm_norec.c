@@ -109,6 +109,14 @@ static void rlog_grow(tk_thread *t) {
     _txkit_tls.rend = n + cap;
 }
 
+/* Log a read of size bytes at addr that returned v; the log has room. */
+static inline void rlog_push(const void *addr, uint64_t v, uint32_t size) {
+    tk_rentry *r = _txkit_tls.rcur++;
+    r->addr = addr;
+    r->val = v;
+    r->size = size;
+}
+
 /* Bounded revalidation: every transaction must finish, also a long one whose
  * reads all stay valid while other threads keep committing (each commit makes
  * it check its whole read log again: quadratic, for ever). An attempt may
@@ -203,16 +211,20 @@ __attribute__((noinline, cold)) static void windex_grow(tk_thread *t) {
         windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
 }
 
+/* Would one more entry fill the index past half? */
+static inline bool windex_full(const tk_thread *t) {
+    return (t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1;
+}
+
 /* Room for one more entry: in the vector, and in an index that stays at most
  * half full. */
 static inline bool ws_room(const tk_thread *t) {
-    return TXKIT_LIKELY((t->stm.wset.len + 1) * 2 <= (size_t)t->stm.windex_mask + 1 &&
-                        t->stm.wset.len < t->stm.wset.cap);
+    return TXKIT_LIKELY(!windex_full(t) && t->stm.wset.len < t->stm.wset.cap);
 }
 
 /* Make that room (the vector grows by a push taken back at once). */
 __attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
-    if ((t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1)
+    if (windex_full(t))
         windex_grow(t);
     if (t->stm.wset.len == t->stm.wset.cap) {
         if (!tk_vec_push(&t->stm.wset, sizeof(tk_wentry)))
@@ -583,10 +595,7 @@ __attribute__((noinline)) static void stm_load_any(tk_thread *t, void *dst, cons
     }
     if (TXKIT_UNLIKELY(_txkit_tls.rcur == _txkit_tls.rend))
         rlog_grow(t);
-    tk_rentry *r = _txkit_tls.rcur++;
-    r->addr = addr;
-    r->val = v;
-    r->size = (uint32_t)size;
+    rlog_push(addr, v, (uint32_t)size);
     if (e) { /* some bytes of the word are ours */
         uint64_t m = byte_mask(e->mask);
         v = (v & ~m) | (e->data & m);
@@ -612,10 +621,7 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
         } else if (TXKIT_LIKELY(!t->vis.active && _txkit_tls.rcur != _txkit_tls.rend)) {
             uint64_t v = *(const volatile uint64_t *)addr;
             if (TXKIT_LIKELY(snapshot_current())) {
-                tk_rentry *r = _txkit_tls.rcur++;
-                r->addr = addr;
-                r->val = v;
-                r->size = 8;
+                rlog_push(addr, v, 8);
                 __builtin_memcpy(dst, &v, 8);
                 return;
             }

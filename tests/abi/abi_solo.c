@@ -24,6 +24,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <linux/membarrier.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -32,8 +33,6 @@
 
 #include "abi_common.h"
 
-#define MEMBARRIER_QUERY 0                    /* MEMBARRIER_CMD_QUERY */
-#define MEMBARRIER_PRIVATE_EXPEDITED (1 << 3) /* MEMBARRIER_CMD_PRIVATE_EXPEDITED */
 
 static long counter, frees;
 static long *slot[2];
@@ -106,9 +105,9 @@ static double now_s(void) {
 static int expect_uninstrumented(void) {
     const char *m = getenv("TXKIT_METHOD");
     const char *f = getenv("TXKIT_FAULT");
-    long q = syscall(SYS_membarrier, MEMBARRIER_QUERY, 0, 0);
+    long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
     return abi_on_txkit() && (!m || !*m || strcmp(m, "auto") == 0) && (!f || !*f) && q >= 0 &&
-           (q & MEMBARRIER_PRIVATE_EXPEDITED);
+           (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 }
 
 int main(int argc, char **argv) {
