@@ -210,10 +210,10 @@ uint32_t tk_itm_begin(uint32_t props) {
         return nested_begin(t, props, depth);
     /* Most threads run the same transaction again and again: remember the last. */
     uintptr_t rip = (uintptr_t)t->ctl.jb.rip;
-    /* A lone thread's next run of the same block (same properties, so the
-     * same kind, code and resume as they were left): the express begin. */
+    /* The next run of the same block (same properties, so the same kind,
+     * code and resume as they were left): an express begin (express.h). */
     if (TXKIT_LIKELY(t->express) && t->itm.last_rip == rip && t->ctl.props == props &&
-        tk_express_begin(t, t->itm.last_site, t->ctl.jb.rsp, TK_KIND_ITM)) {
+        tk_express_any_begin(t, t->itm.last_site, t->ctl.jb.rsp, TK_KIND_ITM)) {
         t->itm.txid = 0;
         return itm_action(t, 0);
     }

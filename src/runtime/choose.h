@@ -124,4 +124,24 @@ static inline const struct tk_method *tk_choose_method(tk_thread *t) {
     }
 }
 
+/* Would tk_choose_method give t's first attempt of a transaction at site to
+ * software TM, with nothing else to decide? For the software express begin
+ * (express.h), which also checked that the front end's code is instrumented
+ * and not bound for irrevocability, and whose last commit left force_serial,
+ * irr_token and the attempt counts 0. True, having done what the choice
+ * does on that way (the auto method's countdown to its next look at the
+ * other threads); false with nothing done. Owner thread, before the attempt. */
+static inline bool tk_choose_stm_first(tk_thread *t, txkit_site_t *site) {
+    int cfg = tk_configured_method(t);
+    if (cfg == TXKIT_STM)
+        return true;
+    if (cfg != TXKIT_AUTO || tk_g.hybrid ||
+        __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) != TK_SOLO_SHARED ||
+        t->policy.solo_countdown == 0 || tk_irr_other(t) ||
+        (__atomic_load_n(&site->flags, __ATOMIC_RELAXED) & TK_SITE_FLAG_SERIAL))
+        return false;
+    t->policy.solo_countdown--; /* tk_auto_solo: not yet time to look */
+    return true;
+}
+
 #endif /* TK_CHOOSE_H */

@@ -34,6 +34,10 @@ extern const struct tk_cm *tk_cm TK_HIDDEN;
 /* tk_cm->visible, read on the software barriers' slow paths. */
 extern int tk_vis_on TK_HIDDEN;
 TK_HIDDEN int tk_cm_select(const char *name); /* 0 or -EINVAL */
+/* Whether the manager's on_begin does nothing for a first attempt (cm.c:
+ * only the visible managers refresh the priority there), so that an express
+ * begin (runtime/express.h) may skip it. Any thread. */
+static inline int tk_cm_begin_quiet(void) { return !tk_vis_on; }
 /* The thread's conflict priority, refreshed from the scheduler when older
  * than a millisecond (cheap otherwise). */
 TK_HIDDEN int tk_prio_refresh(tk_thread *t);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* express.h - the express begin and commit of a lone thread (solo.h).
+/* express.h - the express begins: of a lone thread on its parked clock
+ * (solo.h), and of a first software attempt.
  *
- * A lone thread under the auto method keeps the clock parked between its
- * transactions (solo.h), and begins each on it with solo_begin (txn.c),
+ * Solo. A lone thread under the auto method keeps the clock parked between
+ * its transactions (solo.h), and begins each on it with solo_begin (txn.c),
  * which resets the whole transaction state. When its last transaction of the
  * same kind (TX_ATOMIC; or the same gcc block, abi/itm.c) committed there
  * with no abort (which unparks), no hooks and no handlers, that state is
@@ -11,12 +12,29 @@
  * begin only records what differs per transaction (site, private stack,
  * statistics row). The express commit keeps t->express; every other begin
  * (start_reset), commit (tk_finish_commit), tk_solo_unpark, a fork's child
- * and txkit_set_thread_method clear it. Inline in TX_ATOMIC's begin and end
- * (txn.c) and in gcc's (abi/itm.c). */
+ * and txkit_set_thread_method clear it.
+ *
+ * Software. When a thread's last transaction of the same kind committed at
+ * its first software attempt with nothing left over (no handlers, no
+ * irrevocability, no forced serial run), the per-transaction state that
+ * tk_start_transaction resets is already reset, and when the method policy
+ * would give the next first attempt to software TM again with nothing else
+ * to decide (choose.h: tk_choose_stm_first), the next begin only records what
+ * differs per transaction and begins the attempt: tk_finish_commit says so
+ * with TK_EXPRESS_SW in t->express, and tk_sw_express_begin clears it (an
+ * abort of that transaction then leaves it clear; its commit, through
+ * tk_finish_commit as any other, sets it again).
+ *
+ * Both inline in TX_ATOMIC's begin and end (txn.c) and in gcc's (abi/itm.c). */
 #ifndef TK_EXPRESS_H
 #define TK_EXPRESS_H
 
+#include "runtime/choose.h"
+#include "runtime/cm.h"
 #include "runtime/solo.h"
+
+/* tk_thread.express: the last commit allows the software express begin. */
+#define TK_EXPRESS_SW 0x40000000u
 
 /* Begin t's next outermost transaction, of this kind, at site, on its parked
  * clock. Not for sampled transactions (one in TK_SAMPLE_EVERY): solo_begin
@@ -28,7 +46,7 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     unsigned access = t->express;
     unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
     uint64_t n = t->ntx;
-    if (!access || !id || t->ctl.kind != kind || !tk_solo_fast_ok(t) ||
+    if (!(access & TK_EXPRESS) || !id || t->ctl.kind != kind || !tk_solo_fast_ok(t) ||
         TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off))
         return false;
     __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED); /* solo.h: before looking */
@@ -67,6 +85,64 @@ static inline bool tk_express_commit(tk_thread *t) {
         t->captured.len = 0;
     }
     return true;
+}
+
+/* Nothing but the method policy may decide t's next first attempt: no fault
+ * injection, scheduler, visible readers (the contention manager's begin has
+ * nothing to do: tk_cm_begin_quiet), parked clock, or front-end code that
+ * software TM cannot run (the gcc block's properties: choose.h). Owner
+ * thread, outside any transaction. */
+static inline bool tk_sw_express_ok(const tk_thread *t) {
+    return !tk_cfg.any_fault && !tk_sched_on && tk_cm_begin_quiet() && !t->sched.queue_held &&
+           t->slot && !tk_solo_parked() &&
+           (t->ctl.code & (TK_CODE_INSTRUMENTED | TK_CODE_GOES_IRREVOCABLE)) ==
+               TK_CODE_INSTRUMENTED;
+}
+
+/* Begin t's next outermost transaction, of this kind, at site, as a first
+ * software attempt, when t->express has TK_EXPRESS_SW: what
+ * tk_start_transaction and tk_run_attempts would do, less what the last
+ * commit left as they would set it. Not for sampled transactions (solo_begin's
+ * rule). False, with nothing done, when it does not apply (the caller takes the
+ * general path). Owner thread, outside any transaction, after the front end
+ * saved the checkpoint (stack_top: its stack pointer). */
+__attribute__((always_inline)) static inline bool
+tk_sw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int kind) {
+    unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
+    uint64_t n = t->ntx;
+    if (!(t->express & TK_EXPRESS_SW) || !id || t->ctl.kind != kind || !tk_sw_express_ok(t) ||
+        TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off) ||
+        !tk_choose_stm_first(t, site))
+        return false;
+    const struct tk_method *m = M_STM;
+    t->express = 0;
+    /* start_reset: the rest is as the last commit left it (TK_EXPRESS_SW) */
+    t->ctl.site = site;
+    t->stk_span = tk_stack_span(t, stack_top);
+    /* start_count, not parked */
+    t->cnt = t->row + (id - 1);
+    t->ntx = n + 1;
+    if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
+        TK_COUNT(t->cnt->transactions, 1);
+        __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED);
+    }
+    /* attempt_prepare: no fault injection, not timed (not sampled, first attempt) */
+    tk_attempt_reset(t);
+    t->ctl.m = m;
+    t->ctl.inject = 0;
+    t->ctl.attempt_tsc = 0;
+    int r = m->begin(t); /* software: always TK_OK */
+    TK_ASSERT(r == TK_OK);
+    _txkit_tls.access = tk_read_access(m->access, t->vis.active);
+    _txkit_tls.depth = 1;
+    return true;
+}
+
+/* Either express begin, as t->express says. */
+__attribute__((always_inline)) static inline bool
+tk_express_any_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int kind) {
+    return t->express & TK_EXPRESS ? tk_express_begin(t, site, stack_top, kind)
+                                   : tk_sw_express_begin(t, site, stack_top, kind);
 }
 
 #endif /* TK_EXPRESS_H */

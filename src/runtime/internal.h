@@ -196,14 +196,16 @@ struct tk_thread {
      * gcc's uninstrumented code may run, whose frees wait for no reader
      * (abi/itm.c: uninstrumented_ok). Meaningless when not parked. */
     int solo_clean;
-    /* Nonzero: this thread's next TX_ATOMIC may take the express begin
-     * (runtime/express.h): the clock is still parked for it (solo.h),
-     * its last transaction (of the kind in ctl.kind) committed there with no
-     * abort and no handlers, so the transaction state is as a parked begin
-     * sets it; the value is TK_EXPRESS | the barriers' access bits. Set by
-     * tk_solo_commit (txn.c), kept by the express commit; cleared by every
-     * other begin, tk_finish_commit, tk_solo_unpark and a fork's child
-     * (solo.c), txkit_set_thread_method (config.c). */
+    /* Nonzero: this thread's next transaction of the kind in ctl.kind may
+     * take an express begin (runtime/express.h). TK_EXPRESS | the barriers'
+     * access bits: the clock is still parked for it (solo.h), its last
+     * transaction committed there with no abort and no handlers, so the
+     * transaction state is as a parked begin sets it; set by tk_solo_commit
+     * (txn.c), kept by the express commit. TK_EXPRESS_SW: its last
+     * transaction committed at its first software attempt with nothing left
+     * over; set by tk_finish_commit, cleared by the software express begin.
+     * Cleared by every other begin, tk_finish_commit, tk_solo_unpark and a
+     * fork's child (solo.c), txkit_set_thread_method (config.c). */
     unsigned express;
 
     tk_thread *next, *prev; /* registry: thread.c, under its lock */

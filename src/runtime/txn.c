@@ -299,8 +299,16 @@ void tk_finish_commit(tk_thread *t) {
     count_commit(t, m, t->ctl.attempts);
     tk_attempt_ended(t);
     tk_cm->on_commit(t);
+    /* At the first attempt of software TM, with no handler to run (which
+     * may run transactions of its own), nothing forced: the state is as
+     * tk_start_transaction would reset it (express.h). */
+    bool again = tk_method_has(m, TK_CAP_SOFTWARE) && m->id == TXKIT_STM && t->ctl.attempts == 0 &&
+                 !t->ctl.force_serial && !t->handlers.len &&
+                 (t->ctl.kind == TK_KIND_C || t->ctl.kind == TK_KIND_ITM);
     if (t->frees.len | t->allocs.len | t->handlers.len)
         tk_discard_effects(t, 1);
+    if (again)
+        t->express = TK_EXPRESS_SW;
 }
 
 /* A transaction begun and committed on a parked clock: serial, at the first
@@ -469,7 +477,7 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
         return 1;
     }
     tk_thread *t = tk_cur; /* created by tk_jb_slot */
-    if (TXKIT_LIKELY(t->express) && tk_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
+    if (TXKIT_LIKELY(t->express) && tk_express_any_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
         return 1;
     begin_c(t, site);
     return 1;
