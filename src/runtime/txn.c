@@ -23,6 +23,7 @@
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
 TK_HIDDEN int tk_begin_c(txkit_site_t *site, unsigned flags);
 TK_HIDDEN tk_jmpbuf *tk_jb_slot(void);
+TK_HIDDEN int tk_begin_c_outer(txkit_site_t *site, unsigned flags, tk_thread *t);
 
 
 /* How many threads are inside this site now (this one included)? Reads the
@@ -451,6 +452,10 @@ void tk_site_init(txkit_site_t *site, const char *file, const char *func, int li
     pthread_mutex_unlock(&site_lock);
 }
 
+/* checkpoint.S's inline case reads these two offsets. */
+_Static_assert(offsetof(tk_thread, ctl.jb) == 0, "checkpoint.S: the outermost checkpoint");
+_Static_assert(offsetof(struct txkit_tls, depth) == 4, "checkpoint.S: _txkit_tls.depth");
+
 tk_jmpbuf *tk_jb_slot(void) {
     tk_thread *t = tk_self();
     return _txkit_tls.depth ? &t->jb_nested : &t->ctl.jb;
@@ -469,18 +474,36 @@ static __attribute__((noinline)) void begin_c(tk_thread *t, txkit_site_t *site) 
     run_attempts(t);
 }
 
-int tk_begin_c(txkit_site_t *site, unsigned flags) {
+/* TX_ATOMIC's outermost begin after a commit that allows the software
+ * express one: out of line, so that the solo express path keeps no frame. */
+static __attribute__((noinline)) void begin_c_sw(tk_thread *t, txkit_site_t *site) {
+    if (!tk_sw_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
+        begin_c(t, site);
+}
+
+/* TX_ATOMIC's outermost begin (depth 0), t the caller's descriptor:
+ * checkpoint.S's common case jumps here, tk_begin_c calls it. */
+int tk_begin_c_outer(txkit_site_t *site, unsigned flags, tk_thread *t) {
     (void)flags;
+    if (TXKIT_LIKELY(t->express)) {
+        if (!(t->express & TK_EXPRESS)) {
+            begin_c_sw(t, site);
+            return 1;
+        }
+        if (tk_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
+            return 1;
+    }
+    begin_c(t, site);
+    return 1;
+}
+
+int tk_begin_c(txkit_site_t *site, unsigned flags) {
     unsigned depth = _txkit_tls.depth;
     if (depth > 0) {
         _txkit_tls.depth = depth + 1;
         return 1;
     }
-    tk_thread *t = tk_cur; /* created by tk_jb_slot */
-    if (TXKIT_LIKELY(t->express) && tk_express_any_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
-        return 1;
-    begin_c(t, site);
-    return 1;
+    return tk_begin_c_outer(site, flags, tk_cur); /* created by tk_jb_slot */
 }
 
 void _txkit_end(struct _txkit_scope *scope) {

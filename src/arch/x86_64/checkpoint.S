@@ -51,6 +51,20 @@
 _txkit_begin:
     .cfi_startproc
     endbr64
+    /* The common case inline: the thread has its descriptor (tk_cur) and
+     * begins an outermost block (_txkit_tls.depth 0), whose checkpoint is
+     * the descriptor's first field (txn.c asserts both offsets). */
+    movq tk_cur@gottpoff(%rip), %rax
+    movq %fs:(%rax), %rax
+    testq %rax, %rax
+    jz 9f
+    movq _txkit_tls@gottpoff(%rip), %rcx
+    cmpl $0, %fs:4(%rcx)
+    jne 9f
+    SAVE_CHECKPOINT
+    movq %rax, %rdx
+    jmp tk_begin_c_outer        /* tk_begin_c_outer(site, flags, t) returns to our caller */
+9:  /* the others: tk_jb_slot creates the descriptor, or picks the nested slot */
     pushq %rdi
     .cfi_adjust_cfa_offset 8
     pushq %rsi
