@@ -167,6 +167,13 @@ static bool try_extend(tk_thread *t) {
 
 /* ------------------------------------------------------------- write set */
 
+/* A write set of up to WS_SMALL entries is searched (after a bloom hit), not
+ * indexed: most transactions write a few words, and a store then appends
+ * one entry and touches no index slot. The entry that makes it larger
+ * indexes them all (ws_reserve: windex_build), and from then on the index
+ * holds every entry until ws_clear. */
+#define WS_SMALL 8
+
 static inline uint64_t bloom_bit(uintptr_t word) { return 1ull << ((word >> 3) & 63); }
 
 static inline uint32_t word_hash(uintptr_t word) {
@@ -187,9 +194,20 @@ static inline bool windex_live(const tk_thread *t, uint32_t h) {
     return t->stm.windex[h].gen == t->stm.wgen;
 }
 
+/* The entry of word in a write set that is not indexed, NULL if none. */
+static inline tk_wentry *ws_scan(const tk_thread *t, uintptr_t word) {
+    tk_wentry *e = (tk_wentry *)t->stm.wset.data;
+    for (size_t i = 0, n = t->stm.wset.len; i < n; i++)
+        if (e[i].word == word)
+            return &e[i];
+    return NULL;
+}
+
 static inline tk_wentry *ws_find(const tk_thread *t, uintptr_t word) {
     if (!(_txkit_tls.wbloom & bloom_bit(word)))
         return NULL;
+    if (!t->stm.windexed)
+        return ws_scan(t, word);
     uint32_t h = windex_slot(t, word, true);
     return windex_live(t, h) ? &TK_VEC_AT(&t->stm.wset, tk_wentry, t->stm.windex[h].idx) : NULL;
 }
@@ -211,20 +229,31 @@ __attribute__((noinline, cold)) static void windex_grow(tk_thread *t) {
         windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
 }
 
+/* The write set outgrows WS_SMALL: index every entry. */
+__attribute__((noinline, cold)) static void windex_build(tk_thread *t) {
+    for (size_t i = 0; i < t->stm.wset.len; i++)
+        windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
+    t->stm.windexed = 1;
+}
+
 /* Would one more entry fill the index past half? */
 static inline bool windex_full(const tk_thread *t) {
     return (t->stm.wset.len + 1) * 2 > (size_t)t->stm.windex_mask + 1;
 }
 
-/* Room for one more entry: in the vector, and in an index that stays at most
- * half full. */
+/* Room for one more entry without a call: in the vector, and either below
+ * WS_SMALL or in an index that stays at most half full. */
 static inline bool ws_room(const tk_thread *t) {
-    return TXKIT_LIKELY(!windex_full(t) && t->stm.wset.len < t->stm.wset.cap);
+    return TXKIT_LIKELY(t->stm.wset.len < t->stm.wset.cap &&
+                        (t->stm.windexed ? !windex_full(t) : t->stm.wset.len < WS_SMALL));
 }
 
-/* Make that room (the vector grows by a push taken back at once). */
+/* Make that room: index the entries, or a larger index; a larger vector (it
+ * grows by a push taken back at once). */
 __attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
-    if (windex_full(t))
+    if (!t->stm.windexed && t->stm.wset.len >= WS_SMALL)
+        windex_build(t);
+    if (t->stm.windexed && windex_full(t))
         windex_grow(t);
     if (t->stm.wset.len == t->stm.wset.cap) {
         if (!tk_vec_push(&t->stm.wset, sizeof(tk_wentry)))
@@ -233,13 +262,23 @@ __attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
     }
 }
 
-/* The entry of word, a new one if we have not written it yet: one probe of
- * the index finds it or the free slot it goes to. Inline in the stores, with
- * no call on the common path (growth is ws_reserve's), so that they save no
- * registers. */
-static inline __attribute__((always_inline)) tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
-    if (!ws_room(t))
-        ws_reserve(t);
+/* ws_get's two halves, with room for one more entry: the write set not
+ * indexed (a search after a bloom hit, else an append), or indexed (one probe
+ * finds the entry or the free slot it goes to). */
+static inline __attribute__((always_inline)) tk_wentry *ws_get_small(tk_thread *t, uintptr_t word) {
+    uint64_t bit = bloom_bit(word);
+    tk_wentry *e = (_txkit_tls.wbloom & bit) ? ws_scan(t, word) : NULL;
+    if (e)
+        return e;
+    e = &((tk_wentry *)t->stm.wset.data)[t->stm.wset.len++];
+    e->word = word;
+    e->data = 0;
+    e->mask = 0;
+    _txkit_tls.wbloom |= bit;
+    return e;
+}
+static inline __attribute__((always_inline)) tk_wentry *ws_get_indexed(tk_thread *t,
+                                                                       uintptr_t word) {
     uint64_t bit = bloom_bit(word);
     uint32_t h = windex_slot(t, word, _txkit_tls.wbloom & bit);
     tk_wentry *base = (tk_wentry *)t->stm.wset.data;
@@ -253,6 +292,13 @@ static inline __attribute__((always_inline)) tk_wentry *ws_get(tk_thread *t, uin
     t->stm.windex[h] = (tk_wslot){word, idx, t->stm.wgen};
     _txkit_tls.wbloom |= bit;
     return e;
+}
+
+/* The entry of word, a new one if we have not written it yet. */
+static inline tk_wentry *ws_get(tk_thread *t, uintptr_t word) {
+    if (!ws_room(t))
+        ws_reserve(t);
+    return t->stm.windexed ? ws_get_indexed(t, word) : ws_get_small(t, word);
 }
 
 /* The bytes of a word that an entry's mask says were written, as a 64-bit mask. */
@@ -321,6 +367,9 @@ static void write_back(const tk_thread *t) {
 static void ws_clear(tk_thread *t) {
     t->stm.wset.len = 0;
     _txkit_tls.wbloom = 0;
+    if (!t->stm.windexed)
+        return; /* no slot of this generation was taken */
+    t->stm.windexed = 0;
     if (++t->stm.wgen == 0) {
         memset(t->stm.windex, 0, (t->stm.windex_mask + 1) * sizeof *t->stm.windex);
         t->stm.wgen = 1;
@@ -540,6 +589,7 @@ static void stm_thread_init(tk_thread *t) {
         TK_FATAL("out of memory creating a thread descriptor");
     t->stm.windex_mask = WINDEX_INITIAL - 1;
     t->stm.wgen = 1;
+    t->stm.windexed = 0;
 }
 
 static void stm_thread_fini(tk_thread *t) {
@@ -669,6 +719,15 @@ __attribute__((noinline)) static void stm_store_any(tk_thread *t, void *addr, co
         tk_vis_write(t);
 }
 
+/* stm_store of a word once the write set is indexed: out of line, so that
+ * the common case, a small write set, saves no registers. */
+__attribute__((noinline)) static void stm_store_indexed(tk_thread *t, uintptr_t a,
+                                                        const void *src) {
+    tk_wentry *e = ws_get_indexed(t, a);
+    __builtin_memcpy(&e->data, src, 8);
+    e->mask = 0xff;
+}
+
 /* The common store, one aligned word of shared memory, buffered here without
  * spilling registers; anything else (our frames, memory this attempt
  * allocated, visible readers to tell, other sizes, a full write set) goes to
@@ -677,7 +736,11 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
     uintptr_t a = (uintptr_t)addr;
     if (TXKIT_LIKELY(size == 8 && !(a & 7) && !tk_stack_private(t, addr, 8) && !t->captured.len &&
                      !t->vis.active && ws_room(t))) {
-        tk_wentry *e = ws_get(t, a);
+        if (TXKIT_UNLIKELY(t->stm.windexed)) {
+            stm_store_indexed(t, a, src);
+            return;
+        }
+        tk_wentry *e = ws_get_small(t, a);
         __builtin_memcpy(&e->data, src, 8);
         e->mask = 0xff;
         return;

@@ -37,7 +37,8 @@ struct tk_stm_thread {
     tk_vec wset;          /* tk_wentry, in first-write order: stores append, begin empties */
     tk_wslot *windex;     /* hash index over wset, capacity windex_mask + 1: thread_init, stores */
     uint32_t windex_mask; /* thread_init, index growth */
-    uint32_t wgen;        /* generation of live windex slots: bumped by every ws_clear */
+    uint32_t wgen;        /* generation of live windex slots: bumped by ws_clear when indexed */
+    int windexed;         /* windex holds every wset entry (more than WS_SMALL of them) */
 };
 
 #endif /* TK_STM_THREAD_H */

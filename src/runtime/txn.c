@@ -589,14 +589,26 @@ void _txkit_load_bytes(void *dst, const void *addr, size_t size) {
     t->ctl.m->load(t, dst, addr, size);
 }
 
+/* _txkit_store_bytes' cases but the method's store: out of line, so that the
+ * dispatch to the method saves no registers. */
+static __attribute__((noinline)) void store_undo(tk_thread *t, void *addr, const void *src,
+                                                 size_t size) {
+    tk_undo_store(t, addr, src, size);
+}
+static __attribute__((noinline)) void store_outside(tk_thread *t, void *addr, const void *src,
+                                                    size_t size) {
+    if (!t || !t->doomed)
+        memcpy(addr, src, size);
+}
+
 void _txkit_store_bytes(void *addr, const void *src, size_t size) {
     tk_thread *t = tk_cur;
-    if (TXKIT_UNLIKELY(!t || !_txkit_tls.access || t->doomed)) {
-        if (!t || !t->doomed)
-            memcpy(addr, src, size);
-        return;
-    }
-    tk_method_store(t, addr, src, size);
+    if (TXKIT_UNLIKELY(!t || !_txkit_tls.access || t->doomed))
+        store_outside(t, addr, src, size);
+    else if (_txkit_tls.access & TK_ACC_UNDO_STORE) /* tk_method_store */
+        store_undo(t, addr, src, size);
+    else
+        t->ctl.m->store(t, addr, src, size);
 }
 
 void tk_copy(void *dst, const void *src, size_t n, int src_tx, int dst_tx, int move) {

@@ -289,6 +289,61 @@ static void test_barriers_mixed_widths(void) {
     CHECK(memcmp(&g_mix, &model, sizeof model) == 0);
 }
 
+/* Write sets of every size around the point where software TM starts
+ * indexing them (stm_norec.c: WS_SMALL), with words that share a bloom bit
+ * (512 bytes apart) and words that share one: each word written once or
+ * again, whole or in part, reads its own writes, and an aborted attempt
+ * leaves nothing behind. */
+#define WS_WORDS 48
+static uint64_t g_ws[WS_WORDS * 64]; /* word k at g_ws[k * 64]: 512 bytes apart */
+
+static void test_write_set_sizes(void) {
+    for (int n = 1; n <= WS_WORDS; n++) {
+        for (int k = 0; k < WS_WORDS; k++)
+            g_ws[k * 64] = (uint64_t)k;
+        struct tk_attempts a;
+        tk_attempts_init(&a);
+        TX_ATOMIC {
+            int att = tk_attempt_no(&a);
+            for (int i = 0; i < n; i++) {
+                int k = (i * 7) % n; /* a permutation of 0..n-1 for n not a multiple of 7 */
+                if (n % 7 == 0)
+                    k = i;
+                CHECK_EQ(TX_LOAD(&g_ws[k * 64]), (uint64_t)k);
+                TX_STORE(&g_ws[k * 64], (uint64_t)(1000 + k + att));
+                if (i % 3 == 0) /* its low byte again: found, not added */
+                    TX_STORE((uint8_t *)&g_ws[k * 64], (uint8_t)(k + 7));
+                if (i % 4 == 1) /* the whole word again */
+                    TX_STORE(&g_ws[k * 64], (uint64_t)(2000 + k + att));
+            }
+            for (int i = 0; i < n; i++) {
+                int k = (i * 7) % n;
+                if (n % 7 == 0)
+                    k = i;
+                uint64_t want = (uint64_t)(i % 4 == 1 ? 2000 + k + att : 1000 + k + att);
+                if (i % 3 == 0 && i % 4 != 1)
+                    want = (want & ~0xffull) | (uint8_t)(k + 7);
+                CHECK_EQ(TX_LOAD(&g_ws[k * 64]), want);
+            }
+            for (int k = n; k < WS_WORDS; k++) /* same bloom bits, never written */
+                CHECK_EQ(TX_LOAD(&g_ws[k * 64]), (uint64_t)k);
+            if (att == 0)
+                tx_restart();
+        }
+        for (int i = 0; i < n; i++) {
+            int k = (i * 7) % n;
+            if (n % 7 == 0)
+                k = i;
+            uint64_t want = (uint64_t)(i % 4 == 1 ? 2001 + k : 1001 + k);
+            if (i % 3 == 0 && i % 4 != 1)
+                want = (want & ~0xffull) | (uint8_t)(k + 7);
+            CHECK_EQ(g_ws[k * 64], want);
+        }
+        for (int k = n; k < WS_WORDS; k++)
+            CHECK_EQ(g_ws[k * 64], (uint64_t)k);
+    }
+}
+
 /* Big read and write sets: logs must grow, and a rollback of thousands of
  * words must restore every one of them. */
 #define BIG_N 20000
@@ -442,6 +497,7 @@ static const struct tk_test tests[] = {
     {"barriers_float_bits", test_barriers_float_bits},
     {"barriers_rollback", test_barriers_rollback},
     {"barriers_mixed_widths", test_barriers_mixed_widths},
+    {"write_set_sizes", test_write_set_sizes},
     {"big_transaction", test_big_transaction},
     {"memcpy_memset", test_memcpy_memset},
 };
