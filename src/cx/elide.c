@@ -585,6 +585,8 @@ TK_EXPORT void _txkit_elide_report(void) {
                 dst[w] += __atomic_load_n(&src[w], __ATOMIC_RELAXED);
         }
     }
+    for (unsigned j = 0; j < k; j++)
+        tks_fold(&lines[j].c); /* sums of unfolded rows: fold once */
     qsort(lines, k, sizeof *lines, by_entries);
     for (unsigned j = 0; j < k; j++) {
         const struct tks_counters *c = &lines[j].c;

@@ -262,6 +262,13 @@ count_commit(tk_thread *t, const struct tk_method *m, unsigned attempts) {
     struct tks_counters *c = t->cnt;
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
+    if (m->stats_id == TKS_M_STM && attempts == 0 && !t->ctl.attempt_tsc) {
+        /* one word that readers fold into commits and retries (tks_fold) */
+        _Static_assert(TKS_M_STM == TXKIT_STM, "stats/format.h: tks_fold's index");
+        TK_COUNT(c->sw_commits, 1);
+        __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
+        return;
+    }
     tk_stats_open(t);
     TK_COUNT(c->commits[m->stats_id], 1);
     TK_COUNT(c->retries_hist[retry_bucket(attempts)], 1);
@@ -314,7 +321,7 @@ void tk_finish_commit(tk_thread *t) {
 
 /* A transaction begun and committed on a parked clock: serial, at the first
  * attempt (an abort would have unparked it), counted in one word that readers
- * fold into transactions, commits and retries (stats/format.h: tks_fold_solo);
+ * fold into transactions, commits and retries (stats/format.h: tks_fold);
  * one add, no seqlock round, unless the attempt was timed. */
 static inline void count_solo_commit(tk_thread *t) {
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
@@ -324,7 +331,7 @@ static inline void count_solo_commit(tk_thread *t) {
         count_commit(t, t->ctl.m, 0);
         return;
     }
-    _Static_assert(TKS_M_SERIAL == TXKIT_SERIAL, "stats/format.h: tks_fold_solo's index");
+    _Static_assert(TKS_M_SERIAL == TXKIT_SERIAL, "stats/format.h: tks_fold's index");
     TK_COUNT(t->cnt->solo_commits, 1);
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
 }

@@ -414,7 +414,7 @@ static void add_counters(struct tks_counters *dst, const struct tks_counters *sr
     size_t n = sizeof *src / sizeof(uint64_t);
     for (size_t i = 0; i < n; i++)
         d[i] += __atomic_load_n(&s[i], __ATOMIC_RELAXED);
-    tks_fold_solo(dst); /* dst's own came folded, or zero */
+    tks_fold(dst); /* dst's own came folded, or zero */
     /* not sums: the largest, and the last seen */
     uint64_t m = __atomic_load_n(&src->inside_max, __ATOMIC_RELAXED);
     dst->inside_max = old_max > m ? old_max : m;

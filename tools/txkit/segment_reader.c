@@ -82,7 +82,7 @@ static void load_counters(struct tks_counters *dst, const struct tks_counters *s
     uint64_t *d = (uint64_t *)dst;
     for (size_t i = 0; i < sizeof *src / sizeof(uint64_t); i++)
         d[i] = i >= from && i < to ? __atomic_load_n(&s[i], __ATOMIC_RELAXED) : 0;
-    tks_fold_solo(dst);
+    tks_fold(dst);
 }
 
 /* Copy one record under its thread's seqlock; after tries attempts accept
