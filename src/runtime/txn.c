@@ -2,8 +2,10 @@
 /* txn.c - the engine: begin, method policy, commit, abort and restart.
  *
  * Life of an outermost transaction:
- *   _txkit_begin (arch checkpoint) -> tk_begin_c -> run_attempts: pick a method
- *   and begin an attempt; user code runs; _txkit_end -> commit.
+ *   _txkit_begin (arch checkpoint) -> tk_begin_c_outer (tk_begin_c when nested
+ *   or the thread has no descriptor yet) -> an express begin (express.h) or
+ *   run_attempts: pick a method and begin an attempt; user code runs;
+ *   _txkit_end -> commit.
  * A hardware abort resumes inside the hardware method's begin() and comes back
  * to run_attempts as a cause. A software abort (failed validation, tx_restart)
  * calls tk_abort: roll back, run abort handlers, back off, start the next

@@ -3,8 +3,9 @@
  *
  * int _txkit_begin(txkit_site_t *site, unsigned flags)            (TX_ATOMIC)
  * uint32_t _ITM_beginTransaction(uint32_t properties, ...)         (gcc -fgnu-tm)
- *   Ask the runtime where to save (tk_jb_slot / tk_itm_jb_slot: the thread
- *   descriptor's checkpoint, or a nested one), save the callee-saved
+ *   Find where to save (the thread descriptor's checkpoint, read inline for
+ *   an outermost TX_ATOMIC; else tk_jb_slot / tk_itm_jb_slot: that one, or a
+ *   nested one), save the callee-saved
  *   registers, the caller's stack pointer, the return address and the shadow
  *   stack pointer there, and tail-call the C begin, which returns to our
  *   caller. Saving in place, with 8-byte stores never reloaded wider, avoids a
