@@ -405,7 +405,7 @@ void tk_stm_sw_leave(tk_thread *t) {
  * threads' hardware commits bump hw_commits, which costs them only when they
  * conflict on it. Any other thread leaves at once, so that its own hardware
  * attempts, and everyone else's, need not. */
-static void unregister(tk_thread *t) {
+static inline void unregister(tk_thread *t) {
     __atomic_store_n(&t->epoch, 0, __ATOMIC_RELEASE);
     if (t->stm.sw_registered && tk_configured_method(t) != TXKIT_STM)
         sw_leave(t);
@@ -533,9 +533,11 @@ static int stm_commit(tk_thread *t) {
     if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
     if (t->stm.wset.len == 0) { /* read-only: consistent at its last validation */
-        if (!tk_vis_read_commit(t))
-            return TXKIT_CAUSE_CONFLICT; /* a manager decided against it */
-        tk_vis_end(t);
+        if (t->vis.active) { /* (vis.c does nothing for an attempt not visible) */
+            if (!tk_vis_read_commit(t))
+                return TXKIT_CAUSE_CONFLICT; /* a manager decided against it */
+            tk_vis_end(t);
+        }
         unregister(t);
         return TK_OK;
     }
@@ -555,7 +557,8 @@ static int stm_commit(tk_thread *t) {
     tk_g.last_writer_prio = t->cm.prio;
     write_back(t);
     __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
-    tk_vis_end(t);
+    if (t->vis.active)
+        tk_vis_end(t);
     unregister(t);
     return TK_OK;
 }

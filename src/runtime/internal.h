@@ -498,6 +498,12 @@ static inline void tk_attempt_reset(tk_thread *t) {
     t->handlers.len = 0;
     t->arena.len = 0;
 }
+/* Whether the contention manager's on_commit would do nothing for t (cm.c:
+ * it resets the aborts in a row and tells the scheduler), so that the engine
+ * may skip the call. Owner thread. */
+static inline bool tk_cm_commit_quiet(const tk_thread *t) {
+    return !t->cm.consecutive_aborts && !tk_sched_on && !t->sched.queue_held;
+}
 /* The attempt is over (committed or rolled back): no barriers, not
  * irrevocable. Owner thread. */
 static inline void tk_attempt_ended(tk_thread *t) {

@@ -308,11 +308,12 @@ void tk_finish_commit(tk_thread *t) {
     tk_irr_release(t);
     count_commit(t, m, t->ctl.attempts);
     tk_attempt_ended(t);
-    tk_cm->on_commit(t);
+    if (!tk_cm_commit_quiet(t))
+        tk_cm->on_commit(t);
     /* At the first attempt of software TM, with no handler to run (which
      * may run transactions of its own), nothing forced: the state is as
      * tk_start_transaction would reset it (express.h). */
-    bool again = tk_method_has(m, TK_CAP_SOFTWARE) && m->id == TXKIT_STM && t->ctl.attempts == 0 &&
+    bool again = m->id == TXKIT_STM && t->ctl.attempts == 0 &&
                  !t->ctl.force_serial && !t->handlers.len &&
                  (t->ctl.kind == TK_KIND_C || t->ctl.kind == TK_KIND_ITM);
     if (t->frees.len | t->allocs.len | t->handlers.len)
