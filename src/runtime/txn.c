@@ -313,9 +313,8 @@ void tk_finish_commit(tk_thread *t) {
     /* At the first attempt of software TM, with no handler to run (which
      * may run transactions of its own), nothing forced: the state is as
      * tk_start_transaction would reset it (express.h). */
-    bool again = m->id == TXKIT_STM && t->ctl.attempts == 0 &&
-                 !t->ctl.force_serial && !t->handlers.len &&
-                 (t->ctl.kind == TK_KIND_C || t->ctl.kind == TK_KIND_ITM);
+    bool again = m->id == TXKIT_STM && t->ctl.attempts == 0 && !t->ctl.force_serial &&
+                 !t->handlers.len && (t->ctl.kind == TK_KIND_C || t->ctl.kind == TK_KIND_ITM);
     if (t->frees.len | t->allocs.len | t->handlers.len)
         tk_discard_effects(t, 1);
     if (again)
