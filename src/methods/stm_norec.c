@@ -533,7 +533,7 @@ static int stm_commit(tk_thread *t) {
     if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
     if (t->stm.wset.len == 0) { /* read-only: consistent at its last validation */
-        if (t->vis.active) { /* (vis.c does nothing for an attempt not visible) */
+        if (t->vis.active) {    /* (vis.c does nothing for an attempt not visible) */
             if (!tk_vis_read_commit(t))
                 return TXKIT_CAUSE_CONFLICT; /* a manager decided against it */
             tk_vis_end(t);
