@@ -216,6 +216,14 @@ static void windex_put(tk_thread *t, uintptr_t word, uint32_t idx) {
     t->stm.windex[windex_slot(t, word, false)] = (tk_wslot){word, idx, t->stm.wgen};
 }
 
+/* Index every entry of the write set: when it outgrows WS_SMALL, and into a
+ * larger index (windex_grow). */
+__attribute__((noinline, cold)) static void windex_build(tk_thread *t) {
+    for (size_t i = 0; i < t->stm.wset.len; i++)
+        windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
+    t->stm.windexed = 1;
+}
+
 __attribute__((noinline, cold)) static void windex_grow(tk_thread *t) {
     uint32_t size = (t->stm.windex_mask + 1) * 2;
     tk_wslot *n = calloc(size, sizeof *n);
@@ -225,15 +233,7 @@ __attribute__((noinline, cold)) static void windex_grow(tk_thread *t) {
     t->stm.windex = n;
     t->stm.windex_mask = size - 1;
     t->stm.wgen = 1;
-    for (size_t i = 0; i < t->stm.wset.len; i++)
-        windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
-}
-
-/* The write set outgrows WS_SMALL: index every entry. */
-__attribute__((noinline, cold)) static void windex_build(tk_thread *t) {
-    for (size_t i = 0; i < t->stm.wset.len; i++)
-        windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
-    t->stm.windexed = 1;
+    windex_build(t);
 }
 
 /* Would one more entry fill the index past half? */
@@ -262,20 +262,25 @@ __attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
     }
 }
 
+/* A new entry for word (bit: its bloom bit), nothing written yet; the
+ * vector has room. */
+static inline __attribute__((always_inline)) tk_wentry *ws_append(tk_thread *t, uintptr_t word,
+                                                                  uint64_t bit) {
+    tk_wentry *e = &((tk_wentry *)t->stm.wset.data)[t->stm.wset.len++];
+    e->word = word;
+    e->data = 0;
+    e->mask = 0;
+    _txkit_tls.wbloom |= bit;
+    return e;
+}
+
 /* ws_get's two halves, with room for one more entry: the write set not
  * indexed (a search after a bloom hit, else an append), or indexed (one probe
  * finds the entry or the free slot it goes to). */
 static inline __attribute__((always_inline)) tk_wentry *ws_get_small(tk_thread *t, uintptr_t word) {
     uint64_t bit = bloom_bit(word);
     tk_wentry *e = (_txkit_tls.wbloom & bit) ? ws_scan(t, word) : NULL;
-    if (e)
-        return e;
-    e = &((tk_wentry *)t->stm.wset.data)[t->stm.wset.len++];
-    e->word = word;
-    e->data = 0;
-    e->mask = 0;
-    _txkit_tls.wbloom |= bit;
-    return e;
+    return e ? e : ws_append(t, word, bit);
 }
 static inline __attribute__((always_inline)) tk_wentry *ws_get_indexed(tk_thread *t,
                                                                        uintptr_t word) {
@@ -284,14 +289,8 @@ static inline __attribute__((always_inline)) tk_wentry *ws_get_indexed(tk_thread
     tk_wentry *base = (tk_wentry *)t->stm.wset.data;
     if (windex_live(t, h))
         return &base[t->stm.windex[h].idx];
-    uint32_t idx = (uint32_t)t->stm.wset.len++;
-    tk_wentry *e = &base[idx];
-    e->word = word;
-    e->data = 0;
-    e->mask = 0;
-    t->stm.windex[h] = (tk_wslot){word, idx, t->stm.wgen};
-    _txkit_tls.wbloom |= bit;
-    return e;
+    t->stm.windex[h] = (tk_wslot){word, (uint32_t)t->stm.wset.len, t->stm.wgen};
+    return ws_append(t, word, bit);
 }
 
 /* The entry of word, a new one if we have not written it yet. */

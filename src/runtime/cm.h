@@ -36,10 +36,9 @@ extern int tk_vis_on TK_HIDDEN;
 TK_HIDDEN int tk_cm_select(const char *name); /* 0 or -EINVAL */
 /* Whether the manager's on_begin does nothing for a first attempt (cm.c:
  * only the visible managers refresh the priority there), so that an express
- * begin (runtime/express.h) may skip it. Any thread. */
+ * begin (runtime/express.h) may skip it. Any thread. Its twin for on_commit,
+ * tk_cm_commit_quiet, is in internal.h, which defines the thread it reads. */
 static inline int tk_cm_begin_quiet(void) { return !tk_vis_on; }
-/* tk_cm_commit_quiet (internal.h, which defines the thread): whether the
- * manager's on_commit would do nothing for a thread. */
 /* The thread's conflict priority, refreshed from the scheduler when older
  * than a millisecond (cheap otherwise). */
 TK_HIDDEN int tk_prio_refresh(tk_thread *t);
