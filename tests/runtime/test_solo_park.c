@@ -284,19 +284,7 @@ static void test_irrevocable(void) {
     CHECK_EQ(a, 2000);
 }
 
-static long *volatile slot;
-
-/* Inside a transaction: slot points to a new block holding i; the old one
- * is freed at the commit. */
-static void swap_slot(long i) {
-    long *p = tx_malloc(sizeof *p);
-    CHECK(p != NULL);
-    *p = i;
-    long *old = (long *)TX_LOAD((uintptr_t *)&slot);
-    TX_STORE((uintptr_t *)&slot, (uintptr_t)p);
-    if (old)
-        tx_free(old);
-}
+static long *volatile slot; /* swapped by tk_swap_block (test_util.h) */
 
 static void test_effects(void) {
     total = a = b = 0;
@@ -304,7 +292,7 @@ static void test_effects(void) {
     go_solo();
     for (int i = 0; i < 200; i++)
         TX_ATOMIC {
-            swap_slot(i);
+            tk_swap_block(&slot, i);
             tx_on_commit(on_commit, &a);
         }
     CHECK_EQ(committed_handlers, 200);
@@ -373,7 +361,7 @@ static void test_express(void) {
         TX_ATOMIC {
             TX_STORE(&total, TX_LOAD(&total) + 1);
             if (i % 7 == 0)
-                swap_slot(i);
+                tk_swap_block(&slot, i);
             if (i % 1000 == 999)
                 tx_on_commit(on_commit, &a);
         }

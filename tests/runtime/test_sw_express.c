@@ -36,23 +36,12 @@
 #include "test_util.h"
 
 static long total, junk;
-static long *slot; /* tx_malloc'ed by one transaction, tx_free'd by a later one */
+static long *volatile slot; /* swapped by tk_swap_block (test_util.h) */
 static long handlers_run;
 
 static void on_commit(void *arg) { (void)arg, handlers_run++; }
 
 static void stats(tx_stats_t *s) { CHECK(tx_stats_get(s) == 0); }
-
-/* Replace slot by a new block holding v, freeing the old one. */
-static void swap_slot(long v) {
-    long *n = tx_malloc(sizeof *n);
-    CHECK(n != NULL);
-    *n = v; /* private until published */
-    long *old = (long *)TX_LOAD((uintptr_t *)&slot);
-    if (old)
-        tx_free(old);
-    TX_STORE((uintptr_t *)&slot, (uintptr_t)n);
-}
 
 /* One increment of total; restart: its first attempt stores junk and
  * restarts. Returns the attempts. */
@@ -96,7 +85,7 @@ static void test_counts(void) {
         TX_ATOMIC {
             TX_STORE(&total, TX_LOAD(&total) + 1);
             if (i % 7 == 0)
-                swap_slot(i);
+                tk_swap_block(&slot, i);
             if (i % 1000 == 999)
                 CHECK(tx_on_commit(on_commit, NULL) == 0);
         }

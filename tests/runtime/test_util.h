@@ -119,6 +119,18 @@ __attribute__((unused)) static int tk_attempt_no(struct tk_attempts *a) {
 
 /* ------------------------------------------------------------- utilities */
 
+/* Inside a transaction: *slotp points to a new block (tx_malloc) holding v;
+ * the block it pointed to, if any, is tx_free'd (freed at the commit). */
+__attribute__((unused)) static void tk_swap_block(long *volatile *slotp, long v) {
+    long *p = (long *)tx_malloc(sizeof *p);
+    CHECK(p != NULL);
+    *p = v; /* private until published */
+    long *old = (long *)TX_LOAD((uintptr_t *)slotp);
+    TX_STORE((uintptr_t *)slotp, (uintptr_t)p);
+    if (old)
+        tx_free(old);
+}
+
 __attribute__((unused)) static double tk_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
