@@ -46,7 +46,19 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     unsigned access = t->express;
     unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
     uint64_t n = t->ntx;
-    if (!(access & TK_EXPRESS) || !id || t->ctl.kind != kind || !tk_solo_fast_ok(t) ||
+    /* Of tk_solo_fast_ok, only the process-wide switches may have changed
+     * since the commit that set TK_EXPRESS checked it all (fault injection,
+     * the scheduler, the process's method: txkit_set_method; a thread that
+     * chose auto for itself under another process method takes the general
+     * path): the thread's own method changes clear t->express
+     * (txkit_set_thread_method), it holds no scheduler queue between
+     * transactions, and its statistics slot goes only at its exit or in a
+     * fork's child (which clears t->express). */
+    _Static_assert(TXKIT_AUTO == 0, "one OR for the three switches");
+    if (!(access & TK_EXPRESS) || !id || t->ctl.kind != kind ||
+        (__atomic_load_n(&tk_cfg.any_fault, __ATOMIC_RELAXED) |
+         __atomic_load_n(&tk_sched_on, __ATOMIC_RELAXED) |
+         (int)__atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED)) ||
         TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off))
         return false;
     __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED); /* solo.h: before looking */
@@ -56,11 +68,10 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
         return false; /* being revoked: the general path gives it back */
     }
     t->ctl.site = site;
-    t->stk_span = tk_stack_span(t, stack_top);
+    tk_stack_enter(t, stack_top);
     t->cnt = t->row + (id - 1);
     t->ntx = n + 1;
-    if (TXKIT_LIKELY(!tk_cfg.stats_off))
-        __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED); /* statistics off: unread */
     _txkit_tls.access = access & ~TK_EXPRESS;
     _txkit_tls.depth = 1;
     return true;
@@ -74,10 +85,9 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
 static inline bool tk_express_commit(tk_thread *t) {
     if (!tk_solo_commit_ok(t) || t->handlers.len)
         return false;
-    if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
+    if (TXKIT_LIKELY(!tk_cfg.stats_off))
         TK_COUNT(t->cnt->solo_commits, 1);
-        __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
-    }
+    __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
     t->ulog.len = 0;
     tk_solo_leave(t);
     if (TXKIT_UNLIKELY(t->frees.len | t->allocs.len)) {
@@ -118,7 +128,7 @@ tk_sw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int k
     t->express = 0;
     /* start_reset: the rest is as the last commit left it (TK_EXPRESS_SW) */
     t->ctl.site = site;
-    t->stk_span = tk_stack_span(t, stack_top);
+    tk_stack_enter(t, stack_top);
     /* start_count, not parked */
     t->cnt = t->row + (id - 1);
     t->ntx = n + 1;

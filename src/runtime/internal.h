@@ -173,6 +173,7 @@ struct tk_thread {
      *    the part of it private to the running transaction (txn.c): the
      *    frames below its outermost begin, [stk_lo, stk_lo + stk_span) */
     uintptr_t stk_lo, stk_hi, stk_span;
+    uintptr_t stk_top; /* the stack pointer stk_span was computed for: tk_stack_enter */
 
     /* -- statistics: this thread's row of the published segment (stats/),
      *    written only by this thread; cnt is the current site's entry */
@@ -292,6 +293,16 @@ static inline uintptr_t tk_stack_private_top(const tk_thread *t) { return t->stk
  * is stack_top (0 when it is not on the thread's known stack). */
 static inline uintptr_t tk_stack_span(const tk_thread *t, uintptr_t stack_top) {
     return stack_top > t->stk_lo && stack_top <= t->stk_hi ? stack_top - t->stk_lo : 0;
+}
+
+/* Set t->stk_span for an outermost begin whose caller's stack pointer is
+ * stack_top; recomputed only when it moved (a loop's transactions begin at
+ * the same depth). Owner thread, at the begin. */
+static inline void tk_stack_enter(tk_thread *t, uintptr_t stack_top) {
+    if (TXKIT_UNLIKELY(stack_top != t->stk_top)) {
+        t->stk_top = stack_top;
+        t->stk_span = tk_stack_span(t, stack_top);
+    }
 }
 
 /* fork(): each module that has locks or per-thread global state gets these

@@ -148,7 +148,7 @@ void tk_run_attempts(tk_thread *t) { run_attempts(t); }
  * Inline: tk_start_transaction and the solo fast path (tk_solo_begin) share them. */
 static inline void start_reset(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     t->express = 0; /* the next express begin needs a commit that leaves the state clean */
-    t->stk_span = tk_stack_span(t, stack_top);
+    tk_stack_enter(t, stack_top);
     t->ctl.site = site;
     t->ctl.m = NULL;
     t->ctl.attempts = 0;
@@ -470,24 +470,27 @@ tk_jmpbuf *tk_jb_slot(void) {
     return _txkit_tls.depth ? &t->jb_nested : &t->ctl.jb;
 }
 
-/* TX_ATOMIC's outermost begin but for the express one. */
-static __attribute__((noinline)) void begin_c(tk_thread *t, txkit_site_t *site) {
+/* TX_ATOMIC's outermost begin but for the express one. Returns 1 (what
+ * tk_begin_c_outer returns: its callers' tail calls). */
+static __attribute__((noinline)) int begin_c(tk_thread *t, txkit_site_t *site) {
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_C;
     t->ctl.code = TK_CODE_INSTRUMENTED;
     t->ctl.resume = resume_c;
     if (TXKIT_LIKELY(solo_begin(t, site, t->ctl.jb.rsp)))
-        return;
+        return 1;
     start_transaction(t, site, t->ctl.jb.rsp);
     run_attempts(t);
+    return 1;
 }
 
 /* TX_ATOMIC's outermost begin after a commit that allows the software
  * express one: out of line, so that the solo express path keeps no frame. */
-static __attribute__((noinline)) void begin_c_sw(tk_thread *t, txkit_site_t *site) {
+static __attribute__((noinline)) int begin_c_sw(tk_thread *t, txkit_site_t *site) {
     if (!tk_sw_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
-        begin_c(t, site);
+        return begin_c(t, site);
+    return 1;
 }
 
 /* TX_ATOMIC's outermost begin (depth 0), t the caller's descriptor:
@@ -495,15 +498,12 @@ static __attribute__((noinline)) void begin_c_sw(tk_thread *t, txkit_site_t *sit
 int tk_begin_c_outer(txkit_site_t *site, unsigned flags, tk_thread *t) {
     (void)flags;
     if (TXKIT_LIKELY(t->express)) {
-        if (!(t->express & TK_EXPRESS)) {
-            begin_c_sw(t, site);
-            return 1;
-        }
+        if (!(t->express & TK_EXPRESS))
+            return begin_c_sw(t, site);
         if (tk_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
             return 1;
     }
-    begin_c(t, site);
-    return 1;
+    return begin_c(t, site);
 }
 
 int tk_begin_c(txkit_site_t *site, unsigned flags) {
@@ -524,9 +524,11 @@ void _txkit_end(struct _txkit_scope *scope) {
         return;
     }
     tk_thread *t = tk_cur;
-    if (t->doomed)
-        return;
+    /* A doomed attempt (C++: unwinding to txkit::atomic) began by the general
+     * path, which cleared t->express */
     if (TXKIT_LIKELY(t->express) && tk_express_commit(t))
+        return;
+    if (t->doomed)
         return;
     if (tk_solo_commit_ok(t)) {
         tk_solo_commit(t);

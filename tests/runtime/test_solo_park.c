@@ -345,12 +345,17 @@ static void *set_process_method(void *arg) {
     CHECK(txkit_set_method(*(txkit_method_t *)arg) == 0);
     return NULL;
 }
+static void *set_serial_fault(void *arg) {
+    CHECK(txkit_set_fault(TXKIT_SERIAL, *(double *)arg) == 0);
+    return NULL;
+}
 
 /* Back-to-back transactions of a parked lone thread take the express begin
  * and commit (txn.c): each is counted once, as a serial commit; tx_malloc and
  * tx_free keep it express, a commit handler does not, and both take effect;
- * a restart undoes only its own stores; the process's method, changed by
- * another thread meanwhile, applies to the very next transaction. */
+ * a restart undoes only its own stores; the process's method and fault
+ * injection, changed by another thread meanwhile, apply to the very next
+ * transaction. */
 static void test_express(void) {
     total = a = b = 0;
     committed_handlers = 0;
@@ -396,13 +401,32 @@ static void test_express(void) {
     m = TXKIT_AUTO;
     CHECK(pthread_create(&th, NULL, set_process_method, &m) == 0);
     CHECK(pthread_join(th, NULL) == 0);
+
+    /* Express; another thread turns on fault injection: the very next
+     * transaction sees it (every serial attempt injected, 8 of them, then
+     * one more that commits). */
+    go_solo();
+    add_total(10);
+    double p = 1.0;
+    CHECK(pthread_create(&th, NULL, set_serial_fault, &p) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK(tx_stats_get(&s0) == 0);
+    add_total(1);
+    CHECK(tx_stats_get(&s1) == 0);
+    CHECK_EQ(s1.aborts_by_cause[TXKIT_CAUSE_INJECTED] - s0.aborts_by_cause[TXKIT_CAUSE_INJECTED],
+             8); /* runtime/policy.h: TK_FAULT_SERIAL_MAX */
+    CHECK_EQ(tx_stats_commits(&s1) - tx_stats_commits(&s0), 1);
+    add_total(99);
+    p = 0;
+    CHECK(pthread_create(&th, NULL, set_serial_fault, &p) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
     go_solo();
     other_thread_runs();
     TX_ATOMIC {
         tx_free((long *)TX_LOAD((uintptr_t *)&slot));
         TX_STORE((uintptr_t *)&slot, (uintptr_t)0);
     }
-    CHECK_EQ(total, 14121);
+    CHECK_EQ(total, 15231);
     CHECK_EQ(a, 2000);
 }
 
