@@ -736,16 +736,33 @@ __attribute__((noinline)) static void stm_store_indexed(tk_thread *t, uintptr_t 
  * stm_store_any. */
 static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
     uintptr_t a = (uintptr_t)addr;
+    size_t n = t->stm.wset.len;
     if (TXKIT_LIKELY(size == 8 && !(a & 7) && !tk_stack_private(t, addr, 8) && !t->captured.len &&
-                     !t->vis.active && ws_room(t))) {
-        if (TXKIT_UNLIKELY(t->stm.windexed)) {
+                     !t->vis.active)) {
+        /* A small write set (never indexed below WS_SMALL entries: ws_reserve)
+         * with room: ws_get_small, each entry written once */
+        if (TXKIT_LIKELY(n < WS_SMALL && n < t->stm.wset.cap)) {
+            tk_wentry *e = (tk_wentry *)t->stm.wset.data;
+            uint64_t bit = bloom_bit(a), wb = _txkit_tls.wbloom;
+            if (wb & bit)
+                for (size_t i = 0; i < n; i++)
+                    if (e[i].word == a) {
+                        __builtin_memcpy(&e[i].data, src, 8);
+                        e[i].mask = 0xff;
+                        return;
+                    }
+            e += n;
+            e->word = a;
+            __builtin_memcpy(&e->data, src, 8);
+            e->mask = 0xff;
+            t->stm.wset.len = n + 1;
+            _txkit_tls.wbloom = wb | bit;
+            return;
+        }
+        if (t->stm.windexed && ws_room(t)) {
             stm_store_indexed(t, a, src);
             return;
         }
-        tk_wentry *e = ws_get_small(t, a);
-        __builtin_memcpy(&e->data, src, 8);
-        e->mask = 0xff;
-        return;
     }
     stm_store_any(t, addr, src, size);
 }
