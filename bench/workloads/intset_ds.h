@@ -14,6 +14,16 @@
  *   DS_BAD()        an impossible shape was observed (only a TM that let a
  *                   transaction see an inconsistent state could get there)
  *   DS_OOM()        a node allocation failed (does not return)
+ * and optionally
+ *   DS_LD_SEL(c, a, b)  read *a if c, else *b (the tree's step to a child).
+ *                   Default: DS_LD of the side c picks, behind a branch, which
+ *                   plain code wants (the CPU runs down the predicted side
+ *                   before the comparison is known); a transactional
+ *                   instantiation may load the selected address instead
+ *                   (one barrier, the address by a conditional move), since
+ *                   a barrier on each side puts a branch on the comparison in
+ *                   front of a barrier's worth of work each time it is
+ *                   mispredicted.
  *
  * A node is initialized with plain stores while it is still private; it is
  * published by one DS_ST. Every other access to shared nodes goes through
@@ -24,6 +34,10 @@
  * and skip_level() come from intset.h,
  * included before the first inclusion; struct lnode from chain_ds.h.
  */
+
+#ifndef DS_LD_SEL
+#define DS_LD_SEL(c, a, b) ((c) ? DS_LD(a) : DS_LD(b))
+#endif
 
 /* ------------------------------------------------- sorted chain (list, hash) */
 
@@ -107,7 +121,7 @@ static int DS_NAME(tree_contains)(struct intset *s, long key) {
             return 1;
         if (++depth > TREE_MAXH)
             DS_BAD();
-        n = key < k ? DS_LD(&n->left) : DS_LD(&n->right);
+        n = DS_LD_SEL(key < k, &n->left, &n->right);
     }
     return 0;
 }
@@ -123,7 +137,7 @@ static int DS_NAME(tree_insert)(struct intset *s, long key) {
         if (d >= TREE_MAXH)
             DS_BAD();
         path[d++] = n;
-        n = key < k ? DS_LD(&n->left) : DS_LD(&n->right);
+        n = DS_LD_SEL(key < k, &n->left, &n->right);
     }
     struct tnode *z = DS_ALLOC(sizeof *z);
     if (!z)
@@ -199,7 +213,7 @@ static int DS_NAME(tree_delete)(struct intset *s, long key) {
         if (d >= TREE_MAXH)
             DS_BAD();
         path[d++] = z;
-        z = key < k ? DS_LD(&z->left) : DS_LD(&z->right);
+        z = DS_LD_SEL(key < k, &z->left, &z->right);
     }
     if (!z)
         return 0;
@@ -398,6 +412,7 @@ static int DS_NAME(skip_delete)(struct intset *s, long key) {
 
 #undef DS_NAME
 #undef DS_LD
+#undef DS_LD_SEL
 #undef DS_ST
 #undef DS_ALLOC
 #undef DS_FREE
