@@ -237,7 +237,7 @@ uint32_t tk_itm_begin(uint32_t props) {
 }
 
 static void commit_outermost(tk_thread *t) {
-    if (TXKIT_LIKELY(t->express) && t->itm.cps.len == 0 && tk_express_commit(t))
+    if ((t->express & TK_EXPRESS) && t->itm.cps.len == 0 && tk_express_commit(t))
         return;
     if (tk_solo_commit_ok(t)) { /* a lone thread's attempt on its parked clock */
         drop_checkpoints(t, 0);

@@ -77,16 +77,20 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     return true;
 }
 
-/* Commit a transaction that tk_express_begin began, when it ran only its own
- * code and tx_malloc / tx_free (no handlers, no hooks to run): counted in one
- * word (stats/format.h: solo_commits), the clock stays parked, t->express
- * stays. False, with nothing done, otherwise (the caller commits as usual).
- * Owner thread, outermost commit. */
+/* Commit a transaction that tk_express_begin began (t->express has
+ * TK_EXPRESS: so t->solo_in is 1, as tk_solo_commit_ok asks; whatever clears
+ * solo_in inside a transaction, tk_solo_unpark, clears t->express too), when
+ * it ran only its own code and tx_malloc / tx_free (no handlers, no hooks to
+ * run): counted in one word of the thread's own row (stats/format.h:
+ * solo_commits; tk_solo_commit sets TK_EXPRESS only for a thread with a row
+ * of its own), the clock stays parked, t->express stays. False, with nothing
+ * done, otherwise (the caller commits as usual). Owner thread, outermost
+ * commit. */
 static inline bool tk_express_commit(tk_thread *t) {
-    if (!tk_solo_commit_ok(t) || t->handlers.len)
+    if ((t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED)) | t->handlers.len)
         return false;
-    if (TXKIT_LIKELY(!tk_cfg.stats_off))
-        TK_COUNT(t->cnt->solo_commits, 1);
+    if (TXKIT_LIKELY(!tk_cfg.stats_off)) /* one writer: TK_COUNT's private case */
+        __atomic_store_n(&t->cnt->solo_commits, t->cnt->solo_commits + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
     t->ulog.len = 0;
     tk_solo_leave(t);

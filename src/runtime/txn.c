@@ -342,7 +342,7 @@ static inline void count_solo_commit(tk_thread *t) {
 void tk_solo_commit(tk_thread *t) {
     count_solo_commit(t);
     if (tk_solo_leave(t) && (t->ctl.kind == TK_KIND_C || t->ctl.kind == TK_KIND_ITM) &&
-        !t->handlers.len && !t->ctl.irr_token) {
+        !t->handlers.len && !t->ctl.irr_token && t->slot_index != TKS_SHARED_SLOT) {
         /* Still parked and nothing runs but the transaction's own code: the
          * next transaction of the same kind may take the express begin. */
         if (t->frees.len | t->allocs.len)
@@ -526,7 +526,7 @@ void _txkit_end(struct _txkit_scope *scope) {
     tk_thread *t = tk_cur;
     /* A doomed attempt (C++: unwinding to txkit::atomic) began by the general
      * path, which cleared t->express */
-    if (TXKIT_LIKELY(t->express) && tk_express_commit(t))
+    if ((t->express & TK_EXPRESS) && tk_express_commit(t))
         return;
     if (t->doomed)
         return;
