@@ -341,15 +341,6 @@ static void add_total(int n) {
         bump(0);
 }
 
-static void *set_process_method(void *arg) {
-    CHECK(txkit_set_method(*(txkit_method_t *)arg) == 0);
-    return NULL;
-}
-static void *set_serial_fault(void *arg) {
-    CHECK(txkit_set_fault(TXKIT_SERIAL, *(double *)arg) == 0);
-    return NULL;
-}
-
 /* Back-to-back transactions of a parked lone thread take the express begin
  * and commit (txn.c): each is counted once, as a serial commit; tx_malloc and
  * tx_free keep it express, a commit handler does not, and both take effect;
@@ -390,26 +381,19 @@ static void test_express(void) {
     /* Express; another thread switches the process to stm. */
     go_solo();
     add_total(10);
-    pthread_t th;
-    txkit_method_t m = TXKIT_STM;
-    CHECK(pthread_create(&th, NULL, set_process_method, &m) == 0);
-    CHECK(pthread_join(th, NULL) == 0);
+    tk_set_method_elsewhere(TXKIT_STM);
     CHECK(tx_stats_get(&s0) == 0);
     add_total(100);
     CHECK(tx_stats_get(&s1) == 0);
     CHECK_EQ(s1.commits[TXKIT_STM] - s0.commits[TXKIT_STM], 100);
-    m = TXKIT_AUTO;
-    CHECK(pthread_create(&th, NULL, set_process_method, &m) == 0);
-    CHECK(pthread_join(th, NULL) == 0);
+    tk_set_method_elsewhere(TXKIT_AUTO);
 
     /* Express; another thread turns on fault injection: the very next
      * transaction sees it (every serial attempt injected, 8 of them, then
      * one more that commits). */
     go_solo();
     add_total(10);
-    double p = 1.0;
-    CHECK(pthread_create(&th, NULL, set_serial_fault, &p) == 0);
-    CHECK(pthread_join(th, NULL) == 0);
+    tk_set_fault_elsewhere(TXKIT_SERIAL, 1.0);
     CHECK(tx_stats_get(&s0) == 0);
     add_total(1);
     CHECK(tx_stats_get(&s1) == 0);
@@ -417,9 +401,7 @@ static void test_express(void) {
              8); /* runtime/policy.h: TK_FAULT_SERIAL_MAX */
     CHECK_EQ(tx_stats_commits(&s1) - tx_stats_commits(&s0), 1);
     add_total(99);
-    p = 0;
-    CHECK(pthread_create(&th, NULL, set_serial_fault, &p) == 0);
-    CHECK(pthread_join(th, NULL) == 0);
+    tk_set_fault_elsewhere(TXKIT_SERIAL, 0.0);
     go_solo();
     other_thread_runs();
     TX_ATOMIC {

@@ -62,20 +62,6 @@ static void bumps(int n) {
         CHECK_EQ(bump(0), 1);
 }
 
-static void *set_method(void *arg) {
-    CHECK(txkit_set_method(*(txkit_method_t *)arg) == 0);
-    return NULL;
-}
-static void *set_fault(void *arg) {
-    CHECK(txkit_set_fault(TXKIT_STM, *(double *)arg) == 0);
-    return NULL;
-}
-static void on_other_thread(void *(*fn)(void *), void *arg) {
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, fn, arg) == 0);
-    CHECK(pthread_join(th, NULL) == 0);
-}
-
 static void test_counts(void) {
     CHECK(txkit_set_method(TXKIT_STM) == 0);
     bumps(100);
@@ -139,8 +125,7 @@ static void test_irrevocable(void) {
     CHECK_EQ(s1.irrevocable - s0.irrevocable, 1000);
     CHECK_EQ(tx_stats_aborts(&s1) - tx_stats_aborts(&s0), 0);
     /* the token is back: another thread's transaction can become irrevocable */
-    txkit_method_t m = TXKIT_STM;
-    on_other_thread(set_method, &m);
+    tk_set_method_elsewhere(TXKIT_STM);
     bumps(10);
     CHECK_EQ(total, 3010);
 }
@@ -149,15 +134,13 @@ static void test_method(void) {
     CHECK(txkit_set_method(TXKIT_STM) == 0);
     bumps(50);
     tx_stats_t s0, s1;
-    txkit_method_t m = TXKIT_SERIAL;
-    on_other_thread(set_method, &m);
+    tk_set_method_elsewhere(TXKIT_SERIAL);
     stats(&s0);
     bumps(100);
     stats(&s1);
     CHECK_EQ(s1.commits[TXKIT_SERIAL] - s0.commits[TXKIT_SERIAL], 100);
     CHECK_EQ(s1.commits[TXKIT_STM] - s0.commits[TXKIT_STM], 0);
-    m = TXKIT_STM;
-    on_other_thread(set_method, &m);
+    tk_set_method_elsewhere(TXKIT_STM);
     stats(&s0);
     bumps(100);
     stats(&s1);
@@ -180,8 +163,7 @@ static void test_fault(void) {
     CHECK(txkit_set_method(TXKIT_STM) == 0);
     bumps(50);
     tx_stats_t s0, s1;
-    double p = 1.0;
-    on_other_thread(set_fault, &p);
+    tk_set_fault_elsewhere(TXKIT_STM, 1.0);
     stats(&s0);
     for (int i = 0; i < 20; i++) /* every software attempt injected: each ends serially */
         CHECK(bump(0) > 1);
@@ -189,8 +171,7 @@ static void test_fault(void) {
     CHECK_EQ(s1.commits[TXKIT_SERIAL] - s0.commits[TXKIT_SERIAL], 20);
     CHECK(s1.aborts_by_cause[TXKIT_CAUSE_INJECTED] - s0.aborts_by_cause[TXKIT_CAUSE_INJECTED] >=
           20);
-    p = 0.0;
-    on_other_thread(set_fault, &p);
+    tk_set_fault_elsewhere(TXKIT_STM, 0.0);
     bumps(10);
     stats(&s0);
     bumps(100);

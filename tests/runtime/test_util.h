@@ -6,6 +6,7 @@
 #ifndef TXKIT_TEST_UTIL_H
 #define TXKIT_TEST_UTIL_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,6 +130,37 @@ __attribute__((unused)) static void tk_swap_block(long *volatile *slotp, long v)
     TX_STORE((uintptr_t *)slotp, (uintptr_t)p);
     if (old)
         tx_free(old);
+}
+
+/* A process-wide switch thrown by another thread (created and joined here),
+ * for tests of what the caller's next transaction sees. */
+struct tk_switch_arg {
+    int fault; /* 0: txkit_set_method(m); 1: txkit_set_fault(m, prob) */
+    txkit_method_t m;
+    double prob;
+};
+static void *tk_switch_thread(void *arg) {
+    const struct tk_switch_arg *a = (const struct tk_switch_arg *)arg;
+    if (a->fault)
+        CHECK(txkit_set_fault(a->m, a->prob) == 0);
+    else
+        CHECK(txkit_set_method(a->m) == 0);
+    return NULL;
+}
+__attribute__((unused)) static void tk_switch_elsewhere(struct tk_switch_arg a) {
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, tk_switch_thread, &a) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+}
+/* txkit_set_method(m) by another thread. */
+__attribute__((unused)) static void tk_set_method_elsewhere(txkit_method_t m) {
+    struct tk_switch_arg a = {0, m, 0};
+    tk_switch_elsewhere(a);
+}
+/* txkit_set_fault(m, prob) by another thread. */
+__attribute__((unused)) static void tk_set_fault_elsewhere(txkit_method_t m, double prob) {
+    struct tk_switch_arg a = {1, m, prob};
+    tk_switch_elsewhere(a);
 }
 
 __attribute__((unused)) static double tk_now(void) {
