@@ -262,13 +262,13 @@ __attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
     }
 }
 
-/* A new entry for word (bit: its bloom bit), nothing written yet; the
- * vector has room. */
+/* A new entry for word (bit: its bloom bit), nothing written yet (mask 0:
+ * every reader of data takes only the bytes the mask names, so data is not
+ * cleared); the vector has room. */
 static inline __attribute__((always_inline)) tk_wentry *ws_append(tk_thread *t, uintptr_t word,
                                                                   uint64_t bit) {
     tk_wentry *e = &((tk_wentry *)t->stm.wset.data)[t->stm.wset.len++];
     e->word = word;
-    e->data = 0;
     e->mask = 0;
     _txkit_tls.wbloom |= bit;
     return e;
@@ -740,23 +740,11 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
     if (TXKIT_LIKELY(size == 8 && !(a & 7) && !tk_stack_private(t, addr, 8) && !t->captured.len &&
                      !t->vis.active)) {
         /* A small write set (never indexed below WS_SMALL entries: ws_reserve)
-         * with room: ws_get_small, each entry written once */
+         * with room: ws_get_small, without ws_room's questions */
         if (TXKIT_LIKELY(n < WS_SMALL && n < t->stm.wset.cap)) {
-            tk_wentry *e = (tk_wentry *)t->stm.wset.data;
-            uint64_t bit = bloom_bit(a), wb = _txkit_tls.wbloom;
-            if (wb & bit)
-                for (size_t i = 0; i < n; i++)
-                    if (e[i].word == a) {
-                        __builtin_memcpy(&e[i].data, src, 8);
-                        e[i].mask = 0xff;
-                        return;
-                    }
-            e += n;
-            e->word = a;
+            tk_wentry *e = ws_get_small(t, a);
             __builtin_memcpy(&e->data, src, 8);
             e->mask = 0xff;
-            t->stm.wset.len = n + 1;
-            _txkit_tls.wbloom = wb | bit;
             return;
         }
         if (t->stm.windexed && ws_room(t)) {
