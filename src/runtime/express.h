@@ -89,8 +89,8 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
 static inline bool tk_express_commit(tk_thread *t) {
     if ((t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED)) | t->handlers.len)
         return false;
-    if (TXKIT_LIKELY(!tk_cfg.stats_off)) /* one writer: TK_COUNT's private case */
-        __atomic_store_n(&t->cnt->solo_commits, t->cnt->solo_commits + 1, __ATOMIC_RELAXED);
+    if (TXKIT_LIKELY(!tk_cfg.stats_off))
+        TK_COUNT_OWN(t->cnt->solo_commits, 1);
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
     t->ulog.len = 0;
     tk_solo_leave(t);

@@ -30,13 +30,15 @@
  * statistics segment (stats/format.h), the last one, from tk_seg_shared_lo
  * up, has many: an atomic add. */
 extern uintptr_t tk_seg_shared_lo TK_HIDDEN; /* UINTPTR_MAX while there is none */
-#define TK_COUNT(field, n)                                               \
-    do {                                                                 \
-        if (TXKIT_UNLIKELY((uintptr_t) & (field) >= tk_seg_shared_lo))   \
-            __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED);         \
-        else                                                             \
-            __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED); \
+#define TK_COUNT(field, n)                                             \
+    do {                                                               \
+        if (TXKIT_UNLIKELY((uintptr_t) & (field) >= tk_seg_shared_lo)) \
+            __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED);       \
+        else                                                           \
+            TK_COUNT_OWN(field, n);                                    \
     } while (0)
+/* TK_COUNT's case of a field known to be in the thread's own row. */
+#define TK_COUNT_OWN(field, n) __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
 
 /* ------------------------------------------------------------------ logs */
 
