@@ -89,6 +89,24 @@ exec(sys.argv[3])
 ' "$1" "$tmp" "$2" || fail "check failed on $(basename "$1"): $2"
 }
 
+# folded_totals METHOD NAME ASSERTS: helpers a (one thread) and b (three
+# taking turns), 300 transactions each under TXKIT_METHOD=METHOD, counted
+# partly in words the readers fold (format.h: tks_fold): the totals must
+# still be exact, in the output and in the helpers' own lines; then ASSERTS
+# (python, with A and B the helpers' pids).
+folded_totals() {
+  TXKIT_METHOD=$1 start_helper a --tx 300 --no-fault --name "$2"; a=$hpid
+  TXKIT_METHOD=$1 start_helper b --tx 300 --threads 3 --no-fault --name "$2"; b=$hpid
+  "$bin" stat --json >"$tmp/out.json" 2>"$tmp/err" || fail "txkit stat --json: $(cat "$tmp/err")"
+  check "$tmp/out.json" "
+A, B = $a, $b
+for p in (proc(A), proc(B), H[A], H[B]):
+    assert p['transactions'] == 300 and p['commits'] == 300 and p['aborts'] == 0, p
+t = d['total']
+assert t['transactions'] == 600 and t['commits'] == 600, t
+$3"
+}
+
 # fields FILE N: the last line of FILE's table whose first field is "total", or pid N.
 row() { awk -v k="$2" '$1 == k { line = $0 } END { print line }' "$1"; }
 
@@ -114,36 +132,21 @@ assert per[$b] == {'test.events': 7, 'test.level': 7}, per
   ;;
 solo)
   # A lone thread under auto runs serially on a clock it keeps between its
-  # transactions (src/runtime/solo.h), counted in one word the readers fold
-  # (format.h: tks_fold): the totals must still be exact. In b three
-  # threads take turns, so the clock passes from one to the next (the later
-  # ones may run in hardware or software: whatever auto picks).
-  TXKIT_METHOD=auto start_helper a --tx 300 --no-fault --name solo; a=$hpid
-  TXKIT_METHOD=auto start_helper b --tx 300 --threads 3 --no-fault --name solo; b=$hpid
-  "$bin" stat --json >"$tmp/out.json" 2>"$tmp/err" || fail "txkit stat --json: $(cat "$tmp/err")"
-  check "$tmp/out.json" "
-for p in (proc($a), proc($b), H[$a], H[$b]):
-    assert p['transactions'] == 300 and p['commits'] == 300 and p['aborts'] == 0, p
-assert proc($a)['commits_by_method'] == {'htm': 0, 'stm': 0, 'serial': 300}, proc($a)
-assert sum(proc($b)['commits_by_method'].values()) == 300, proc($b)
-assert proc($b)['commits_by_method']['serial'] >= 100, proc($b)
-t = d['total']
-assert t['transactions'] == 600 and t['commits'] == 600, t
+  # transactions (src/runtime/solo.h), counted in one word the readers fold.
+  # In b three threads take turns, so the clock passes from one to the next
+  # (the later ones may run in hardware or software: whatever auto picks).
+  folded_totals auto solo "
+assert proc(A)['commits_by_method'] == {'htm': 0, 'stm': 0, 'serial': 300}, proc(A)
+assert sum(proc(B)['commits_by_method'].values()) == 300, proc(B)
+assert proc(B)['commits_by_method']['serial'] >= 100, proc(B)
 "
   ;;
 software)
   # Software commits at their first attempt are counted in one word the
-  # readers fold (format.h: tks_fold): the totals must still be exact.
-  TXKIT_METHOD=stm start_helper a --tx 300 --no-fault --name sw; a=$hpid
-  TXKIT_METHOD=stm start_helper b --tx 300 --threads 3 --no-fault --name sw; b=$hpid
-  "$bin" stat --json >"$tmp/out.json" 2>"$tmp/err" || fail "txkit stat --json: $(cat "$tmp/err")"
-  check "$tmp/out.json" "
-for p in (proc($a), proc($b), H[$a], H[$b]):
-    assert p['transactions'] == 300 and p['commits'] == 300 and p['aborts'] == 0, p
-assert proc($a)['commits_by_method'] == {'htm': 0, 'stm': 300, 'serial': 0}, proc($a)
-assert proc($b)['commits_by_method'] == {'htm': 0, 'stm': 300, 'serial': 0}, proc($b)
-t = d['total']
-assert t['transactions'] == 600 and t['commits'] == 600, t
+  # readers fold.
+  folded_totals stm sw "
+assert proc(A)['commits_by_method'] == {'htm': 0, 'stm': 300, 'serial': 0}, proc(A)
+assert proc(B)['commits_by_method'] == {'htm': 0, 'stm': 300, 'serial': 0}, proc(B)
 "
   ;;
 multiproc)
