@@ -353,14 +353,7 @@ static void test_express(void) {
     go_solo();
     tx_stats_t s0, s1;
     CHECK(tx_stats_get(&s0) == 0);
-    for (int i = 0; i < 10000; i++)
-        TX_ATOMIC {
-            TX_STORE(&total, TX_LOAD(&total) + 1);
-            if (i % 7 == 0)
-                tk_swap_block(&slot, i);
-            if (i % 1000 == 999)
-                tx_on_commit(on_commit, &a);
-        }
+    tk_express_mix(&total, &slot, on_commit, &a);
     CHECK(tx_stats_get(&s1) == 0);
     CHECK_EQ(total, 11000);
     CHECK_EQ(*slot, 9996);

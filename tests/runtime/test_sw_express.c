@@ -67,14 +67,7 @@ static void test_counts(void) {
     bumps(100);
     tx_stats_t s0, s1;
     stats(&s0);
-    for (int i = 0; i < 10000; i++)
-        TX_ATOMIC {
-            TX_STORE(&total, TX_LOAD(&total) + 1);
-            if (i % 7 == 0)
-                tk_swap_block(&slot, i);
-            if (i % 1000 == 999)
-                CHECK(tx_on_commit(on_commit, NULL) == 0);
-        }
+    tk_express_mix(&total, &slot, on_commit, NULL);
     stats(&s1);
     CHECK_EQ(total, 10100);
     CHECK_EQ(*slot, 9996);

@@ -132,6 +132,21 @@ __attribute__((unused)) static void tk_swap_block(long *volatile *slotp, long v)
         tx_free(old);
 }
 
+/* 10000 transactions of the express tests: each adds 1 to *total; every 7th
+ * (i = 0, 7, ...) also swaps *slotp's block for one holding i (tk_swap_block),
+ * every 1000th (i = 999, 1999, ...) registers on_commit(arg). */
+__attribute__((unused)) static void tk_express_mix(long *total, long *volatile *slotp,
+                                                   void (*on_commit)(void *), void *arg) {
+    for (int i = 0; i < 10000; i++)
+        TX_ATOMIC {
+            TX_STORE(total, TX_LOAD(total) + 1);
+            if (i % 7 == 0)
+                tk_swap_block(slotp, i);
+            if (i % 1000 == 999)
+                CHECK(tx_on_commit(on_commit, arg) == 0);
+        }
+}
+
 /* A process-wide switch thrown by another thread (created and joined here),
  * for tests of what the caller's next transaction sees. */
 struct tk_switch_arg {
