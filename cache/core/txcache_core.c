@@ -129,8 +129,11 @@ TXC_SAFE static uint64_t prio_now(const txc_entry *e, int policy) {
 #define HEAP_PARENT(i) (((i)-1) / HEAP_D)
 #define HEAP_CHILD(i) (HEAP_D * (i) + 1)
 
+/* Field by field: a whole-node copy would be one 16-byte access, which tx
+ * mode's runtime takes on its general (byte range) path, not the word one. */
 TXC_SAFE static void heap_set(txc_cache *c, uint64_t i, struct txc_hnode n) {
-    c->heap[i] = n;
+    c->heap[i].key = n.key;
+    c->heap[i].e = n.e;
     n.e->heap_pos = i;
 }
 
@@ -172,7 +175,8 @@ TXC_SAFE static void heap_del(txc_cache *c, uint64_t i) {
     uint64_t last = --c->heap_len;
     if (i == last)
         return;
-    heap_set(c, i, c->heap[last]);
+    struct txc_hnode n = {c->heap[last].key, c->heap[last].e};
+    heap_set(c, i, n);
     if (i > 0 && c->heap[HEAP_PARENT(i)].key > c->heap[i].key)
         sift_up(c, i);
     else
@@ -211,17 +215,27 @@ TXC_SAFE static void drop(txc_entry *e, txc_entry **dead) {
     *dead = e;
 }
 
-TXC_SAFE static void unlink_entry(txc_cache *c, txc_entry *e) {
+/* Out of the hash chain and the counts; its heap node stays (the caller's). */
+TXC_SAFE static void unchain_entry(txc_cache *c, txc_entry *e) {
     txc_entry **pp = bucket_of(c, e->hash);
     while (*pp != e)
         pp = &(*pp)->next;
     *pp = e->next;
-    heap_del(c, e->heap_pos);
     c->objects--;
     c->bytes -= e->size;
 }
 
-/* Evict the entry of lowest priority (the heap is not empty). */
+TXC_SAFE static void unlink_entry(txc_cache *c, txc_entry *e) {
+    unchain_entry(c, e);
+    heap_del(c, e->heap_pos);
+}
+
+/* Evict the entry of lowest priority (the heap is not empty), leaving its
+ * node at the top of the heap as a hole for the caller: filled by the entry
+ * being inserted (one sift down from the top, which a new entry's low key
+ * ends early) or taken out with heap_del before the next eviction. That
+ * spares the full-depth sift of the heap's last node into the top and the
+ * new entry's sift up, in every mode the larger part of a miss's section. */
 TXC_SAFE static void evict_one(txc_cache *c, struct txc_cstats *st, int policy, txc_entry **dead) {
     for (;;) {
         txc_entry *v = c->heap[0].e;
@@ -232,7 +246,7 @@ TXC_SAFE static void evict_one(txc_cache *c, struct txc_cstats *st, int policy, 
             sift_down(c, 0);
             continue;
         }
-        unlink_entry(c, v);
+        unchain_entry(c, v);
         if (policy == TXC_POLICY_GDSF && p > c->qclock)
             c->qclock = p; /* aging: later entries start from here */
         st->evictions++;
@@ -280,11 +294,21 @@ TXC_SAFE static int core_insert(txc_cache *c, txc_entry *e, unsigned s, uint64_t
             break;
         }
     uint64_t mo = cfg_max_objects(c), mb = cfg_max_bytes(c);
-    while (c->heap_len > 0 && ((mo && c->objects >= mo) || (mb && c->bytes + e->size > mb)))
+    int hole = 0; /* heap[0] belongs to an entry evicted here (evict_one) */
+    while (c->heap_len > (uint64_t)hole &&
+           ((mo && c->objects >= mo) || (mb && c->bytes + e->size > mb))) {
+        if (hole)
+            heap_del(c, 0);
         evict_one(c, st, policy, dead);
+        hole = 1;
+    }
     uint64_t born = policy == TXC_POLICY_LRU ? stamp : c->qclock;
     uint64_t key = policy == TXC_POLICY_LRU ? born : prio_add(born, gdsf_weight(1, e->size));
-    if (heap_push(c, e, key) != 0) {
+    if (hole) {
+        struct txc_hnode n = {key, e};
+        heap_set(c, 0, n);
+        sift_down(c, 0);
+    } else if (heap_push(c, e, key) != 0) {
         drop(e, dead);
         return -ENOMEM;
     }
