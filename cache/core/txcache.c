@@ -667,7 +667,15 @@ txc_cache *txc_create(const struct txc_config *cfg, char *err, size_t errlen) {
         bad(err, errlen, "out of memory");
         return NULL;
     }
-    pthread_mutex_init(&c->mu, NULL);
+    /* lock mode: the legacy design's plain mutex; tx mode: the lock of the
+     * stores' plans (txcache_core.c), short and never taken by hits, which
+     * spins a little before it sleeps */
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    if (cfg->sync == TXC_SYNC_TX)
+        pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&c->mu, &ma);
+    pthread_mutexattr_destroy(&ma);
     cx_init(&c->cx, NULL);
     c->refs = 1;
     return c;

@@ -14,8 +14,13 @@
  *   TXC_SYNC_LOCK  one mutex around every operation (the legacy design);
  *   TXC_SYNC_TX    gcc -fgnu-tm atomic blocks over transaction_safe code, run
  *                  by whatever libitm-ABI runtime the process binds (txkit's by
- *                  default, GCC's libitm for comparison); frees and other
- *                  side effects are deferred to commit actions, not transactified;
+ *                  default, GCC's libitm for comparison), for everything hits
+ *                  read (the hash chains): hits are lock-free read-only
+ *                  transactions; stores and removals plan their eviction work
+ *                  (heap, counts, limits) in plain code under a lock that hits
+ *                  never take, then relink the chains in a small transaction
+ *                  (selective transactification); frees and other side
+ *                  effects come after the sections, not transactified;
  *   TXC_SYNC_CX    a txkit cx lock (optimistic hardware section, lock fallback).
  *
  * How the hot path stays cheap (txcache_core.c has the details): a hit's

@@ -6,7 +6,10 @@
  * (only the front ends at the bottom differ):
  *   lock: plain code between pthread_mutex_lock / unlock;
  *   tx:   inside __transaction_atomic, run by whichever libitm-ABI runtime
- *         the process binds (txkit, or GCC's libitm);
+ *         the process binds (txkit, or GCC's libitm), for what hits read;
+ *         a store's or removal's plan (heap, counts) in plain code under a
+ *         lock hits never take, only its chain edits as a transaction
+ *         (core_insert_plan says why);
  *   cx:   plain code between cx_optimistic and cx_unlock (a hardware
  *         transaction where RTM works, the cx lock otherwise).
  *
@@ -215,18 +218,16 @@ TXC_SAFE static void drop(txc_entry *e, txc_entry **dead) {
     *dead = e;
 }
 
-/* Out of the hash chain and the counts; its heap node stays (the caller's). */
-TXC_SAFE static void unchain_entry(txc_cache *c, txc_entry *e) {
-    txc_entry **pp = bucket_of(c, e->hash);
-    while (*pp != e)
-        pp = &(*pp)->next;
-    *pp = e->next;
+/* Out of the counts; its hash chain is core_relink's, its heap node the
+ * caller's. */
+TXC_SAFE static void uncount_entry(txc_cache *c, txc_entry *e) {
     c->objects--;
     c->bytes -= e->size;
 }
 
+/* Out of the counts and the heap (replaced, removed). */
 TXC_SAFE static void unlink_entry(txc_cache *c, txc_entry *e) {
-    unchain_entry(c, e);
+    uncount_entry(c, e);
     heap_del(c, e->heap_pos);
 }
 
@@ -246,7 +247,7 @@ TXC_SAFE static void evict_one(txc_cache *c, struct txc_cstats *st, int policy, 
             sift_down(c, 0);
             continue;
         }
-        unchain_entry(c, v);
+        uncount_entry(c, v);
         if (policy == TXC_POLICY_GDSF && p > c->qclock)
             c->qclock = p; /* aging: later entries start from here */
         st->evictions++;
@@ -277,16 +278,23 @@ TXC_SAFE static int core_contains(txc_cache *c, uint64_t h, const void *key, siz
     return e != NULL;
 }
 
-TXC_SAFE static int core_insert(txc_cache *c, txc_entry *e, unsigned s, uint64_t stamp, int policy,
-                                int reject, txc_entry **dead) {
+/* Stores and removals in two steps: the plan (counts, heap, limits, the GDSF
+ * clock, statistics; every entry let go goes on dead) and core_relink (the
+ * hash chains: out with what is on dead, in with the new entry). Lock and cx
+ * modes run both in one section; tx mode runs the plan under c->mu, which
+ * only stores, removals and statistics take, and only the relink as a
+ * transaction: the chains are all a hit reads, and the heap work of a miss
+ * (sifts of a few hundred words) then costs what it costs in plain code,
+ * not a software transaction's logged accesses, while hits stay lock-free. */
+TXC_SAFE static int core_insert_plan(txc_cache *c, txc_entry *e, unsigned s, uint64_t stamp,
+                                     int policy, int reject, txc_entry **dead) {
     struct txc_cstats *st = &c->st[s];
     if (reject) {
         st->rejected++;
         drop(e, dead);
         return -ERANGE;
     }
-    txc_entry **b = bucket_of(c, e->hash);
-    for (txc_entry *o = *b; o; o = o->next)
+    for (txc_entry *o = *bucket_of(c, e->hash); o; o = o->next)
         if (entry_matches(o, e->hash, e->key, e->klen)) {
             unlink_entry(c, o);
             st->replaced++;
@@ -314,16 +322,34 @@ TXC_SAFE static int core_insert(txc_cache *c, txc_entry *e, unsigned s, uint64_t
     }
     e->born = born;
     e->state = TXC_CACHED;
-    e->next = *b;
-    *b = e;
     c->objects++;
     c->bytes += e->size;
     st->inserts++;
     return 0;
 }
 
-TXC_SAFE static int core_remove(txc_cache *c, uint64_t h, const void *key, size_t klen, unsigned s,
-                                txc_entry **dead) {
+/* The chains after a plan: every entry on dead but skip leaves its chain
+ * (skip: the new entry, on dead when the plan failed: never linked); link,
+ * if not NULL, goes in at the head of its bucket. */
+TXC_SAFE static void core_relink(txc_cache *c, txc_entry *dead, const txc_entry *skip,
+                                 txc_entry *link) {
+    for (; dead; dead = dead->dead_next) {
+        if (dead == skip)
+            continue;
+        txc_entry **pp = bucket_of(c, dead->hash);
+        while (*pp != dead)
+            pp = &(*pp)->next;
+        *pp = dead->next;
+    }
+    if (link) {
+        txc_entry **b = bucket_of(c, link->hash);
+        link->next = *b;
+        *b = link;
+    }
+}
+
+TXC_SAFE static int core_remove_plan(txc_cache *c, uint64_t h, const void *key, size_t klen,
+                                     unsigned s, txc_entry **dead) {
     txc_entry *e = *bucket_of(c, h);
     while (e && !entry_matches(e, h, key, klen))
         e = e->next;
@@ -508,7 +534,16 @@ int txc_insert(txc_cache *c, txc_entry *e) {
     uint64_t stamp = policy == TXC_POLICY_LRU ? txc_stamp() : 0;
     txc_ref_publish(e);
     txc_entry *dead = NULL;
-    TXC_SECTION(c, r = core_insert(c, e, s, stamp, policy, reject, &dead));
+    if (c->cfg.sync == TXC_SYNC_TX) {
+        pthread_mutex_lock(&c->mu);
+        r = core_insert_plan(c, e, s, stamp, policy, reject, &dead);
+        if (r == 0 || dead != e || e->dead_next) /* anything to relink */
+            TXC_SECTION(c, core_relink(c, dead, e, r == 0 ? e : NULL));
+        pthread_mutex_unlock(&c->mu);
+    } else {
+        TXC_SECTION(c, r = core_insert_plan(c, e, s, stamp, policy, reject, &dead);
+                    core_relink(c, dead, e, r == 0 ? e : NULL));
+    }
     let_go(dead);
     return r;
 }
@@ -520,7 +555,16 @@ int txc_remove(txc_cache *c, const void *key, size_t klen) {
     unsigned s = txc_my_slot(c);
     int r;
     txc_entry *dead = NULL;
-    TXC_SECTION(c, r = core_remove(c, h, key, klen, s, &dead));
+    if (c->cfg.sync == TXC_SYNC_TX) {
+        pthread_mutex_lock(&c->mu);
+        r = core_remove_plan(c, h, key, klen, s, &dead);
+        if (dead)
+            TXC_SECTION(c, core_relink(c, dead, NULL, NULL));
+        pthread_mutex_unlock(&c->mu);
+    } else {
+        TXC_SECTION(c, r = core_remove_plan(c, h, key, klen, s, &dead);
+                    core_relink(c, dead, NULL, NULL));
+    }
     let_go(dead);
     return r;
 }
@@ -537,7 +581,13 @@ void txc_stats_get(txc_cache *c, struct txc_stats *out) {
     txc_reclaim(0); /* live_entries counts what is due to be freed as freed */
     struct txc_stats st;
     memset(&st, 0, sizeof st);
-    TXC_SECTION(c, core_stats(c, &st));
+    if (c->cfg.sync == TXC_SYNC_TX) { /* what core_stats reads, tx mode writes under mu */
+        pthread_mutex_lock(&c->mu);
+        core_stats(c, &st);
+        pthread_mutex_unlock(&c->mu);
+    } else {
+        TXC_SECTION(c, core_stats(c, &st));
+    }
     add_hits(c, &st);
     uint64_t refs = __atomic_load_n(&c->refs, __ATOMIC_RELAXED);
     st.live_entries = refs ? refs - 1 : 0;

@@ -11,6 +11,8 @@
  *    period as well;
  *  - shared mutable fields (chains, heap, counts, states, dead_next): only
  *    inside a critical section of the cache's sync mode, never with atomics;
+ *    in tx mode the chains only inside transactions and the others only
+ *    under c->mu (stores' and removals' plans, statistics: txcache_core.c);
  *    except qclock, written in sections and read by tx and cx hits after
  *    theirs (a relaxed load of a hint that only grows: txc_lookup);
  *  - the payload (meta + body): written only while the entry is private to
@@ -131,7 +133,9 @@ struct txc_cache {
     uint32_t nslots;
     /* atomic, outside critical sections: live entries + 1 while not destroyed */
     uint64_t refs __attribute__((aligned(TXC_LINE)));
-    /* the locks, each on its own line */
+    /* the locks, each on its own line. mu: lock mode's one lock; in tx mode
+     * the lock of stores, removals and statistics (everything below but the
+     * hash chains, which only transactions write: txcache_core.c) */
     pthread_mutex_t mu __attribute__((aligned(TXC_LINE)));
     cx_lock_t cx __attribute__((aligned(TXC_LINE)));
     /* shared mutable state: written by stores and evictions only */
