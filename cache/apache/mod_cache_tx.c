@@ -107,7 +107,7 @@ static const char *set_sync(cmd_parms *cmd, void *d, const char *arg) {
     if (err)
         return err;
     if (txc_sync_parse(arg, &c->cfg.sync) != 0)
-        return apr_psprintf(cmd->pool, "TxCacheSync: '%s' is not one of lock, tx, cx", arg);
+        return apr_psprintf(cmd->pool, "TxCacheSync: '%s' is not one of lock, tx, cx, rwlock", arg);
     return NULL;
 }
 
@@ -138,7 +138,8 @@ static const char *set_number(cmd_parms *cmd, void *d, const char *arg) {
 static const command_rec txm_cmds[] = {
     AP_INIT_TAKE1(
         "TxCacheSync", set_sync, NULL, RSRC_CONF,
-        "How the cache is synchronized: lock, tx (gcc transactions) or cx (txkit cx lock)"),
+        "How the cache is synchronized: lock, tx (gcc transactions), cx (txkit cx lock) or "
+        "rwlock (reader-writer lock)"),
     AP_INIT_TAKE1("TxCacheRemovalAlgorithm", set_policy, NULL, RSRC_CONF,
                   "Eviction priority: LRU or GDSF"),
     AP_INIT_TAKE1("TxCacheMaxObjects", set_number, FIELD(max_objects), RSRC_CONF,

@@ -21,7 +21,12 @@
  *                  never take, then relink the chains in a small transaction
  *                  (selective transactification); frees and other side
  *                  effects come after the sections, not transactified;
- *   TXC_SYNC_CX    a txkit cx lock (optimistic hardware section, lock fallback).
+ *   TXC_SYNC_CX    a txkit cx lock (optimistic hardware section, lock fallback);
+ *   TXC_SYNC_RWLOCK the legacy design with a reader-writer lock: lookups (and
+ *                  txc_contains, statistics) share it, stores and removals
+ *                  hold it alone (a spinning lock, writers first); the
+ *                  reference a hit takes is an atomic increment under the
+ *                  shared lock (a fairer lock baseline than one mutex).
  *
  * How the hot path stays cheap (txcache_core.c has the details): a hit's
  * critical section only reads (so with software TM it is a read-only
@@ -48,7 +53,12 @@
 extern "C" {
 #endif
 
-typedef enum txc_sync { TXC_SYNC_LOCK = 0, TXC_SYNC_TX = 1, TXC_SYNC_CX = 2 } txc_sync_t;
+typedef enum txc_sync {
+    TXC_SYNC_LOCK = 0,
+    TXC_SYNC_TX = 1,
+    TXC_SYNC_CX = 2,
+    TXC_SYNC_RWLOCK = 3
+} txc_sync_t;
 typedef enum txc_policy { TXC_POLICY_LRU = 0, TXC_POLICY_GDSF = 1 } txc_policy_t;
 
 /* Limits; 0 means "no limit" for max_objects and max_bytes only. */
@@ -73,7 +83,7 @@ void txc_config_default(struct txc_config *c);
  * ("max_object_size must be >= min_object_size", ...). */
 int txc_config_check(const struct txc_config *c, char *err, size_t errlen);
 
-const char *txc_sync_name(txc_sync_t s);                /* "lock", "tx", "cx" */
+const char *txc_sync_name(txc_sync_t s);                /* "lock", "tx", "cx", "rwlock" */
 int txc_sync_parse(const char *s, txc_sync_t *out);     /* 0 or -EINVAL */
 const char *txc_policy_name(txc_policy_t p);            /* "LRU", "GDSF" */
 int txc_policy_parse(const char *s, txc_policy_t *out); /* case-insensitive */

@@ -403,7 +403,8 @@ TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out) {
 #else
 #define TXC_TX_CASE(BODY)
 #endif
-#define TXC_SECTION(c, BODY)                \
+/* SHARED: a section that only reads (rwlock mode takes its lock shared). */
+#define TXC_SECTION_K(c, SHARED, BODY)      \
     do {                                    \
         switch ((c)->cfg.sync) {            \
             TXC_TX_CASE(BODY)               \
@@ -414,6 +415,17 @@ TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out) {
             cx_unlock(&(c)->cx);            \
             txc_rd_exit();                  \
             break;                          \
+        case TXC_SYNC_RWLOCK:               \
+            if (SHARED)                     \
+                txc_rw_rdlock(&(c)->rw);    \
+            else                            \
+                txc_rw_wrlock(&(c)->rw);    \
+            BODY;                           \
+            if (SHARED)                     \
+                txc_rw_rdunlock(&(c)->rw);  \
+            else                            \
+                txc_rw_wrunlock(&(c)->rw);  \
+            break;                          \
         default:                            \
             pthread_mutex_lock(&(c)->mu);   \
             BODY;                           \
@@ -421,6 +433,8 @@ TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out) {
             break;                          \
         }                                   \
     } while (0)
+#define TXC_SECTION(c, BODY) TXC_SECTION_K(c, 0, BODY)
+#define TXC_SECTION_RD(c, BODY) TXC_SECTION_K(c, 1, BODY)
 
 /* After a section: the cache lets go of what it dropped. */
 static void let_go(txc_entry *dead) {
@@ -450,13 +464,21 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
     uint64_t stamp = policy == TXC_POLICY_LRU ? txc_stamp() : 0;
     txc_entry *e;
     uint64_t q = 0;
-    if (c->cfg.sync == TXC_SYNC_LOCK) {
-        /* the legacy design: the reference is taken under the lock */
-        pthread_mutex_lock(&c->mu);
+    if (c->cfg.sync == TXC_SYNC_LOCK || c->cfg.sync == TXC_SYNC_RWLOCK) {
+        /* the legacy design: the reference is taken under the lock (rwlock:
+         * shared, the count an atomic increment) */
+        int rw = c->cfg.sync == TXC_SYNC_RWLOCK;
+        if (rw)
+            txc_rw_rdlock(&c->rw);
+        else
+            pthread_mutex_lock(&c->mu);
         e = core_lookup(c, h, key, klen, policy, &q);
         if (e)
             txc_ref_get(e, s);
-        pthread_mutex_unlock(&c->mu);
+        if (rw)
+            txc_rw_rdunlock(&c->rw);
+        else
+            pthread_mutex_unlock(&c->mu);
     } else {
         /* a read-only section; the reference after it, still inside the
          * epoch section that keeps e allocated (TXC_SECTION's own nests in
@@ -485,7 +507,7 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
          * show a value of an eviction that then rolls back: a clock a little
          * ahead, which delays that entry's eviction, never breaks an
          * invariant: priorities only grow.) */
-        if (c->cfg.sync != TXC_SYNC_LOCK && policy == TXC_POLICY_GDSF)
+        if ((c->cfg.sync == TXC_SYNC_TX || c->cfg.sync == TXC_SYNC_CX) && policy == TXC_POLICY_GDSF)
             q = __atomic_load_n(&c->qclock, __ATOMIC_RELAXED);
         count_use(e, s, policy == TXC_POLICY_LRU ? stamp : q);
     }
@@ -498,7 +520,7 @@ int txc_contains(txc_cache *c, const void *key, size_t klen) {
         return 0;
     uint64_t h = txc_hash(key, klen);
     int r;
-    TXC_SECTION(c, r = core_contains(c, h, key, klen));
+    TXC_SECTION_RD(c, r = core_contains(c, h, key, klen));
     return r;
 }
 
@@ -586,7 +608,7 @@ void txc_stats_get(txc_cache *c, struct txc_stats *out) {
         core_stats(c, &st);
         pthread_mutex_unlock(&c->mu);
     } else {
-        TXC_SECTION(c, core_stats(c, &st));
+        TXC_SECTION_RD(c, core_stats(c, &st));
     }
     add_hits(c, &st);
     uint64_t refs = __atomic_load_n(&c->refs, __ATOMIC_RELAXED);
@@ -711,6 +733,11 @@ int txc_check(txc_cache *c, char *err, size_t errlen) {
         pthread_mutex_lock(&c->mu);
         r = check_locked(c, err, errlen);
         pthread_mutex_unlock(&c->mu);
+        break;
+    case TXC_SYNC_RWLOCK:
+        txc_rw_wrlock(&c->rw);
+        r = check_locked(c, err, errlen);
+        txc_rw_wrunlock(&c->rw);
         break;
     default: /* tx: quiescent by contract, nothing runs concurrently */
         r = check_locked(c, err, errlen);

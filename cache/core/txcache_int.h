@@ -137,6 +137,7 @@ struct txc_cache {
      * the lock of stores, removals and statistics (everything below but the
      * hash chains, which only transactions write: txcache_core.c) */
     pthread_mutex_t mu __attribute__((aligned(TXC_LINE)));
+    uint64_t rw __attribute__((aligned(TXC_LINE))); /* rwlock mode's one lock (txc_rw_*) */
     cx_lock_t cx __attribute__((aligned(TXC_LINE)));
     /* shared mutable state: written by stores and evictions only */
     struct txc_hnode *heap __attribute__((aligned(TXC_LINE)));
@@ -167,5 +168,12 @@ void txc_ref_put(txc_entry *e, unsigned s);  /* frees e after the last */
 void txc_let_go(txc_entry *e);               /* the cache's (or builder's) reference */
 int64_t txc_ref_count(const txc_entry *e);   /* quiescent entries only (txc_check) */
 void txc_reclaim(int wait); /* settles what is due; wait: also what is pending now */
+/* rwlock mode's lock (txcache.c): a word of reader count and writer bit;
+ * writers first (a waiting writer stops new readers), spinning, then
+ * yielding the CPU (more threads than CPUs). Any thread. */
+void txc_rw_rdlock(uint64_t *rw);
+void txc_rw_rdunlock(uint64_t *rw);
+void txc_rw_wrlock(uint64_t *rw);
+void txc_rw_wrunlock(uint64_t *rw);
 
 #endif /* TXCACHE_INT_H */

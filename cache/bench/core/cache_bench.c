@@ -27,7 +27,7 @@
 
 #include "txcache.h"
 
-#define MAX_SYNCS 3
+#define MAX_SYNCS 4
 #define MAX_ZIPFS 8
 #define TEMPLATE_SIZE (64 * 1024 + 4096)
 #define META_SIZE 160
@@ -262,7 +262,7 @@ static int measure(void *arg, void *outp, char *why, size_t whylen) {
 
 static void usage(FILE *f) {
     fputs("usage: txkit-bench-cache [options]\n"
-          "  --sync M[,M...]        lock, tx, cx (default lock,tx,cx)\n"
+          "  --sync M[,M...]        lock, tx, cx, rwlock (default lock,tx,cx)\n"
           "  --zipf S[,S...]        Zipf parameters (default 0.1,1,2)\n"
           "  --threads N[,N...]     thread counts (default 1,2)\n"
           "  --pages N              distinct URLs (default 1000)\n"
@@ -311,7 +311,7 @@ int main(int argc, char **argv) {
             cf.nsyncs = n;
             for (int k = 0; k < n; k++)
                 if (txc_sync_parse(list[k], &cf.syncs[k]) != 0)
-                    bench_die("--sync: unknown mode '%s' (lock, tx, cx)", list[k]);
+                    bench_die("--sync: unknown mode '%s' (lock, tx, cx, rwlock)", list[k]);
         } else if (bench_opt(argc, argv, &i, "--zipf", &v)) {
             snprintf(buf, sizeof buf, "%s", v);
             n = bench_split_list("--zipf", buf, list, MAX_ZIPFS);

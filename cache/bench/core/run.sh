@@ -6,7 +6,9 @@
 # Three runs (four on a CPU with RTM) of txkit-bench-cache (GDSF, 1000 pages, 500 objects cached),
 # s = 0.1, 1, 2 and 1, 2, 4 threads, lock measured in each run so that every
 # ratio compares measurements taken side by side:
-#   auto    lock, tx, cx; tx run by txkit (linked first) with TXKIT_METHOD=auto
+#   auto    lock, tx, cx, rwlock; tx run by txkit (linked first) with
+#           TXKIT_METHOD=auto; rwlock: the legacy design with a reader-writer
+#           lock (reference lines: rwlock / lock and tx / rwlock)
 #   stm     lock, tx; txkit with TXKIT_METHOD=stm
 #   nortm   (CPUs with RTM only) lock, tx, cx with TXKIT_RTM=off: what a CPU
 #           without RTM gets (software TM, the cx lock as a plain lock)
@@ -45,7 +47,7 @@ cache() { # name, then env assignments and binary arguments
     rm -f "$OUT/$name.out"
 }
 
-cache auto TXKIT_METHOD=auto "$BIN" --sync lock,tx,cx
+cache auto TXKIT_METHOD=auto "$BIN" --sync lock,tx,cx,rwlock
 cache stm TXKIT_METHOD=stm "$BIN" --sync lock,tx
 # On a machine with RTM, also what users without it get (TXKIT_RTM=off:
 # software TM for tx, the cx lock as a plain lock).
@@ -98,6 +100,21 @@ csv_cat "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-nortm.csv "$OUT"
             done
         done
     done
+    # the fairer lock baseline (issue 14 allows it): reference lines, no target
+    f=$OUT/cache-auto.csv
+    if [ -f "$f" ] && [ -n "$(csv_get "$f" label sync=rwlock)" ]; then
+        tx=$(csv_get "$f" label sync=tx)
+        for t in 2 4; do
+            for s in 1 2; do
+                rw=$(csv_get "$f" mops sync=rwlock zipf=$s threads=$t)
+                printf '  %-50s %s\n' "rwlock / lock, s=$s, $t threads" \
+                    "$(csv_get "$f" vs_lock sync=rwlock zipf=$s threads=$t)"
+                printf '  %-50s %s\n' "$tx / rwlock, s=$s, $t threads" \
+                    "$(awk -v a="$(csv_get "$f" mops sync=tx zipf=$s threads=$t)" -v b="$rw" \
+                        'BEGIN { if (b > 0 && a != "") printf "%.2f", a / b; else print "no data" }')"
+            done
+        done
+    fi
 } | tee "$OUT/summary.txt" | tee -a "$LOG"
 count_targets "$OUT/summary.txt"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_txcache_torture.c - the cache core under concurrency, with an oracle.
  *
- *   test_txcache_torture --sync lock|tx|cx [--threads N] [--seconds S]
+ *   test_txcache_torture --sync lock|tx|cx|rwlock [--threads N] [--seconds S]
  *                        [--policy LRU|GDSF] [--keys K] [--slots N]
  *                        [--expect-runtime txkit|libitm]
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_txcache_unit.c - the cache core, single-threaded, in every sync mode.
  *
- *   test_txcache_unit [--sync lock|tx|cx]   (default: every mode available)
+ *   test_txcache_unit [--sync lock|tx|cx|rwlock]   (default: every mode available)
  *
  * API behaviour (insert / lookup / replace / remove, meta and body bytes,
  * streamed bodies, size limits and their errors, configuration errors),
@@ -117,6 +117,11 @@ static void test_config(void) {
     CHECK(txc_sync_parse("tx", &s) == 0 && s == TXC_SYNC_TX);
     CHECK(txc_sync_parse("CX", &s) == 0 && s == TXC_SYNC_CX);
     CHECK(txc_sync_parse("lock", &s) == 0 && s == TXC_SYNC_LOCK);
+    CHECK(txc_sync_parse("RWLock", &s) == 0 && s == TXC_SYNC_RWLOCK);
+    CHECK(strcmp(txc_sync_name(TXC_SYNC_RWLOCK), "rwlock") == 0);
+    txc_config_default(&c);
+    c.sync = (txc_sync_t)4;
+    CHECK(txc_config_check(&c, err, sizeof err) == -EINVAL && strstr(err, "rwlock"));
     CHECK(txc_sync_parse("mutex", &s) == -EINVAL);
     CHECK(txc_policy_parse("gdsf", &p) == 0 && p == TXC_POLICY_GDSF);
     CHECK(txc_policy_parse("LRU", &p) == 0 && p == TXC_POLICY_LRU);
@@ -459,17 +464,17 @@ static void test_unlimited(void) {
 }
 
 int main(int argc, char **argv) {
-    txc_sync_t modes[3] = {TXC_SYNC_LOCK, TXC_SYNC_TX, TXC_SYNC_CX};
-    int nmodes = 3;
+    txc_sync_t modes[4] = {TXC_SYNC_LOCK, TXC_SYNC_TX, TXC_SYNC_CX, TXC_SYNC_RWLOCK};
+    int nmodes = 4;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sync") == 0 && i + 1 < argc) {
             if (txc_sync_parse(argv[++i], &modes[0]) != 0) {
-                fprintf(stderr, "--sync: unknown mode '%s' (lock, tx, cx)\n", argv[i]);
+                fprintf(stderr, "--sync: unknown mode '%s' (lock, tx, cx, rwlock)\n", argv[i]);
                 return 2;
             }
             nmodes = 1;
         } else {
-            fprintf(stderr, "usage: %s [--sync lock|tx|cx]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--sync lock|tx|cx|rwlock]\n", argv[0]);
             return 2;
         }
     }
