@@ -382,10 +382,7 @@ static int64_t slot_sum(const txc_entry *e) {
     return (int64_t)(acq - rel);
 }
 
-/* Lock and rwlock modes: references always counted in e->refs. */
-static int is_lock(const txc_entry *e) {
-    return e->cache->cfg.sync == TXC_SYNC_LOCK || e->cache->cfg.sync == TXC_SYNC_RWLOCK;
-}
+static int is_lock(const txc_entry *e) { return txc_legacy(e->cache); }
 
 /* refs += delta in atomic mode; whoever takes it to 0 frees e (nobody can
  * reach it any more: see above). */

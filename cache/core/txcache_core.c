@@ -4,7 +4,8 @@
  * Every function that reads or writes shared state is transaction_safe and
  * this file is compiled with gcc -fgnu-tm, so the same code runs three ways
  * (only the front ends at the bottom differ):
- *   lock: plain code between pthread_mutex_lock / unlock;
+ *   lock: plain code between pthread_mutex_lock / unlock (rwlock: under a
+ *         reader-writer lock, shared by sections that only read: legacy_lock);
  *   tx:   inside __transaction_atomic, run by whichever libitm-ABI runtime
  *         the process binds (txkit, or GCC's libitm), for what hits read;
  *         a store's or removal's plan (heap, counts) in plain code under a
@@ -403,35 +404,43 @@ TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out) {
 #else
 #define TXC_TX_CASE(BODY)
 #endif
-/* SHARED: a section that only reads (rwlock mode takes its lock shared). */
-#define TXC_SECTION_K(c, SHARED, BODY)      \
-    do {                                    \
-        switch ((c)->cfg.sync) {            \
-            TXC_TX_CASE(BODY)               \
-        case TXC_SYNC_CX:                   \
-            txc_rd_enter();                 \
-            cx_optimistic(&(c)->cx);        \
-            BODY;                           \
-            cx_unlock(&(c)->cx);            \
-            txc_rd_exit();                  \
-            break;                          \
-        case TXC_SYNC_RWLOCK:               \
-            if (SHARED)                     \
-                txc_rw_rdlock(&(c)->rw);    \
-            else                            \
-                txc_rw_wrlock(&(c)->rw);    \
-            BODY;                           \
-            if (SHARED)                     \
-                txc_rw_rdunlock(&(c)->rw);  \
-            else                            \
-                txc_rw_wrunlock(&(c)->rw);  \
-            break;                          \
-        default:                            \
-            pthread_mutex_lock(&(c)->mu);   \
-            BODY;                           \
-            pthread_mutex_unlock(&(c)->mu); \
-            break;                          \
-        }                                   \
+/* The legacy design's lock (lock and rwlock modes: txc_legacy); shared: a
+ * section that only reads, which rwlock mode lets run side by side. */
+static void legacy_lock(txc_cache *c, int shared) {
+    if (c->cfg.sync != TXC_SYNC_RWLOCK)
+        pthread_mutex_lock(&c->mu);
+    else if (shared)
+        txc_rw_rdlock(&c->rw);
+    else
+        txc_rw_wrlock(&c->rw);
+}
+
+static void legacy_unlock(txc_cache *c, int shared) {
+    if (c->cfg.sync != TXC_SYNC_RWLOCK)
+        pthread_mutex_unlock(&c->mu);
+    else if (shared)
+        txc_rw_rdunlock(&c->rw);
+    else
+        txc_rw_wrunlock(&c->rw);
+}
+
+#define TXC_SECTION_K(c, SHARED, BODY)    \
+    do {                                  \
+        switch ((c)->cfg.sync) {          \
+            TXC_TX_CASE(BODY)             \
+        case TXC_SYNC_CX:                 \
+            txc_rd_enter();               \
+            cx_optimistic(&(c)->cx);      \
+            BODY;                         \
+            cx_unlock(&(c)->cx);          \
+            txc_rd_exit();                \
+            break;                        \
+        default:                          \
+            legacy_lock((c), (SHARED));   \
+            BODY;                         \
+            legacy_unlock((c), (SHARED)); \
+            break;                        \
+        }                                 \
     } while (0)
 #define TXC_SECTION(c, BODY) TXC_SECTION_K(c, 0, BODY)
 #define TXC_SECTION_RD(c, BODY) TXC_SECTION_K(c, 1, BODY)
@@ -464,21 +473,14 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
     uint64_t stamp = policy == TXC_POLICY_LRU ? txc_stamp() : 0;
     txc_entry *e;
     uint64_t q = 0;
-    if (c->cfg.sync == TXC_SYNC_LOCK || c->cfg.sync == TXC_SYNC_RWLOCK) {
+    if (txc_legacy(c)) {
         /* the legacy design: the reference is taken under the lock (rwlock:
          * shared, the count an atomic increment) */
-        int rw = c->cfg.sync == TXC_SYNC_RWLOCK;
-        if (rw)
-            txc_rw_rdlock(&c->rw);
-        else
-            pthread_mutex_lock(&c->mu);
+        legacy_lock(c, 1);
         e = core_lookup(c, h, key, klen, policy, &q);
         if (e)
             txc_ref_get(e, s);
-        if (rw)
-            txc_rw_rdunlock(&c->rw);
-        else
-            pthread_mutex_unlock(&c->mu);
+        legacy_unlock(c, 1);
     } else {
         /* a read-only section; the reference after it, still inside the
          * epoch section that keeps e allocated (TXC_SECTION's own nests in
@@ -507,7 +509,7 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
          * show a value of an eviction that then rolls back: a clock a little
          * ahead, which delays that entry's eviction, never breaks an
          * invariant: priorities only grow.) */
-        if ((c->cfg.sync == TXC_SYNC_TX || c->cfg.sync == TXC_SYNC_CX) && policy == TXC_POLICY_GDSF)
+        if (!txc_legacy(c) && policy == TXC_POLICY_GDSF)
             q = __atomic_load_n(&c->qclock, __ATOMIC_RELAXED);
         count_use(e, s, policy == TXC_POLICY_LRU ? stamp : q);
     }
@@ -730,14 +732,10 @@ int txc_check(txc_cache *c, char *err, size_t errlen) {
         cx_unlock(&c->cx);
         break;
     case TXC_SYNC_LOCK:
-        pthread_mutex_lock(&c->mu);
-        r = check_locked(c, err, errlen);
-        pthread_mutex_unlock(&c->mu);
-        break;
     case TXC_SYNC_RWLOCK:
-        txc_rw_wrlock(&c->rw);
+        legacy_lock(c, 0);
         r = check_locked(c, err, errlen);
-        txc_rw_wrunlock(&c->rw);
+        legacy_unlock(c, 0);
         break;
     default: /* tx: quiescent by contract, nothing runs concurrently */
         r = check_locked(c, err, errlen);

@@ -168,6 +168,11 @@ void txc_ref_put(txc_entry *e, unsigned s);  /* frees e after the last */
 void txc_let_go(txc_entry *e);               /* the cache's (or builder's) reference */
 int64_t txc_ref_count(const txc_entry *e);   /* quiescent entries only (txc_check) */
 void txc_reclaim(int wait); /* settles what is due; wait: also what is pending now */
+/* Lock and rwlock modes, the legacy design: one lock around every section,
+ * a hit's reference taken under it and counted in e->refs. */
+static inline int txc_legacy(const txc_cache *c) {
+    return c->cfg.sync == TXC_SYNC_LOCK || c->cfg.sync == TXC_SYNC_RWLOCK;
+}
 /* rwlock mode's lock (txcache.c): a word of reader count and writer bit;
  * writers first (a waiting writer stops new readers), spinning, then
  * yielding the CPU (more threads than CPUs). Any thread. */
