@@ -248,7 +248,8 @@ static void commit_outermost(tk_thread *t) {
     if (r != TK_OK)
         tk_abort(t, r);
     drop_checkpoints(t, 0);
-    tk_finish_commit(t);
+    if (!tk_sw_express_commit(t))
+        tk_finish_commit(t);
 }
 
 TK_EXPORT void _ITM_commitTransaction(void) {

@@ -133,6 +133,9 @@ struct tk_thread {
         int cancelled;           /* ITM: a hardware attempt was cancelled (outer) */
         int irr_token;           /* holds tk_g.irr_owner: irrevocable from the start */
         int cancelling;          /* ITM cancel: an end, not a conflict to back off from */
+        int sw_express;          /* this attempt began by tk_sw_express_begin (express.h sets it);
+                         * attempt_prepare, tk_abort_attempt and every commit clear it
+                         * (txn.c): TX_ATOMIC's end may then finish it the short way */
     } ctl;
     struct tk_itm_thread itm; /* the gcc ABI layer (abi/itm_thread.h) */
     tk_jmpbuf jb_nested;      /* where nested blocks save theirs (unused): checkpoint.S */

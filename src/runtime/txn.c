@@ -99,6 +99,7 @@ static inline bool time_attempt(tk_thread *t) {
 static inline void attempt_prepare(tk_thread *t, const struct tk_method *m, bool no_faults) {
     tk_attempt_reset(t);
     t->ctl.m = m;
+    t->ctl.sw_express = 0;
     t->ctl.inject = !no_faults && tk_cfg.any_fault && tk_fault_hit(t, m->stats_id);
     t->ctl.attempt_tsc = time_attempt(t) ? tk_rdtsc() : 0;
 }
@@ -290,6 +291,7 @@ count_commit(tk_thread *t, const struct tk_method *m, unsigned attempts) {
 void tk_finish_commit(tk_thread *t) {
     const struct tk_method *m = t->ctl.m;
     t->express = 0;
+    t->ctl.sw_express = 0;
     if (m->caps & TK_CAP_HARDWARE) {
         /* hardware works here again: the penalties start over */
         if (TXKIT_UNLIKELY(t->policy.htm_pen_site == t->ctl.site))
@@ -359,6 +361,7 @@ void tk_solo_commit(tk_thread *t) {
 /* Roll back a software attempt and leave the thread outside any transaction. */
 void tk_abort_attempt(tk_thread *t, int cause) {
     const struct tk_method *m = t->ctl.m;
+    t->ctl.sw_express = 0;
     tk_hooks_run(TK_HOOK_ABORTING, t, cause);
     m->rollback(t);
     count_abort(t, m, cause);
@@ -537,7 +540,8 @@ void _txkit_end(struct _txkit_scope *scope) {
     int r = t->ctl.m->commit(t);
     if (r != TK_OK)
         tk_abort(t, r);
-    tk_finish_commit(t);
+    if (!tk_sw_express_commit(t))
+        tk_finish_commit(t);
 }
 
 int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thrower)(void)) {
