@@ -23,6 +23,8 @@
 #   - auto@2 vs mutex@2, hash set and tree (read-mostly):    >= 2
 #   - stm vs itm@libitm:ml_wt at 1 and 2 threads, hash set, tree, list, skip
 #     list and bank:                                         >= 2.5
+#     (with a note when 2.5x ml_wt is above the uninstrumented code's own
+#     figure, seq@1 times the threads: no instrumented TM can reach it there)
 #   - auto@2 vs itm@libitm:default@2 (libitm's own choice), no target
 # CSV files (and core.png, every workload, drawn by bench/plot.py)
 # go to BUILD_DIR/bench-results/ (the abi-* files there are bench/run-abi.sh's,
@@ -113,6 +115,24 @@ versus() {
         "$(csv_get "$f" mops method="$dm" threads="$dt")" ">=" "$goal" "$note"
 }
 
+# ceiling LABEL FILE THREADS GOAL: under an stm vs ml_wt target, say when the
+# target is above what any instrumentation can reach here: GOAL x ml_wt's
+# figure more than THREADS x the uninstrumented code's at one thread (seq@1,
+# scaled perfectly), and how close stm comes to that bound.
+ceiling() {
+    local m s q
+    m=$(csv_get "$2" mops method=itm@libitm:ml_wt threads="$3")
+    s=$(csv_get "$2" mops method=stm threads="$3")
+    q=$(csv_get "$2" mops method=seq threads=1)
+    [ -n "$m" ] && [ -n "$s" ] && [ -n "$q" ] || return 0
+    awk -v l="$1" -v t="$3" -v g="$4" -v m="$m" -v s="$s" -v q="$q" 'BEGIN {
+        if (g * m > t * q)
+            printf "  (%s: unreachable here: %s x ml_wt@%d = %.2f Mops/s is above %d x seq@1 = %.2f,\n" \
+                   "   the uninstrumented code; stm@%d reaches %.2f of that bound)\n",
+                   l, g, t, g * m, t, t * q, t, s / (t * q)
+    }'
+}
+
 # ref LABEL FILE METHOD THREADS QUOTED: this run's figure next to the quoted one.
 ref() {
     local v st
@@ -136,15 +156,25 @@ versus "hash 65536" "$HASH" auto 2 mutex 2 2
 versus "tree 4096" "$TREE" auto 2 mutex 2 2
 echo "stm vs GCC libitm ml_wt at the same thread count (target >= 2.5x):"
 versus "hash 65536" "$HASH" stm 1 itm@libitm:ml_wt 1 2.5
+ceiling "hash 65536" "$HASH" 1 2.5
 versus "hash 65536" "$HASH" stm 2 itm@libitm:ml_wt 2 2.5
+ceiling "hash 65536" "$HASH" 2 2.5
 versus "tree 4096" "$TREE" stm 1 itm@libitm:ml_wt 1 2.5
+ceiling "tree 4096" "$TREE" 1 2.5
 versus "tree 4096" "$TREE" stm 2 itm@libitm:ml_wt 2 2.5
+ceiling "tree 4096" "$TREE" 2 2.5
 versus "list 256" "$LIST" stm 1 itm@libitm:ml_wt 1 2.5
+ceiling "list 256" "$LIST" 1 2.5
 versus "list 256" "$LIST" stm 2 itm@libitm:ml_wt 2 2.5
+ceiling "list 256" "$LIST" 2 2.5
 versus "skip 4096" "$SKIP" stm 1 itm@libitm:ml_wt 1 2.5
+ceiling "skip 4096" "$SKIP" 1 2.5
 versus "skip 4096" "$SKIP" stm 2 itm@libitm:ml_wt 2 2.5
+ceiling "skip 4096" "$SKIP" 2 2.5
 versus "bank 1024" "$BANKCSV" stm 1 itm@libitm:ml_wt 1 2.5
+ceiling "bank 1024" "$BANKCSV" 1 2.5
 versus "bank 1024" "$BANKCSV" stm 2 itm@libitm:ml_wt 2 2.5
+ceiling "bank 1024" "$BANKCSV" 2 2.5
 echo "auto vs GCC libitm's default choice (ml_wt without RTM, serialirr at 1 thread), no target:"
 versus "hash 65536" "$HASH" auto 2 itm@libitm:default 2 -
 versus "hash 65536" "$HASH" auto 1 itm@libitm:default 1 -
