@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 # `cmake -S . -B build && cmake --build build`). `make test` and `make demo`
 # first install the Debian packages their tests and benchmarks use when run as
 # root (scripts/deps.sh); as a user, tests whose tools are missing skip (77).
-.PHONY: all build test test-deps test-san test-sim soak demo bench-core results install install-apache clean deps
+.PHONY: all build test test-deps test-san test-sim soak demo bench-core bench-fixed results install install-apache clean deps
 
 all: build
 
@@ -65,6 +65,12 @@ demo:
 bench-core: build
 	scripts/deps.sh demo
 	bench/run-core.sh $(BUILD)
+
+# Each method's fixed cost (a critical section with no conflicts: time, and
+# instructions per operation by callgrind): bench/run-fixed.sh.
+bench-fixed: build
+	scripts/deps.sh demo
+	bench/run-fixed.sh $(BUILD)
 
 # Every figure and table of docs/results.md, regenerated into docs/results/
 # (scripts/results.sh: the Apache experiment at paper size, the lock figures,

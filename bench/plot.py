@@ -9,7 +9,7 @@ also be run by hand on kept CSV files:
   bench/plot.py KIND [--out FILE] [--about TEXT] [--scale TEXT] INPUT...
 
 KIND and its inputs:
-  intset  CSV...           txkit-bench-intset / -bank files: Mops/s vs threads,
+  intset  CSV...           txkit-bench-intset / -bank / -fixed files: Mops/s vs threads,
                            one panel per workload, one line per method
   cache   NAME=CSV...      txkit-bench-cache runs (auto, stm, nortm, libitm):
                            Mops/s vs threads, one panel per Zipf s
@@ -294,14 +294,18 @@ def plot_intset(args):
         b, s, n, u = key
         if b == "bank":
             what = "bank, %s accounts, %s%% transfers" % (n, u)
+        elif b == "fixed":
+            what = "%s, a cell per thread (no conflicts)" % s
         else:
             what = "%s, %s keys, %s%% updates" % (s, n, u)
         ax.set_title(what, fontsize=9)
         ax.set_ylabel("Mops/s (median, min/max bars)")
         ax.grid(True, which="major", alpha=0.3)
     legend_outside(axes[0][-1])
-    title(fig, "txkit-bench-intset / -bank: throughput vs threads (itm@libitm = GCC's libitm)",
-          args, rows)
+    benches = sorted(set(r["bench"] for r in rows))
+    name = ("txkit-bench-fixed: a critical section's fixed cost" if benches == ["fixed"]
+            else "txkit-bench-intset / -bank")
+    title(fig, "%s: throughput vs threads (itm@libitm = GCC's libitm)" % name, args, rows)
     save(fig, args.out)
 
 

@@ -4,7 +4,8 @@
 # bench): lib.sh's CSV lookup, ratios and TARGET lines, and one tiny run of
 # txkit-bench-intset through the measurement library: 3 runs per point, the
 # median between min and max, every point marked oversubscribed or not; the
-# skip list verified under every kind of method.
+# skip list verified under every kind of method; txkit-bench-fixed's check and
+# its --count mode.
 set -u
 . "$(dirname "$0")/lib.sh"
 bench_init selftest.sh "${1:?usage: selftest.sh BUILD_DIR}"
@@ -64,4 +65,21 @@ if ! "$INTSET" --struct skip --size 512 --update 50 --method seq,mutex,stm,seria
     bad=1
 fi
 expect "skip list verified" "$(grep -c '^verify: ok' "$T/s.out")" 1
+
+# txkit-bench-fixed (bench/run-fixed.sh): the timed mode's oracle under locks,
+# software TM and GCC's libitm, and --count's exact number of operations
+FIXED=$(need_bin txkit-bench-fixed) || exit 2
+if ! "$FIXED" --shape r2w2 --method seq,mutex,auto,stm,serial,itm@libitm:ml_wt --threads 1,2 \
+    --seconds 0.05 --runs 1 --quiet --csv "$T/f.csv" >"$T/f.out" 2>&1; then
+    echo "FAIL: txkit-bench-fixed --shape r2w2 failed:"
+    cat "$T/f.out"
+    bad=1
+fi
+expect "fixed r2w2 checked" "$(grep -c '^check: ok' "$T/f.out")" 1
+expect "fixed r2w2 stm@2 measured" "$(csv_get "$T/f.csv" status method=stm threads=2)" ok
+for s in empty r4 r2w2; do
+    expect "fixed --count, $s under stm" \
+        "$("$FIXED" --count 1000 --shape "$s" --method stm | grep -c "^count: 1000 operations of $s under stm")" 1
+done
+expect "fixed --count takes one method" "$("$FIXED" --count 10 --method mutex,stm >/dev/null 2>&1; echo $?)" 2
 exit $bad
