@@ -231,7 +231,8 @@ struct txkit_tls {
     const volatile uint64_t *clock;    /* the global sequence clock */
     uint64_t snap;                     /* the snapshot the reads so far are valid at */
     uint64_t wbloom;                   /* written words (bit (addr >> 3) & 63): no fast path */
-    struct _txkit_rentry *rcur, *rend; /* read log: next free entry, end */
+    struct _txkit_rentry *rcur, *rend; /* read log: next free entry, end; under
+                                        * TXKIT_ACC_UNDO the undo log instead */
     /* hardware commits seen by the snapshot (TXKIT_ACC_FASTREAD_HW; appended,
      * so code built against the fields above keeps working) */
     const volatile uint64_t *hw; /* the hardware-commit counter */
@@ -241,6 +242,7 @@ struct txkit_tls {
 #define TXKIT_ACC_STORE 2u
 #define TXKIT_ACC_FASTREAD 4u    /* loads may take the inline software path */
 #define TXKIT_ACC_FASTREAD_HW 8u /* ... checking hardware commits too (hybrid) */
+#define TXKIT_ACC_UNDO 16u       /* stores may log the old bytes at rcur, then write in place */
 
 extern TXKIT_API __thread struct txkit_tls _txkit_tls;
 
@@ -282,6 +284,29 @@ _txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
     uint64_t tmp = 0;
     _txkit_load_bytes(&tmp, addr, size);
     return tmp;
+}
+
+/* The in-place store's undo record, inline for aligned 4- and 8-byte stores
+ * (TXKIT_ACC_UNDO: a transaction that runs alone, or serially, and may still
+ * restart): the address, the bytes it held and their size, one entry of the
+ * runtime's undo log. Returns 0 when the runtime must take the store (another
+ * mode, size or alignment, a full log); 1 when the caller may now store. */
+static inline __attribute__((always_inline)) int _txkit_store_undo(void *addr, unsigned int size,
+                                                                   unsigned int acc) {
+    struct txkit_tls *tls = &_txkit_tls;
+    uintptr_t a = (uintptr_t)addr;
+    if ((acc & TXKIT_ACC_UNDO) && (size == 8 || size == 4) && !(a & (size - 1)) &&
+        tls->rcur != tls->rend) {
+        struct _txkit_rentry *r = tls->rcur;
+        uint64_t old = 0;
+        __builtin_memcpy(&old, addr, size);
+        tls->rcur = r + 1;
+        r->addr = addr;
+        r->val = old;
+        r->size = size;
+        return 1;
+    }
+    return 0;
 }
 
 #define _TXKIT_CAT2(a, b) a##b
@@ -336,10 +361,13 @@ _txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
         __typeof__(p) _txkit_sp = (p);                                                          \
         _TXKIT_UNQUAL(_txkit_sp) _txkit_sv = (v);                                               \
         _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_sv), "TX_STORE: 1, 2, 4 or 8 bytes"); \
-        if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_STORE))) {                             \
+        unsigned int _txkit_sa = _txkit_tls.access;                                             \
+        if (TXKIT_LIKELY(!(_txkit_sa & TXKIT_ACC_STORE))) {                                     \
             *_txkit_sp = _txkit_sv;                                                             \
             _txkit_tls.wrote = 1;                                                               \
-        } else                                                                                  \
+        } else if (_txkit_store_undo((void *)_txkit_sp, sizeof _txkit_sv, _txkit_sa))           \
+            *_txkit_sp = _txkit_sv;                                                             \
+        else                                                                                    \
             _txkit_store_bytes((void *)_txkit_sp, &_txkit_sv, sizeof _txkit_sv);                \
         (void)0;                                                                                \
     })

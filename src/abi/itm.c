@@ -132,6 +132,7 @@ static uint32_t itm_action(tk_thread *t, int restarted) {
         /* Serial without barriers: nothing can be undone, so irrevocable
          * from the start (gcc promises no cancel: pr_hasNoAbort). */
         t->ctl.irrevocable = 1;
+        tk_ulog_pull(t);
         _txkit_tls.access = 0;
         if (p & TK_PR_DOES_GO_IRREVOCABLE) /* asked for, not just our choice */
             TK_COUNT(t->cnt->irrevocable, 1);
@@ -173,6 +174,7 @@ static uint32_t nested_begin(tk_thread *t, uint32_t props, unsigned depth) {
     if (!(props & TK_PR_HAS_NO_ABORT)) {
         tk_itm_cp *cp = top_checkpoint(t);
         cp->depth = depth + 1;
+        tk_ulog_pull(t);
         cp->ulog_len = t->ulog.len;
         cp->allocs_len = t->allocs.len;
         cp->captured_len = t->captured.len;
@@ -384,6 +386,7 @@ TK_EXPORT void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
  * straddle it keep the bytes outside it (one may split in two, inserted in
  * place so that the newest-first order of rollback stays). */
 static void undo_forget(tk_thread *t, uintptr_t lo, uintptr_t hi) {
+    tk_ulog_pull(t);
     for (size_t i = 0; i < t->ulog.len; i++) {
         tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
         uintptr_t a = (uintptr_t)u->addr, e = a + u->size;
@@ -414,6 +417,7 @@ static void undo_forget(tk_thread *t, uintptr_t lo, uintptr_t hi) {
             u->size = 0; /* all dropped: puts nothing back */
         }
     }
+    tk_ulog_push(t);
 }
 
 /* The transaction forgets what it knows of [ptr, ptr+len): what it wrote

@@ -88,6 +88,7 @@ static int serial_make_irrevocable(tk_thread *t) {
      * Only a try: waiting for the token while holding the clock could deadlock
      * with the token's owner, which needs the clock to commit. */
     uintptr_t none = 0;
+    tk_ulog_pull(t); /* what TX_STORE logged inline counts too */
     if (t->ulog.len == 0 && tk_configured_method(t) != TXKIT_SERIAL &&
         t->ctl.kind != TK_KIND_ITM && /* gcc: see tx_irrevocable */
         __atomic_compare_exchange_n(&tk_g.irr_owner, &none, (uintptr_t)t, false, __ATOMIC_SEQ_CST,
@@ -117,7 +118,7 @@ const struct tk_method tk_method_serial = {
     .id = TXKIT_SERIAL,
     .stats_id = TXKIT_SERIAL,
     .caps = TK_CAP_EXCLUSIVE | TK_CAP_UNDO_LOG | TK_CAP_CLOSED_NESTING,
-    .access = TXKIT_ACC_STORE | TK_ACC_UNDO_STORE,
+    .access = TXKIT_ACC_STORE | TXKIT_ACC_UNDO | TK_ACC_UNDO_STORE,
     .begin = serial_begin,
     .commit = serial_commit,
     .rollback = serial_rollback,

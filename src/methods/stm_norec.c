@@ -99,12 +99,13 @@ static bool rlog_valid(const tk_thread *t) {
 /* Grow the read log (the inline barrier appends until rcur reaches rend). */
 static void rlog_grow(tk_thread *t) {
     size_t used = (size_t)(_txkit_tls.rcur - t->stm.rlog);
-    size_t cap = (size_t)(_txkit_tls.rend - t->stm.rlog);
+    size_t cap = t->stm.rlog_cap;
     cap = cap ? cap * 2 : 1024;
     tk_rentry *n = realloc(t->stm.rlog, cap * sizeof *n);
     if (!n)
         TK_FATAL("out of memory growing the read log (%zu entries)", cap);
     t->stm.rlog = n;
+    t->stm.rlog_cap = cap;
     _txkit_tls.rcur = n + used;
     _txkit_tls.rend = n + cap;
 }
@@ -377,7 +378,10 @@ static void ws_clear(tk_thread *t) {
 
 /* At the start of each software attempt: empty read log and write set. */
 static inline void stm_attempt_reset(tk_thread *t) {
+    /* both: between software attempts the pair may have been the undo log's
+     * (TXKIT_ACC_UNDO, internal.h) */
     _txkit_tls.rcur = t->stm.rlog;
+    _txkit_tls.rend = t->stm.rlog + t->stm.rlog_cap;
     ws_clear(t);
 }
 
@@ -598,6 +602,7 @@ static void stm_thread_fini(tk_thread *t) {
     tk_stm_sw_leave(t);
     free(t->stm.rlog);
     t->stm.rlog = NULL;
+    t->stm.rlog_cap = 0;
     _txkit_tls.rcur = _txkit_tls.rend = NULL;
     tk_vec_free(&t->stm.wset);
     free(t->stm.windex);

@@ -34,6 +34,8 @@ struct tk_stm_thread {
     tk_rentry *rlog;      /* read log (grown by the barriers); its fill pointer and end are in
                           * _txkit_tls (rcur, rend) for the inline barrier; the snapshot and
                           * write bloom too (snap, wbloom) */
+    size_t rlog_cap;      /* entries rlog has room for: rlog_grow; stm_attempt_reset sets rend
+                           * from it (the pair is the undo log's between software attempts) */
     tk_vec wset;          /* tk_wentry, in first-write order: stores append, begin empties */
     tk_wslot *windex;     /* hash index over wset, capacity windex_mask + 1: thread_init, stores */
     uint32_t windex_mask; /* thread_init, index growth */

@@ -74,6 +74,7 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED); /* statistics off: unread */
     _txkit_tls.access = access & ~TK_EXPRESS;
     _txkit_tls.depth = 1;
+    tk_ulog_push(t); /* the log is empty: the last commit emptied it */
     return true;
 }
 

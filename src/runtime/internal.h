@@ -445,6 +445,31 @@ TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
 TK_HIDDEN void tk_stm_sw_leave(tk_thread *t);
 /* The transaction holds or depends on cx locks (cheap test, owner thread). */
 static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
+/* The undo log written inline (TXKIT_ACC_UNDO in _txkit_tls.access: tx.h's
+ * _txkit_store_undo appends tk_uentry records, laid out as _txkit_rentry, at
+ * _txkit_tls.rcur, up to rend). While that bit is set the log's length is
+ * rcur's and t->ulog.len may be behind: whoever reads or changes the log
+ * calls tk_ulog_pull first (len from rcur) and tk_ulog_push after (rcur and
+ * rend from len and cap: the vector may have moved); whoever clears the bit
+ * pulls first. tk_ulog_push also starts the inline log when an attempt gets
+ * the bit. No-ops without the bit. Owner thread. */
+_Static_assert(sizeof(tk_uentry) == sizeof(struct _txkit_rentry) &&
+                   offsetof(tk_uentry, addr) == offsetof(struct _txkit_rentry, addr) &&
+                   offsetof(tk_uentry, old) == offsetof(struct _txkit_rentry, val) &&
+                   offsetof(tk_uentry, size) == offsetof(struct _txkit_rentry, size),
+               "tx.h's inline undo records are undo log entries");
+static inline void tk_ulog_pull(tk_thread *t) {
+    if (_txkit_tls.access & TXKIT_ACC_UNDO)
+        t->ulog.len =
+            (size_t)((tk_uentry *)(void *)_txkit_tls.rcur - (tk_uentry *)(void *)t->ulog.data);
+}
+static inline void tk_ulog_push(tk_thread *t) {
+    if (_txkit_tls.access & TXKIT_ACC_UNDO) {
+        tk_uentry *base = (tk_uentry *)(void *)t->ulog.data;
+        _txkit_tls.rcur = (struct _txkit_rentry *)(void *)(base + t->ulog.len);
+        _txkit_tls.rend = (struct _txkit_rentry *)(void *)(base + t->ulog.cap);
+    }
+}
 /* Record the current bytes at addr, put back if the attempt aborts. */
 TK_HIDDEN void tk_undo_log_any(tk_thread *t, const void *addr, size_t size);
 /* Log addr's size bytes for the rollback. Inline for the barriers' common
@@ -452,14 +477,16 @@ TK_HIDDEN void tk_undo_log_any(tk_thread *t, const void *addr, size_t size);
  * It checks the room itself: through tk_vec_push and its NULL test it cost
  * about 8 instructions more per store (callgrind, vacation). */
 static inline void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
+    tk_ulog_pull(t);
     if (TXKIT_LIKELY(size == 8 && t->ulog.len < t->ulog.cap)) {
         tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, t->ulog.len++);
         u->addr = (void *)addr;
         u->size = 8;
         __builtin_memcpy(&u->old, addr, 8);
-        return;
+    } else {
+        tk_undo_log_any(t, addr, size);
     }
-    tk_undo_log_any(t, addr, size);
+    tk_ulog_push(t);
 }
 /* TK_ACC_UNDO_STORE (the runtime's own bit of _txkit_tls.access; the public
  * macros test only the TXKIT_ACC_* bits): the running attempt's stores are

@@ -28,6 +28,7 @@ void tk_undo_log_any(tk_thread *t, const void *addr, size_t size) {
 }
 
 void tk_undo_apply(tk_thread *t, size_t keep, uintptr_t dead_top) {
+    tk_ulog_pull(t); /* records that TX_STORE wrote inline */
     uintptr_t dead = dead_top > t->stk_lo ? dead_top - t->stk_lo : 0;
     for (size_t i = t->ulog.len; i-- > keep;) {
         tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, i);
@@ -36,4 +37,5 @@ void tk_undo_apply(tk_thread *t, size_t keep, uintptr_t dead_top) {
         memcpy(u->addr, &u->old, u->size);
     }
     t->ulog.len = keep;
+    tk_ulog_push(t);
 }
