@@ -74,7 +74,11 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED); /* statistics off: unread */
     _txkit_tls.access = access & ~TK_EXPRESS;
     _txkit_tls.depth = 1;
-    tk_ulog_push(t); /* the log is empty: the last commit emptied it */
+    /* TXKIT_ACC_UNDO (serial's access): TX_STORE's records start the log again
+     * (the last commit emptied it); rend is as the last attempt's
+     * tk_ulog_push left it: only the runtime's appends grow the log, and they
+     * push, and no other method's attempt ran since (it clears t->express). */
+    _txkit_tls.rcur = (struct _txkit_rentry *)(void *)t->ulog.data;
     return true;
 }
 
