@@ -501,13 +501,8 @@ int main(int argc, char **argv) {
             o.buckets = bench_parse_long("--buckets", v, 1, 1L << 24);
         } else if (bench_opt(argc, argv, &i, "--update", &v)) {
             o.update_pct = (int)bench_parse_long("--update", v, 0, 100);
-        } else if (bench_opt(argc, argv, &i, "--help", NULL) ||
-                   bench_opt(argc, argv, &i, "-h", NULL)) {
-            usage(stdout);
-            return 0;
         } else if (!bench_parse_common(&o.b, argc, argv, &i)) {
-            usage(stderr);
-            bench_die("unknown option '%s'", argv[i]);
+            return bench_opt_last(argc, argv, &i, usage);
         }
     }
     if (o.nworkloads == 0)

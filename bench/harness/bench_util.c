@@ -333,6 +333,16 @@ int bench_opt(int argc, char **argv, int *i, const char *name, const char **val)
     return 0;
 }
 
+int bench_opt_last(int argc, char **argv, int *i, void (*usage)(FILE *f)) {
+    if (bench_opt(argc, argv, i, "--help", NULL) || bench_opt(argc, argv, i, "-h", NULL)) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "error: unknown option '%s'\n", argv[*i]);
+    usage(stderr);
+    return 2;
+}
+
 long bench_parse_long(const char *opt, const char *s, long lo, long hi) {
     char *end;
     errno = 0;

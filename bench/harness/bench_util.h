@@ -183,6 +183,13 @@ int bench_parse_common(struct bench_opts *o, int argc, char **argv, int *i);
  * Exits with a message when the value is missing.
  */
 int bench_opt(int argc, char **argv, int *i, const char *name, const char **val);
+/**
+ * bench_opt_last() - the last branch of a benchmark's option loop, for an
+ * argument none of its options took: --help / -h prints @usage to stdout,
+ * anything else is an unknown option (a message and @usage on stderr).
+ * Return: the exit status for main, 0 after --help, 2 otherwise.
+ */
+int bench_opt_last(int argc, char **argv, int *i, void (*usage)(FILE *f));
 long bench_parse_long(const char *opt, const char *s, long lo, long hi);
 double bench_parse_double(const char *opt, const char *s, double lo, double hi);
 

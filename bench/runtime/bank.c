@@ -286,14 +286,8 @@ int main(int argc, char **argv) {
             sys_pct = bench_parse_double("--syscall", v, 0, 100);
         } else if (bench_opt(argc, argv, &i, "--pad", NULL)) {
             pad = 1;
-        } else if (bench_opt(argc, argv, &i, "--help", NULL) ||
-                   bench_opt(argc, argv, &i, "-h", NULL)) {
-            usage(stdout);
-            return 0;
         } else {
-            fprintf(stderr, "error: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
+            return bench_opt_last(argc, argv, &i, usage);
         }
     }
 

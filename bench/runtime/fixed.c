@@ -255,14 +255,8 @@ int main(int argc, char **argv) {
             shape = s[0];
         } else if (bench_opt(argc, argv, &i, "--count", &v)) {
             count = bench_parse_long("--count", v, 1, 1L << 40);
-        } else if (bench_opt(argc, argv, &i, "--help", NULL) ||
-                   bench_opt(argc, argv, &i, "-h", NULL)) {
-            usage(stdout);
-            return 0;
         } else {
-            fprintf(stderr, "error: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
+            return bench_opt_last(argc, argv, &i, usage);
         }
     }
     if (count)

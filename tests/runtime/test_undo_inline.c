@@ -64,14 +64,18 @@ static void restart_round(void) {
     }
 }
 
-static void test_restart(void) {
-    set_method(TXKIT_AUTO);
-    for (int r = 0; r < 20; r++)
-        restart_round();
-    set_method(TXKIT_SERIAL);
-    for (int r = 0; r < 20; r++)
-        restart_round();
+/* rounds of round under auto (a lone thread: serial on its parked clock),
+ * then as many under serial */
+static void under_both(void (*round)(void), int rounds) {
+    static const txkit_method_t methods[] = {TXKIT_AUTO, TXKIT_SERIAL};
+    for (int k = 0; k < 2; k++) {
+        set_method(methods[k]);
+        for (int r = 0; r < rounds; r++)
+            round();
+    }
 }
+
+static void test_restart(void) { under_both(restart_round, 20); }
 
 static __attribute__((noinline)) int order_tx(void) {
     volatile int tries = 0;
@@ -93,14 +97,7 @@ static void order_round(void) {
     CHECK_EQ(one, 0x0102030405060708ull);
 }
 
-static void test_order(void) {
-    set_method(TXKIT_AUTO);
-    for (int r = 0; r < 100; r++)
-        order_round();
-    set_method(TXKIT_SERIAL);
-    for (int r = 0; r < 100; r++)
-        order_round();
-}
+static void test_order(void) { under_both(order_round, 100); }
 
 static void stats(tx_stats_t *s) { CHECK(tx_stats_get(s) == 0); }
 

@@ -328,13 +328,8 @@ int main(int argc, char **argv) {
         } else if (bench_opt(argc, argv, &i, "--policy", &v)) {
             if (txc_policy_parse(v, &cf.policy) != 0)
                 bench_die("--policy: unknown policy '%s' (LRU, GDSF)", v);
-        } else if (bench_opt(argc, argv, &i, "--help", NULL) ||
-                   bench_opt(argc, argv, &i, "-h", NULL)) {
-            usage(stdout);
-            return 0;
         } else if (!bench_parse_common(&o, argc, argv, &i)) {
-            usage(stderr);
-            bench_die("unknown option '%s'", argv[i]);
+            return bench_opt_last(argc, argv, &i, usage);
         }
     }
     const int *threads = o.threads, nthreads = o.nthreads, runs = o.runs, quiet = o.quiet;
