@@ -59,6 +59,9 @@ DEFINE_SHAPE(fixed_r2w2, SHAPE_R2W2_BODY)
      : (shape) == SHAPE_R4  ? fixed_r4_##FAM##op(c)    \
                             : fixed_r2w2_##FAM##op(c))
 
+/* What one operation of shape returns: r4 its sum, the others 0. */
+static inline long fixed_expect(int shape) { return shape == SHAPE_R4 ? FIXED_R4_SUM : 0; }
+
 /* Operations between looks at the stop flag. */
 #define BATCH 8
 
@@ -69,21 +72,20 @@ struct fixed_ctx {
 
 /* A wrong r4 sum is an anomaly (t->bad); r2w2's counters are checked after
  * the run (fixed_check). */
-#define DEFINE_WORKER(FAM)                                     \
-    static void worker_##FAM(struct bench_thread *t) {         \
-        struct fixed_ctx *x = t->ctx;                          \
-        struct fixed_cell *c = &x->cells[t->id];               \
-        int shape = x->shape;                                  \
-        uint64_t ops = 0, bad = 0;                             \
-        while (!bench_stopped()) {                             \
-            for (int b = 0; b < BATCH; b++) {                  \
-                long r = FIXED_OP(FAM, shape, c);              \
-                bad += shape == SHAPE_R4 && r != FIXED_R4_SUM; \
-            }                                                  \
-            ops += BATCH;                                      \
-        }                                                      \
-        t->ops = ops;                                          \
-        t->bad = bad;                                          \
+#define DEFINE_WORKER(FAM)                              \
+    static void worker_##FAM(struct bench_thread *t) {  \
+        struct fixed_ctx *x = t->ctx;                   \
+        struct fixed_cell *c = &x->cells[t->id];        \
+        int shape = x->shape;                           \
+        long want = fixed_expect(shape);                \
+        uint64_t ops = 0, bad = 0;                      \
+        while (!bench_stopped()) {                      \
+            for (int b = 0; b < BATCH; b++)             \
+                bad += FIXED_OP(FAM, shape, c) != want; \
+            ops += BATCH;                               \
+        }                                               \
+        t->ops = ops;                                   \
+        t->bad = bad;                                   \
     }
 DEFINE_WORKER(seq)
 DEFINE_WORKER(mutex)
@@ -167,18 +169,19 @@ static int fixed_measure(void *arg, const struct bench_row *r, int run, struct b
 static __attribute__((noinline)) uint64_t fixed_count(int method, int shape, struct fixed_cell *c,
                                                       uint64_t n) {
     uint64_t bad = 0;
+    long want = fixed_expect(shape);
+#define COUNT_LOOP(FAM)              \
+    for (uint64_t i = 0; i < n; i++) \
+    bad += FIXED_OP(FAM, shape, c) != want
     if (method == BM_SEQ)
-        for (uint64_t i = 0; i < n; i++)
-            bad += FIXED_OP(seq, shape, c) != (shape == SHAPE_R4 ? FIXED_R4_SUM : 0);
+        COUNT_LOOP(seq);
     else if (method == BM_MUTEX)
-        for (uint64_t i = 0; i < n; i++)
-            bad += FIXED_OP(mutex, shape, c) != (shape == SHAPE_R4 ? FIXED_R4_SUM : 0);
+        COUNT_LOOP(mutex);
     else if (bm_is_itm(method))
-        for (uint64_t i = 0; i < n; i++)
-            bad += FIXED_OP(itm, shape, c) != (shape == SHAPE_R4 ? FIXED_R4_SUM : 0);
+        COUNT_LOOP(itm);
     else
-        for (uint64_t i = 0; i < n; i++)
-            bad += FIXED_OP(tx, shape, c) != (shape == SHAPE_R4 ? FIXED_R4_SUM : 0);
+        COUNT_LOOP(tx);
+#undef COUNT_LOOP
     return bad;
 }
 

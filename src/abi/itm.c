@@ -250,8 +250,7 @@ static void commit_outermost(tk_thread *t) {
     if (r != TK_OK)
         tk_abort(t, r);
     drop_checkpoints(t, 0);
-    if (!tk_sw_express_commit(t))
-        tk_finish_commit(t);
+    tk_finish_commit(t);
 }
 
 TK_EXPORT void _ITM_commitTransaction(void) {

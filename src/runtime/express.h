@@ -158,33 +158,6 @@ tk_sw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int k
     return true;
 }
 
-/* tk_finish_commit for an attempt that tk_sw_express_begin began (software
- * TM, first attempt, not timed, no fault injection, C or gcc front end), when
- * nothing arrived since that it would act on: no handlers, no commit hook,
- * no irrevocability, no scheduler or contention manager to tell, few writes.
- * Does what it would then do (count, end the attempt, t->express =
- * TK_EXPRESS_SW) and returns true; false, with nothing done, otherwise (the
- * caller calls tk_finish_commit). Owner thread, outermost commit, after the
- * method's commit succeeded. */
-static inline bool tk_sw_express_commit(tk_thread *t) {
-    if (!t->ctl.sw_express ||
-        (t->handlers.len | (t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED)) |
-         (unsigned)t->ctl.irr_token | (unsigned)t->ctl.force_serial | t->cm.consecutive_aborts |
-         (unsigned)t->sched.queue_held) ||
-        tk_sched_on || t->stm.wset.len >= TK_BIG_WRITES)
-        return false;
-    t->ctl.sw_express = 0;
-    if (TXKIT_LIKELY(!tk_cfg.stats_off)) { /* count_commit's first case */
-        TK_COUNT(t->cnt->sw_commits, 1);
-        __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
-    }
-    tk_attempt_ended(t);
-    if (t->frees.len | t->allocs.len)
-        tk_discard_effects(t, 1);
-    t->express = TK_EXPRESS_SW;
-    return true;
-}
-
 /* Either express begin, as t->express says. */
 __attribute__((always_inline)) static inline bool
 tk_express_any_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int kind) {

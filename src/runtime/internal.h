@@ -135,7 +135,7 @@ struct tk_thread {
         int cancelling;          /* ITM cancel: an end, not a conflict to back off from */
         int sw_express;          /* this attempt began by tk_sw_express_begin (express.h sets it);
                          * attempt_prepare, tk_abort_attempt and every commit clear it
-                         * (txn.c): TX_ATOMIC's end may then finish it the short way */
+                         * (txn.c): tk_finish_commit may then finish it the short way */
     } ctl;
     struct tk_itm_thread itm; /* the gcc ABI layer (abi/itm_thread.h) */
     tk_jmpbuf jb_nested;      /* where nested blocks save theirs (unused): checkpoint.S */
@@ -477,6 +477,9 @@ TK_HIDDEN void tk_undo_log_any(tk_thread *t, const void *addr, size_t size);
  * It checks the room itself: through tk_vec_push and its NULL test it cost
  * about 8 instructions more per store (callgrind, vacation). */
 static inline void tk_undo_log(tk_thread *t, const void *addr, size_t size) {
+    /* TXKIT_ACC_UNDO: the record TX_STORE writes itself (tx.h), no pull/push */
+    if (_txkit_store_undo((void *)addr, (unsigned)size, _txkit_tls.access))
+        return;
     tk_ulog_pull(t);
     if (TXKIT_LIKELY(size == 8 && t->ulog.len < t->ulog.cap)) {
         tk_uentry *u = &TK_VEC_AT(&t->ulog, tk_uentry, t->ulog.len++);

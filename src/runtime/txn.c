@@ -289,8 +289,29 @@ count_commit(tk_thread *t, const struct tk_method *m, unsigned attempts) {
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
 }
 
+/* An attempt that tk_sw_express_begin began (software TM, first attempt, not
+ * timed, no fault injection, C or gcc front end) into which nothing arrived
+ * that tk_finish_commit would act on: no handlers, no commit hook, no
+ * irrevocability, no scheduler or contention manager to tell, few writes. */
+static inline bool sw_express_quiet(const tk_thread *t) {
+    return t->ctl.sw_express &&
+           !(t->handlers.len | (t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED)) |
+             (unsigned)t->ctl.irr_token | (unsigned)t->ctl.force_serial | t->cm.consecutive_aborts |
+             (unsigned)t->sched.queue_held) &&
+           !tk_sched_on && t->stm.wset.len < TK_BIG_WRITES;
+}
+
 void tk_finish_commit(tk_thread *t) {
     const struct tk_method *m = t->ctl.m;
+    if (sw_express_quiet(t)) { /* what the rest comes to for it, without its questions */
+        t->ctl.sw_express = 0;
+        count_commit(t, m, 0);
+        tk_attempt_ended(t);
+        if (t->frees.len | t->allocs.len)
+            tk_discard_effects(t, 1);
+        t->express = TK_EXPRESS_SW;
+        return;
+    }
     t->express = 0;
     t->ctl.sw_express = 0;
     if (m->caps & TK_CAP_HARDWARE) {
@@ -541,8 +562,7 @@ void _txkit_end(struct _txkit_scope *scope) {
     int r = t->ctl.m->commit(t);
     if (r != TK_OK)
         tk_abort(t, r);
-    if (!tk_sw_express_commit(t))
-        tk_finish_commit(t);
+    tk_finish_commit(t);
 }
 
 int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thrower)(void)) {
