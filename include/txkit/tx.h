@@ -243,6 +243,9 @@ struct txkit_tls {
 #define TXKIT_ACC_FASTREAD 4u    /* loads may take the inline software path */
 #define TXKIT_ACC_FASTREAD_HW 8u /* ... checking hardware commits too (hybrid) */
 #define TXKIT_ACC_UNDO 16u       /* stores may log the old bytes at rcur, then write in place */
+#define TXKIT_ACC_NOLOG \
+    32u /* with TXKIT_ACC_FASTREAD: loads need no log entry, only the
+                                  * check that the clock still equals snap (never with _HW) */
 
 extern TXKIT_API __thread struct txkit_tls _txkit_tls;
 
@@ -261,24 +264,33 @@ TXKIT_API int _txkit_commit_cxx(void);
 TXKIT_API void _txkit_leave_nested_cxx(void);
 
 /* The software TM read barrier, inline for aligned 4- and 8-byte loads: one
- * load, a check that the global clock did not move, one log entry. Anything
- * else (a moved clock, a word this transaction wrote, a full log) goes to the
- * runtime. Returns the bytes read in the low end of the result. */
+ * load, a check that the global clock did not move, one log entry (none
+ * under TXKIT_ACC_NOLOG: such an attempt cannot move its snapshot, so it
+ * never revalidates). Anything else (a moved clock, a word this transaction
+ * wrote, a full log) goes to the runtime. Returns the bytes read in the low
+ * end of the result. */
 static inline __attribute__((always_inline)) uint64_t
 _txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
     struct txkit_tls *tls = &_txkit_tls;
     uintptr_t a = (uintptr_t)addr;
     if ((acc & (TXKIT_ACC_FASTREAD | TXKIT_ACC_FASTREAD_HW)) && (size == 8 || size == 4) &&
-        !(a & (size - 1)) && !(tls->wbloom & (1ull << ((a >> 3) & 63))) && tls->rcur != tls->rend) {
-        uint64_t v =
-            size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
-        if (TXKIT_LIKELY(*tls->clock == tls->snap &&
-                         (!(acc & TXKIT_ACC_FASTREAD_HW) || *tls->hw == tls->hsnap))) {
-            struct _txkit_rentry *r = tls->rcur++;
-            r->addr = addr;
-            r->val = v;
-            r->size = size;
-            return v;
+        !(a & (size - 1)) && !(tls->wbloom & (1ull << ((a >> 3) & 63)))) {
+        if (acc & TXKIT_ACC_NOLOG) {
+            uint64_t v =
+                size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
+            if (TXKIT_LIKELY(*tls->clock == tls->snap))
+                return v;
+        } else if (tls->rcur != tls->rend) {
+            uint64_t v =
+                size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
+            if (TXKIT_LIKELY(*tls->clock == tls->snap &&
+                             (!(acc & TXKIT_ACC_FASTREAD_HW) || *tls->hw == tls->hsnap))) {
+                struct _txkit_rentry *r = tls->rcur++;
+                r->addr = addr;
+                r->val = v;
+                r->size = size;
+                return v;
+            }
         }
     }
     uint64_t tmp = 0;

@@ -11,6 +11,9 @@
  *    NOrec has no per-access metadata: a read is a load, a check of the clock,
  *    and a log append, so its single-thread overhead is the lowest of the
  *    usual designs, and read-only transactions commit with no atomic at all.
+ *    Where the clock rarely moves while a transaction runs (one thread, a
+ *    read-mostly phase), not even the log append: an attempt that reads
+ *    unlogged aborts instead of revalidating (TXKIT_ACC_NOLOG, below).
  *  - Opacity for free: a read is returned only if the clock has not moved
  *    since the snapshot, or after the whole read log was revalidated by value.
  *  - Byte-exact: writes are buffered per 8-byte word with a byte mask and
@@ -145,9 +148,64 @@ static bool reval_budget_spent(tk_thread *t) {
     return true;
 }
 
+/* Unlogged reads (TXKIT_ACC_NOLOG). An attempt that logs no reads cannot
+ * revalidate: once the clock moves it aborts, and the transaction runs again
+ * logging. It saves the log's stores where the clock rarely moves while a
+ * transaction runs (one thread, read-mostly phases). A thread tries it after
+ * calm_need commits in a row that never saw the clock move; each unlogged
+ * attempt that the clock moved under doubles calm_need (up to NOLOG_NEED_MAX),
+ * each unlogged commit takes one off (down to NOLOG_NEED_MIN), so a thread
+ * whose transactions keep overlapping commits stays logging. */
+#define NOLOG_NEED_MIN 4u
+#define NOLOG_NEED_MAX 1024u
+
+/* An unlogged attempt saw the clock move: it aborts (the caller says so). */
+static void nolog_lost(tk_thread *t) {
+    t->stm.calm = 0;
+    t->stm.calm_need =
+        t->stm.calm_need < NOLOG_NEED_MAX / 2 ? t->stm.calm_need * 2 : NOLOG_NEED_MAX;
+}
+
+/* Whether t's next attempt may read unlogged: not visible to a contention
+ * manager (its reads must be marked), not hybrid (hardware commits do not
+ * move the clock), not irrevocable (other writers' give-backs move the clock
+ * under it), not timed (the read-set histogram samples those). Owner thread,
+ * in stm_begin after the visibility and irrevocability are decided. */
+static inline bool nolog_ok(const tk_thread *t) {
+    return t->stm.calm >= t->stm.calm_need && !t->vis.active && !tk_g.hybrid &&
+           !t->ctl.irrevocable && !t->ctl.attempt_tsc;
+}
+
+/* The attempt committed: count it calm if it never moved its snapshot (no
+ * revalidation: t->ctl.revals counts them, also acquire_clock's). */
+static inline void nolog_committed(tk_thread *t) {
+    if (t->ctl.revals)
+        t->stm.calm = 0;
+    else if (t->stm.calm < NOLOG_NEED_MAX)
+        t->stm.calm++;
+    if (t->stm.nolog && t->stm.calm_need > NOLOG_NEED_MIN)
+        t->stm.calm_need--;
+}
+
+/* Stop reading unlogged (the attempt becomes irrevocable): from now on its
+ * reads are logged, those before need no check (nobody commits under it). */
+static inline void nolog_off(tk_thread *t) {
+    t->stm.nolog = 0;
+    t->ctl.acc_add &= ~TXKIT_ACC_NOLOG;
+    _txkit_tls.access &= ~TXKIT_ACC_NOLOG;
+}
+
 /* Move the snapshot to now if everything read so far still holds (false:
  * it does not, or the revalidation budget is spent: abort). */
 static bool try_extend(tk_thread *t) {
+    if (t->stm.nolog) {
+        /* Nothing logged, nothing to check: the snapshot holds only while no
+         * commit happened since it (every writer moves the clock on). */
+        if (tk_wait_clock_even() == _txkit_tls.snap)
+            return true;
+        nolog_lost(t);
+        return false;
+    }
     for (;;) {
         if (TXKIT_UNLIKELY(reval_budget_spent(t)))
             return false;
@@ -441,6 +499,7 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
         t->stm.sw_registered = 1;
     }
     _txkit_tls.snap = clock;
+    t->stm.nolog = 0; /* irrevocable: nolog_ok */
     __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_RELAXED);
     tk_epoch_publish(t, clock); /* we hold the clock: no free is pending at it */
     _txkit_tls.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
@@ -499,6 +558,8 @@ static int stm_begin(tk_thread *t) {
     } else {
         t->vis.active = 0;
     }
+    t->stm.nolog = nolog_ok(t);
+    t->ctl.acc_add = t->stm.nolog ? TXKIT_ACC_NOLOG : 0;
     return TK_OK;
 }
 
@@ -541,6 +602,7 @@ static int stm_commit(tk_thread *t) {
                 return TXKIT_CAUSE_CONFLICT; /* a manager decided against it */
             tk_vis_end(t);
         }
+        nolog_committed(t);
         unregister(t);
         return TK_OK;
     }
@@ -562,6 +624,7 @@ static int stm_commit(tk_thread *t) {
     __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
     if (t->vis.active)
         tk_vis_end(t);
+    nolog_committed(t);
     unregister(t);
     return TK_OK;
 }
@@ -596,6 +659,8 @@ static void stm_thread_init(tk_thread *t) {
     t->stm.windex_mask = WINDEX_INITIAL - 1;
     t->stm.wgen = 1;
     t->stm.windexed = 0;
+    t->stm.calm = 0;
+    t->stm.calm_need = NOLOG_NEED_MIN;
 }
 
 static void stm_thread_fini(tk_thread *t) {
@@ -650,9 +715,11 @@ __attribute__((noinline)) static void stm_load_any(tk_thread *t, void *dst, cons
         }
         v = read_mem(addr, (uint32_t)size);
     }
-    if (TXKIT_UNLIKELY(_txkit_tls.rcur == _txkit_tls.rend))
-        rlog_grow(t);
-    rlog_push(addr, v, (uint32_t)size);
+    if (!t->stm.nolog) {
+        if (TXKIT_UNLIKELY(_txkit_tls.rcur == _txkit_tls.rend))
+            rlog_grow(t);
+        rlog_push(addr, v, (uint32_t)size);
+    }
     if (e) { /* some bytes of the word are ours */
         uint64_t m = byte_mask(e->mask);
         v = (v & ~m) | (e->data & m);
@@ -675,10 +742,12 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
                 __builtin_memcpy(dst, &e->data, 8);
                 return;
             }
-        } else if (TXKIT_LIKELY(!t->vis.active && _txkit_tls.rcur != _txkit_tls.rend)) {
+        } else if (TXKIT_LIKELY(!t->vis.active &&
+                                (t->stm.nolog || _txkit_tls.rcur != _txkit_tls.rend))) {
             uint64_t v = *(const volatile uint64_t *)addr;
             if (TXKIT_LIKELY(snapshot_current())) {
-                rlog_push(addr, v, 8);
+                if (!t->stm.nolog)
+                    rlog_push(addr, v, 8);
                 __builtin_memcpy(dst, &v, 8);
                 return;
             }
@@ -778,6 +847,7 @@ static int stm_make_irrevocable(tk_thread *t) {
     if (!tk_vis_pin(t))                 /* killed by a winner before we could pin */
         return TXKIT_CAUSE_IRREVOCABLE;
     t->ctl.irrevocable = 1;
+    nolog_off(t);
     return TK_OK;
 }
 

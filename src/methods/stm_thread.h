@@ -41,6 +41,11 @@ struct tk_stm_thread {
     uint32_t windex_mask; /* thread_init, index growth */
     uint32_t wgen;        /* generation of live windex slots: bumped by ws_clear when indexed */
     int windexed;         /* windex holds every wset entry (more than WS_SMALL of them) */
+    /* unlogged reads (TXKIT_ACC_NOLOG): stm_begin decides, try_extend and commit count */
+    int nolog;          /* this attempt logs no reads: it cannot move its snapshot */
+    unsigned calm;      /* commits in a row that never saw the clock move */
+    unsigned calm_need; /* how many it takes to try unlogged reads again (doubles at each
+                         * unlogged attempt the clock moved under, then decays) */
 };
 
 #endif /* TK_STM_THREAD_H */

@@ -153,7 +153,7 @@ tk_sw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int k
     t->ctl.sw_express = 1;
     int r = m->begin(t); /* software: always TK_OK */
     TK_ASSERT(r == TK_OK);
-    _txkit_tls.access = tk_read_access(m->access, t->vis.active);
+    _txkit_tls.access = tk_read_access(m->access | t->ctl.acc_add, t->vis.active);
     _txkit_tls.depth = 1;
     return true;
 }

@@ -133,6 +133,9 @@ struct tk_thread {
         int cancelled;           /* ITM: a hardware attempt was cancelled (outer) */
         int irr_token;           /* holds tk_g.irr_owner: irrevocable from the start */
         int cancelling;          /* ITM cancel: an end, not a conflict to back off from */
+        unsigned acc_add;        /* access bits the method's begin adds to its own for this
+                                  * attempt (stm_norec.c: TXKIT_ACC_NOLOG); tk_attempt_reset
+                                  * clears it, attempt_running and express.h use it */
         int sw_express;          /* this attempt began by tk_sw_express_begin (express.h sets it);
                          * attempt_prepare, tk_abort_attempt and every commit clear it
                          * (txn.c): tk_finish_commit may then finish it the short way */
@@ -253,11 +256,11 @@ enum tk_kind {
  * decides conflicts, vis.c) neither, the inline read would not mark them. */
 static inline unsigned tk_read_access(unsigned m_access, int visible) {
     if (!(m_access & TXKIT_ACC_FASTREAD))
-        return m_access;
+        return m_access & ~TXKIT_ACC_NOLOG;
     if (visible)
-        return m_access & ~TXKIT_ACC_FASTREAD;
-    if (tk_g.hybrid)
-        return (m_access & ~TXKIT_ACC_FASTREAD) | TXKIT_ACC_FASTREAD_HW;
+        return m_access & ~(TXKIT_ACC_FASTREAD | TXKIT_ACC_NOLOG);
+    if (tk_g.hybrid) /* unlogged reads would not see hardware commits */
+        return (m_access & ~(TXKIT_ACC_FASTREAD | TXKIT_ACC_NOLOG)) | TXKIT_ACC_FASTREAD_HW;
     return m_access;
 }
 
@@ -534,6 +537,7 @@ TK_HIDDEN void tk_discard_effects(tk_thread *t, int committed);
 /* Empty the logs of the attempt (its effects were applied or discarded).
  * Owner thread, between attempts; inline: it runs for every transaction. */
 static inline void tk_attempt_reset(tk_thread *t) {
+    t->ctl.acc_add = 0;
     t->ulog.len = 0;
     t->allocs.len = 0;
     t->captured.len = 0;

@@ -104,7 +104,7 @@ static inline void attempt_prepare(tk_thread *t, const struct tk_method *m, bool
     t->ctl.attempt_tsc = time_attempt(t) ? tk_rdtsc() : 0;
 }
 static inline void attempt_running(tk_thread *t, const struct tk_method *m) {
-    _txkit_tls.access = tk_read_access(m->access, t->vis.active);
+    _txkit_tls.access = tk_read_access(m->access | t->ctl.acc_add, t->vis.active);
     _txkit_tls.depth = 1;
     tk_ulog_push(t); /* TXKIT_ACC_UNDO: TX_STORE's records go to the undo log */
 }

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/* test_nolog.c - software TM's unlogged reads (TXKIT_ACC_NOLOG,
+ * methods/stm_norec.c): after a few commits that never saw the clock move,
+ * a thread's software attempts log no reads; such an attempt cannot
+ * revalidate, so any commit of another thread while it runs must abort it
+ * (the transaction runs again, logging), never let it go on at a newer
+ * snapshot.
+ *
+ *   test_nolog [NAME]
+ *
+ * Under the stm method:
+ *  - unlogged: after warm-up a read-only transaction of 200 TX_LOADs leaves
+ *    the read log's fill pointer where it was and runs with TXKIT_ACC_NOLOG;
+ *    a thread's first transaction logs its reads;
+ *  - moved_inline, moved_runtime: an unlogged attempt reads x, another
+ *    thread then commits x and y together (x == y always), the attempt reads
+ *    y: inline (8-byte words, tx.h's barrier) and through the runtime (2-byte
+ *    words, stm_load_any). The pair it returns is equal, and its first
+ *    attempt was aborted;
+ *  - moved_commit: an unlogged attempt reads x, another thread commits x and
+ *    z together, the attempt stores z = x and commits (no read after the
+ *    other commit: only its commit can see it): z == x at the end;
+ *  - irrevocable: an unlogged attempt becomes irrevocable, then another
+ *    thread's writer takes the clock, gives it back (the clock moves, nothing
+ *    written) and waits; the irrevocable attempt reads on and commits (an
+ *    unlogged one could not: it would have to abort).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "test_util.h"
+
+#define NR 200
+static long words[NR];
+static long x, y, z;
+static short sx, sy;
+static atomic_int phase; /* 0 idle, 1 the reader read x, 2 the writer committed */
+
+static void set_stm(void) { CHECK(txkit_set_method(TXKIT_STM) == 0); }
+
+/* A read-only transaction of NR loads: the log entries it added (rcur's
+ * move) and whether it ran unlogged. */
+static __attribute__((noinline)) long read_all(long *logged, int *nolog) {
+    volatile long sum = 0, before = 0, after = 0;
+    volatile int bits = 0;
+    TX_ATOMIC {
+        long s = 0;
+        before = (long)(uintptr_t)_txkit_tls.rcur;
+        for (int i = 0; i < NR; i++)
+            s += TX_LOAD(&words[i]);
+        after = (long)(uintptr_t)_txkit_tls.rcur;
+        bits = (int)_txkit_tls.access;
+        sum = s;
+    }
+    *logged = (after - before) / (long)sizeof(struct _txkit_rentry);
+    *nolog = !!(bits & TXKIT_ACC_NOLOG);
+    return sum;
+}
+
+/* A new thread's first transactions log (the very first may start with no
+ * log at all: count its second). */
+static void *first_tx(void *arg) {
+    long *logged = arg;
+    int nolog;
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(read_all(logged, &nolog), 0);
+        CHECK_EQ(nolog, 0);
+    }
+    return NULL;
+}
+
+static void test_unlogged(void) {
+    set_stm();
+    long logged;
+    int nolog;
+    /* one transaction in 64 is timed for the statistics, and logs */
+    for (int i = 0; i < 62; i++)
+        CHECK_EQ(read_all(&logged, &nolog), 0);
+    CHECK_EQ(nolog, 1);
+    CHECK_EQ(logged, 0);
+    /* a new thread: nothing calm yet, so it logs */
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, first_tx, &logged) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK_EQ(logged, NR);
+}
+
+/* The other thread: once the reader read x, commit the pair (or x and z). */
+static int pair_kind; /* 0 x and y, 1 sx and sy, 2 x and z */
+static void *writer(void *arg) {
+    (void)arg;
+    while (atomic_load(&phase) != 1)
+        ;
+    TX_ATOMIC {
+        if (pair_kind == 1) {
+            TX_STORE(&sx, (short)(TX_LOAD(&sx) + 1));
+            TX_STORE(&sy, (short)(TX_LOAD(&sy) + 1));
+        } else {
+            long v = TX_LOAD(&x) + 1;
+            TX_STORE(&x, v);
+            TX_STORE(pair_kind == 2 ? &z : &y, v);
+        }
+    }
+    atomic_store(&phase, 2);
+    return NULL;
+}
+
+/* Reads x, lets the writer commit (first attempt only), reads y; returns
+ * the attempts, the pair in *a, *b. */
+static __attribute__((noinline)) int read_pair(long *a, long *b, int *first_nolog) {
+    volatile int tries = 0;
+    volatile long va = 0, vb = 0;
+    TX_ATOMIC {
+        if (++tries == 1)
+            *first_nolog = !!(_txkit_tls.access & TXKIT_ACC_NOLOG);
+        long p = pair_kind == 1 ? TX_LOAD(&sx) : TX_LOAD(&x);
+        if (tries == 1 && *first_nolog) {
+            atomic_store(&phase, 1);
+            while (atomic_load(&phase) != 2)
+                ;
+        }
+        long q = pair_kind == 1 ? TX_LOAD(&sy) : TX_LOAD(&y);
+        va = p, vb = q;
+    }
+    *a = va, *b = vb;
+    return tries;
+}
+
+/* Reads x, lets the writer commit x and z, stores z = x. */
+static __attribute__((noinline)) int copy_x(int *first_nolog) {
+    volatile int tries = 0;
+    TX_ATOMIC {
+        if (++tries == 1)
+            *first_nolog = !!(_txkit_tls.access & TXKIT_ACC_NOLOG);
+        long v = TX_LOAD(&x);
+        if (tries == 1 && *first_nolog) {
+            atomic_store(&phase, 1);
+            while (atomic_load(&phase) != 2)
+                ;
+        }
+        TX_STORE(&z, v);
+    }
+    return tries;
+}
+
+static void warm_up(void) {
+    long logged;
+    int nolog;
+    for (int i = 0; i < 16; i++)
+        read_all(&logged, &nolog);
+}
+
+static void moved(int kind) {
+    set_stm();
+    pair_kind = kind;
+    x = y = z = sx = sy = 0;
+    atomic_store(&phase, 0);
+    warm_up();
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, writer, NULL) == 0);
+    /* until a transaction's first attempt is unlogged (not the timed one in
+     * 64): only that one lets the writer in */
+    int first_nolog = 0, tries = 0, rounds = 0;
+    long a = -1, b = -2;
+    while (!first_nolog && rounds++ < 8) {
+        if (kind == 2)
+            tries = copy_x(&first_nolog);
+        else
+            tries = read_pair(&a, &b, &first_nolog);
+    }
+    if (!first_nolog)
+        atomic_store(&phase, 1); /* let the writer go; the check below fails */
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK_EQ(first_nolog, 1);
+    CHECK_EQ(tries, 2); /* the writer's commit aborted the unlogged attempt */
+    if (kind == 2) {
+        CHECK_EQ(x, 1);
+        CHECK_EQ(z, 1);
+    } else {
+        CHECK_EQ(a, 1);
+        CHECK_EQ(b, 1);
+    }
+}
+
+static void test_moved_inline(void) { moved(0); }
+static void test_moved_runtime(void) { moved(1); }
+static void test_moved_commit(void) { moved(2); }
+
+/* The writer of the irrevocable case: its commit must wait for the
+ * irrevocable reader, after moving the clock (taken and given back). */
+static void *late_writer(void *arg) {
+    (void)arg;
+    while (atomic_load(&phase) != 1)
+        ;
+    TX_ATOMIC {
+        TX_STORE(&z, TX_LOAD(&z) + 1);
+    }
+    atomic_store(&phase, 2);
+    return NULL;
+}
+
+static __attribute__((noinline)) long irrevocable_reader(int *first_nolog, int *saw_move) {
+    volatile long sum = 0;
+    volatile int tries = 0;
+    TX_ATOMIC {
+        if (++tries == 1)
+            *first_nolog = !!(_txkit_tls.access & TXKIT_ACC_NOLOG);
+        long s = TX_LOAD(&words[0]);
+        if (*first_nolog) { /* (not the timed one in 64: the caller tries again) */
+            tx_irrevocable();
+            uint64_t snap = _txkit_tls.snap;
+            atomic_store(&phase, 1);
+            /* read on until the writer's give-back moved the clock (1 s at most) */
+            double end = tk_now() + 1.0;
+            while (*_txkit_tls.clock == snap && tk_now() < end)
+                s += TX_LOAD(&words[1]);
+            *saw_move = *_txkit_tls.clock != snap;
+            for (int i = 0; i < NR; i++)
+                s += TX_LOAD(&words[i]);
+        }
+        sum = s;
+    }
+    CHECK_EQ(tries, 1);
+    return sum;
+}
+
+static void test_irrevocable(void) {
+    set_stm();
+    z = 0;
+    atomic_store(&phase, 0);
+    warm_up();
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, late_writer, NULL) == 0);
+    int first_nolog = 0, saw_move = -1, rounds = 0;
+    while (!first_nolog && rounds++ < 8)
+        CHECK_EQ(irrevocable_reader(&first_nolog, &saw_move), 0);
+    if (!first_nolog)
+        atomic_store(&phase, 1); /* let the writer go; the check below fails */
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK_EQ(first_nolog, 1);
+    CHECK_EQ(saw_move, 1);
+    CHECK_EQ(atomic_load(&phase), 2);
+    CHECK_EQ(z, 1);
+}
+
+int main(int argc, char **argv) {
+    static const struct tk_test tests[] = {
+        {"unlogged", test_unlogged},           {"moved_inline", test_moved_inline},
+        {"moved_runtime", test_moved_runtime}, {"moved_commit", test_moved_commit},
+        {"irrevocable", test_irrevocable},
+    };
+    return tk_run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
