@@ -155,7 +155,8 @@ static bool reval_budget_spent(tk_thread *t) {
  * calm_need commits in a row that never saw the clock move; each unlogged
  * attempt that the clock moved under doubles calm_need (up to NOLOG_NEED_MAX),
  * each unlogged commit takes one off (down to NOLOG_NEED_MIN), so a thread
- * whose transactions keep overlapping commits stays logging. */
+ * whose transactions keep overlapping commits stays logging. TXKIT_STM_NOLOG
+ * (config.c) may force it on for every attempt that may (tests) or off. */
 #define NOLOG_NEED_MIN 4u
 #define NOLOG_NEED_MAX 1024u
 
@@ -172,8 +173,9 @@ static void nolog_lost(tk_thread *t) {
  * under it), not timed (the read-set histogram samples those). Owner thread,
  * in stm_begin after the visibility and irrevocability are decided. */
 static inline bool nolog_ok(const tk_thread *t) {
-    return t->stm.calm >= t->stm.calm_need && !t->vis.active && !tk_g.hybrid &&
-           !t->ctl.irrevocable && !t->ctl.attempt_tsc;
+    int mode = tk_cfg.stm_nolog; /* TXKIT_STM_NOLOG */
+    return (mode == TK_NOLOG_ON || (mode == TK_NOLOG_AUTO && t->stm.calm >= t->stm.calm_need)) &&
+           !t->vis.active && !tk_g.hybrid && !t->ctl.irrevocable && !t->ctl.attempt_tsc;
 }
 
 /* The attempt committed: count it calm if it never moved its snapshot (no

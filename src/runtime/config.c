@@ -8,6 +8,9 @@
  *   TXKIT_HTM_RETRIES=N   hardware attempts after conflicts before software (default 8)
  *   TXKIT_HTM_RETRY_US=N  and at most this long in retries that conflicted (default 50)
  *   TXKIT_STM_RETRIES=N   software aborts before the serial fallback (default 16)
+ *   TXKIT_STM_NOLOG=auto|on|off  software reads without a log while nothing
+ *                         commits (auto, the default), in every attempt that
+ *                         may (on), never (off)
  *   TXKIT_FAULT=P | htm=P,stm=P,serial=P   abort-injection probabilities
  *                         (serial: at most TK_FAULT_SERIAL_MAX per transaction)
  *   TXKIT_STATS=1|on|yes|true|stderr  print a summary at exit to stderr;
@@ -256,6 +259,20 @@ static void parse_stats(void) {
     tk_stats_out_init();
 }
 
+static void parse_nolog(void) {
+    const char *v = getenv("TXKIT_STM_NOLOG");
+    if (!v || !*v)
+        return;
+    if (strcmp(v, "auto") == 0)
+        tk_cfg.stm_nolog = TK_NOLOG_AUTO;
+    else if (strcmp(v, "on") == 0 || strcmp(v, "1") == 0)
+        tk_cfg.stm_nolog = TK_NOLOG_ON;
+    else if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)
+        tk_cfg.stm_nolog = TK_NOLOG_OFF;
+    else
+        env_warn("TXKIT_STM_NOLOG", v, "expected auto, on or off; using auto");
+}
+
 static void parse_cm(void) {
     const char *v = getenv("TXKIT_CM");
     if (v && *v && tk_cm_select(v) != 0)
@@ -282,6 +299,7 @@ void tk_config_init(void) {
     parse_uint("TXKIT_HTM_RETRIES", &tk_cfg.htm_retries, 0, 1000);
     parse_uint("TXKIT_HTM_RETRY_US", &tk_cfg.htm_retry_us, 0, 1000000);
     parse_uint("TXKIT_STM_RETRIES", &tk_cfg.stm_retries, 0, 100000);
+    parse_nolog();
     parse_fault();
     parse_stats();
     parse_cm();

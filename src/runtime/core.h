@@ -140,6 +140,7 @@ struct tk_config {
     unsigned htm_retries;         /* hardware attempts on conflicts before software */
     unsigned htm_retry_us;        /* and their time, retries timed (policy.c) */
     unsigned stm_retries;         /* software aborts before serial */
+    int stm_nolog;                /* TK_NOLOG_*: software reads unlogged (stm_norec.c) */
     double fault[TXKIT_NMETHODS]; /* injection probability per method */
     int any_fault;
     int stats_at_exit;    /* TXKIT_STATS set */
@@ -148,6 +149,10 @@ struct tk_config {
     unsigned ncpus;
 };
 extern struct tk_config tk_cfg TK_HIDDEN;
+/* tk_config.stm_nolog (TXKIT_STM_NOLOG): when an attempt reads unlogged */
+#define TK_NOLOG_AUTO 0 /* after commits in a row that saw nothing commit meanwhile */
+#define TK_NOLOG_ON 1   /* every attempt that may (testing: the abort path at every commit) */
+#define TK_NOLOG_OFF 2  /* never: every read logged */
 
 /* -------------------------------------------------------------- aborts */
 

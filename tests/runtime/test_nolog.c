@@ -23,7 +23,10 @@
  *  - irrevocable: an unlogged attempt becomes irrevocable, then another
  *    thread's writer takes the clock, gives it back (the clock moves, nothing
  *    written) and waits; the irrevocable attempt reads on and commits (an
- *    unlogged one could not: it would have to abort).
+ *    unlogged one could not: it would have to abort);
+ *  - mode_on, mode_off (with TXKIT_STM_NOLOG=on, =off; without it they say so
+ *    and check nothing): a new thread's second transaction already reads
+ *    unlogged; after 64 transactions every read is still logged.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -31,6 +34,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "test_util.h"
 
@@ -247,11 +252,58 @@ static void test_irrevocable(void) {
     CHECK_EQ(z, 1);
 }
 
+/* Whether TXKIT_STM_NOLOG is want; if not, the case says so and checks nothing. */
+static int nolog_env_is(const char *want) {
+    const char *v = getenv("TXKIT_STM_NOLOG");
+    if (v && strcmp(v, want) == 0)
+        return 1;
+    printf("  (TXKIT_STM_NOLOG=%s not set: nothing checked)\n", want);
+    return 0;
+}
+
+/* A new thread's second and third transactions (its first is timed for the
+ * statistics, and logs): with nothing calm yet, unlogged only when forced. */
+static void *first_unlogged(void *arg) {
+    long *logged = arg;
+    int nolog;
+    CHECK_EQ(read_all(logged, &nolog), 0);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(read_all(logged, &nolog), 0);
+        CHECK_EQ(nolog, 1);
+    }
+    return NULL;
+}
+
+static void test_mode_on(void) {
+    if (!nolog_env_is("on"))
+        return;
+    set_stm();
+    long logged = -1;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, first_unlogged, &logged) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK_EQ(logged, 0);
+}
+
+static void test_mode_off(void) {
+    if (!nolog_env_is("off"))
+        return;
+    set_stm();
+    long logged = 0;
+    int nolog = -1;
+    for (int i = 0; i < 64; i++) {
+        CHECK_EQ(read_all(&logged, &nolog), 0);
+        CHECK_EQ(nolog, 0);
+    }
+    CHECK_EQ(logged, NR);
+}
+
 int main(int argc, char **argv) {
     static const struct tk_test tests[] = {
         {"unlogged", test_unlogged},           {"moved_inline", test_moved_inline},
         {"moved_runtime", test_moved_runtime}, {"moved_commit", test_moved_commit},
-        {"irrevocable", test_irrevocable},
+        {"irrevocable", test_irrevocable},     {"mode_on", test_mode_on},
+        {"mode_off", test_mode_off},
     };
     return tk_run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
