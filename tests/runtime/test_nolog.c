@@ -11,7 +11,7 @@
  * Under the stm method:
  *  - unlogged: after warm-up a read-only transaction of 200 TX_LOADs leaves
  *    the read log's fill pointer where it was and runs with TXKIT_ACC_NOLOG;
- *    a thread's first transaction logs its reads;
+ *    a new thread's early transactions log their reads;
  *  - moved_inline, moved_runtime: an unlogged attempt reads x, another
  *    thread then commits x and y together (x == y always), the attempt reads
  *    y: inline (8-byte words, tx.h's barrier) and through the runtime (2-byte
@@ -66,16 +66,31 @@ static __attribute__((noinline)) long read_all(long *logged, int *nolog) {
     return sum;
 }
 
-/* A new thread's first transactions log (the very first may start with no
- * log at all: count its second). */
-static void *first_tx(void *arg) {
-    long *logged = arg;
+/* A new thread's second and third transactions (its first is timed for the
+ * statistics, and logs): with nothing calm yet, unlogged only when forced.
+ * In: whether they must run unlogged; out: the third's log entries. */
+struct fresh {
+    int want_nolog;
+    long logged;
+};
+static void *fresh_thread(void *arg) {
+    struct fresh *f = arg;
     int nolog;
+    CHECK_EQ(read_all(&f->logged, &nolog), 0);
     for (int i = 0; i < 2; i++) {
-        CHECK_EQ(read_all(logged, &nolog), 0);
-        CHECK_EQ(nolog, 0);
+        CHECK_EQ(read_all(&f->logged, &nolog), 0);
+        CHECK_EQ(nolog, f->want_nolog);
     }
     return NULL;
+}
+
+/* The third transaction of a new thread: its log entries. */
+static long fresh_logged(int want_nolog) {
+    struct fresh f = {want_nolog, -1};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, fresh_thread, &f) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    return f.logged;
 }
 
 static void test_unlogged(void) {
@@ -88,10 +103,7 @@ static void test_unlogged(void) {
     CHECK_EQ(nolog, 1);
     CHECK_EQ(logged, 0);
     /* a new thread: nothing calm yet, so it logs */
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, first_tx, &logged) == 0);
-    CHECK(pthread_join(th, NULL) == 0);
-    CHECK_EQ(logged, NR);
+    CHECK_EQ(fresh_logged(0), NR);
 }
 
 /* The other thread: once the reader read x, commit the pair (or x and z). */
@@ -114,6 +126,13 @@ static void *writer(void *arg) {
     return NULL;
 }
 
+/* Inside the reader's attempt: let the writer commit, and wait for it. */
+static void let_writer_commit(void) {
+    atomic_store(&phase, 1);
+    while (atomic_load(&phase) != 2)
+        ;
+}
+
 /* Reads x, lets the writer commit (first attempt only), reads y; returns
  * the attempts, the pair in *a, *b. */
 static __attribute__((noinline)) int read_pair(long *a, long *b, int *first_nolog) {
@@ -123,11 +142,8 @@ static __attribute__((noinline)) int read_pair(long *a, long *b, int *first_nolo
         if (++tries == 1)
             *first_nolog = !!(_txkit_tls.access & TXKIT_ACC_NOLOG);
         long p = pair_kind == 1 ? TX_LOAD(&sx) : TX_LOAD(&x);
-        if (tries == 1 && *first_nolog) {
-            atomic_store(&phase, 1);
-            while (atomic_load(&phase) != 2)
-                ;
-        }
+        if (tries == 1 && *first_nolog)
+            let_writer_commit();
         long q = pair_kind == 1 ? TX_LOAD(&sy) : TX_LOAD(&y);
         va = p, vb = q;
     }
@@ -142,11 +158,8 @@ static __attribute__((noinline)) int copy_x(int *first_nolog) {
         if (++tries == 1)
             *first_nolog = !!(_txkit_tls.access & TXKIT_ACC_NOLOG);
         long v = TX_LOAD(&x);
-        if (tries == 1 && *first_nolog) {
-            atomic_store(&phase, 1);
-            while (atomic_load(&phase) != 2)
-                ;
-        }
+        if (tries == 1 && *first_nolog)
+            let_writer_commit();
         TX_STORE(&z, v);
     }
     return tries;
@@ -261,28 +274,11 @@ static int nolog_env_is(const char *want) {
     return 0;
 }
 
-/* A new thread's second and third transactions (its first is timed for the
- * statistics, and logs): with nothing calm yet, unlogged only when forced. */
-static void *first_unlogged(void *arg) {
-    long *logged = arg;
-    int nolog;
-    CHECK_EQ(read_all(logged, &nolog), 0);
-    for (int i = 0; i < 2; i++) {
-        CHECK_EQ(read_all(logged, &nolog), 0);
-        CHECK_EQ(nolog, 1);
-    }
-    return NULL;
-}
-
 static void test_mode_on(void) {
     if (!nolog_env_is("on"))
         return;
     set_stm();
-    long logged = -1;
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, first_unlogged, &logged) == 0);
-    CHECK(pthread_join(th, NULL) == 0);
-    CHECK_EQ(logged, 0);
+    CHECK_EQ(fresh_logged(1), 0);
 }
 
 static void test_mode_off(void) {
