@@ -89,7 +89,8 @@ static inline bool tk_method_has(const struct tk_method *m, unsigned cap) {
 }
 /* The running method's store, tk_undo_store inline when the access bits say
  * so (TK_ACC_UNDO_STORE). Owner thread, inside an attempt, t not doomed. */
-static inline void tk_method_store(tk_thread *t, void *addr, const void *src, size_t size) {
+__attribute__((always_inline)) static inline void tk_method_store(tk_thread *t, void *addr,
+                                                                  const void *src, size_t size) {
     if (_txkit_tls.access & TK_ACC_UNDO_STORE)
         tk_undo_store(t, addr, src, size);
     else
