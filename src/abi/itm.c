@@ -212,16 +212,17 @@ uint32_t tk_itm_begin(uint32_t props) {
         return nested_begin(t, props, depth);
     /* Most threads run the same transaction again and again: remember the last. */
     uintptr_t rip = (uintptr_t)t->ctl.jb.rip;
-    /* The next run of the same block (same properties, so the same kind,
-     * code and resume as they were left): an express begin (express.h). */
-    if (TXKIT_LIKELY(t->express) && t->itm.last_rip == rip && t->ctl.props == props &&
-        tk_express_any_begin(t, t->itm.last_site, t->ctl.jb.rsp, TK_KIND_ITM)) {
-        t->itm.txid = 0;
-        return itm_action(t, 0);
-    }
     txkit_site_t *site = t->itm.last_rip == rip ? t->itm.last_site : itm_site_for(rip);
     t->itm.last_rip = rip;
     t->itm.last_site = site;
+    /* A block with the properties of the last one (so the same kind, code
+     * and resume as they were left), the same block or not: an express begin
+     * (express.h), which records the site. */
+    if (TXKIT_LIKELY(t->express) && t->ctl.props == props &&
+        tk_express_any_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM)) {
+        t->itm.txid = 0;
+        return itm_action(t, 0);
+    }
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_ITM;

@@ -5,8 +5,9 @@
  * Solo. A lone thread under the auto method keeps the clock parked between
  * its transactions (solo.h), and begins each on it with solo_begin (txn.c),
  * which resets the whole transaction state. When its last transaction of the
- * same kind (TX_ATOMIC; or the same gcc block, abi/itm.c) committed there
- * with no abort (which unparks), no hooks and no handlers, that state is
+ * same kind (TX_ATOMIC; or a gcc block with the same properties, abi/itm.c)
+ * committed there with no abort (which unparks), no hooks and no handlers,
+ * that state is
  * already as solo_begin would set it: tk_solo_commit says so in
  * tk_thread.express (TK_EXPRESS | the barriers' access bits), and the next
  * begin only records what differs per transaction (site, private stack,

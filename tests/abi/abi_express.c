@@ -13,8 +13,8 @@
  * between); malloc and free inside (committed: the free takes effect); a
  * commit action (_ITM_addUserCommitAction, run once); an undo action that a
  * cancel runs; a relaxed block that becomes irrevocable (a call gcc cannot
- * instrument); another block at another place (the express one remembers a
- * single block). Then a second thread runs transactions, the first waits for
+ * instrument); another block at another place (with the same properties as
+ * the plain one: txkit begins it express too, and must count it there). Then a second thread runs transactions, the first waits for
  * it and goes on alone. Every count is checked at the end; the results are
  * the same on every runtime (SUMMARY for abi.express.compare).
  *

@@ -2,7 +2,8 @@
 /* stat_helper - a txkit process with known statistics, for the txkit stat tests.
  *
  *   stat_helper [--tx N] [--threads T] [--name NAME] [--pace-us U] [--no-fault]
- *               [--itm N] [--counter N] [--wait-seconds S] [--cx N] [--cx-static N]
+ *               [--itm N] [--itm-pair N] [--counter N] [--wait-seconds S] [--cx N]
+ *               [--cx-static N]
  *
  * Runs N transactions at one TX_ATOMIC site. With fault injection (the
  * default: txkit_set_fault(TXKIT_STM, 1.0)) every software attempt aborts at
@@ -13,6 +14,8 @@
  * main thread runs them. --name sets the process name (comm) before the
  * first transaction, which is when the statistics segment is created.
  * --itm N (stat_helper_itm only): N gcc -fgnu-tm transactions as well.
+ * --itm-pair N (stat_helper_itm only): N rounds of two more gcc blocks in
+ * turns (2N transactions, N at each site; counted in "itm").
  * --cx N: N critical sections of a cx lock (cx_optimistic), first taken in
  * stat_cx_work (exported: the runtime names the lock by its first caller).
  * They are not transactions: tx_stats_get() leaves them out.
@@ -39,6 +42,7 @@
 
 #ifdef STAT_HELPER_ITM
 void stat_itm_run(unsigned n); /* stat_helper_itm.c, compiled with -fgnu-tm */
+void stat_itm_pair_run(unsigned n);
 #endif
 
 static long counter;
@@ -129,7 +133,7 @@ static int check(const char *what, unsigned long long got, unsigned long long wa
 }
 
 int main(int argc, char **argv) {
-    unsigned long tx = 100, threads = 0, itm = 0, cxn = 0, wait_s = 60, counter = 0,
+    unsigned long tx = 100, threads = 0, itm = 0, itm_pair = 0, cxn = 0, wait_s = 60, counter = 0,
                   cx_static_n = 0;
     int fault = 1, self_check = 1;
     const char *name = NULL;
@@ -150,6 +154,8 @@ int main(int argc, char **argv) {
             cxn = arg_num(a, v), i++;
         else if (strcmp(a, "--itm") == 0)
             itm = arg_num(a, v), i++;
+        else if (strcmp(a, "--itm-pair") == 0)
+            itm_pair = arg_num(a, v), i++;
         else if (strcmp(a, "--counter") == 0)
             counter = arg_num(a, v), i++;
         else if (strcmp(a, "--wait-seconds") == 0)
@@ -164,8 +170,8 @@ int main(int argc, char **argv) {
         }
     }
 #ifndef STAT_HELPER_ITM
-    if (itm) {
-        fprintf(stderr, "stat_helper: --itm needs stat_helper_itm\n");
+    if (itm || itm_pair) {
+        fprintf(stderr, "stat_helper: --itm and --itm-pair need stat_helper_itm\n");
         return 2;
     }
 #endif
@@ -208,7 +214,10 @@ int main(int argc, char **argv) {
 #ifdef STAT_HELPER_ITM
     if (itm)
         stat_itm_run((unsigned)itm);
+    if (itm_pair)
+        stat_itm_pair_run((unsigned)itm_pair);
 #endif
+    itm += 2 * itm_pair;
     if (cxn)
         stat_cx_work((unsigned)cxn);
     if (cx_static_n)

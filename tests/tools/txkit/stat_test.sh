@@ -635,6 +635,27 @@ assert [x['kind'] for x in d['sites']] == ['itm', 'c'], 'busiest first'
     fail "the -fgnu-tm site is not named by its symbol"
   ;;
 
+sites_itm_pair)
+  # Two gcc blocks with the same properties in turns: the express begins
+  # (runtime/express.h) of a lone thread (auto) and of software TM (stm)
+  # follow a commit of the other block, and each must count at its own site.
+  for m in auto stm; do
+    TXKIT_METHOD=$m start_helper $m --tx 1 --itm-pair 3000 --no-fault --name "pair$m"; p=$hpid
+    "$bin" stat --sites --json -p "$p" >"$tmp/s.$m.json" || fail "txkit stat --sites --json -p $p"
+    check "$tmp/s.$m.json" "
+s = sorted(site('itm'), key=lambda x: x['symbol'])
+assert [x['symbol'] for x in s] == ['stat_itm_left', 'stat_itm_right'], s
+for x in s:
+    assert x['transactions'] == 3000 and x['commits'] == 3000 and x['aborts'] == 0, ('$m', x)
+    want = 'serial' if '$m' == 'auto' else 'stm'
+    assert x['commits_by_method'][want] == 3000, ('$m', x['commits_by_method'])
+p = proc($p)
+assert p['transactions'] == 6001 and p['commits'] == 6001, p
+"
+    stop_helper "$p" TERM
+  done
+  ;;
+
 args)
   bad() { # bad ARGS...: exit 2, a message naming the problem, then the usage
     "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
