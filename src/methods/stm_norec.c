@@ -813,8 +813,11 @@ __attribute__((noinline)) static void stm_store_indexed(tk_thread *t, uintptr_t 
 static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
     uintptr_t a = (uintptr_t)addr;
     size_t n = t->stm.wset.len;
-    if (TXKIT_LIKELY(size == 8 && !(a & 7) && !tk_stack_private(t, addr, 8) && !t->captured.len &&
-                     !t->vis.active)) {
+    if (TXKIT_LIKELY(size == 8 && !(a & 7) && !tk_stack_private(t, addr, 8) && !t->vis.active)) {
+        if (TXKIT_UNLIKELY(t->captured.len) && tk_captured(t, addr, 8)) {
+            __builtin_memcpy(addr, src, 8); /* allocated by this attempt: stm_store_any */
+            return;
+        }
         /* A small write set (never indexed below WS_SMALL entries: ws_reserve)
          * with room: ws_get_small, without ws_room's questions */
         if (TXKIT_LIKELY(n < WS_SMALL && n < t->stm.wset.cap)) {
