@@ -41,7 +41,6 @@ static void tx_inconsistent(void) {
 }
 #define DS_NAME(x) x##_tx
 #define DS_LD(p) TX_LOAD(p)
-#define DS_LD_SEL(c, a, b) TX_LOAD((c) ? (a) : (b))
 #define DS_ST(p, v) TX_STORE(p, v)
 #define DS_ALLOC(n) tx_malloc(n)
 #define DS_FREE(p) tx_free(p)

@@ -45,9 +45,7 @@ __attribute__((transaction_pure, noreturn, cold)) static void itm_die(const char
 
 #define DS_NAME(x) x##_plain
 #define DS_LD(p) (*(p))
-/* DS_LD_SEL: the default, a branch. The selected-address form gives ml_wt
- * the same speed and libitm's uninstrumented serial path (its default for a
- * lone thread) 0.72x: plain code wants the branch. */
+/* DS_LD_SEL: the default, both children loaded, as for every method. */
 #define DS_ST(p, v) ((void)(*(p) = (v)))
 #define DS_ALLOC(n) malloc(n)
 #define DS_FREE(p) free(p)
