@@ -53,8 +53,10 @@ static int check_method(int m) {
 
 int txkit_set_method(txkit_method_t m) {
     int r = check_method((int)m);
-    if (r == 0)
+    if (r == 0) {
         __atomic_store_n(&tk_cfg.method, (int)m, __ATOMIC_RELAXED);
+        tk_express_off_set(TK_EXPRESS_OFF_METHOD, m != TXKIT_AUTO);
+    }
     return r;
 }
 
@@ -96,6 +98,7 @@ int txkit_set_fault(txkit_method_t m, double prob) {
     for (int i = 0; i < TXKIT_NMETHODS; i++)
         any |= tk_cfg.fault[i] > 0.0;
     __atomic_store_n(&tk_cfg.any_fault, any, __ATOMIC_RELAXED);
+    tk_express_off_set(TK_EXPRESS_OFF_FAULT, any);
     return 0;
 }
 
@@ -296,6 +299,7 @@ void tk_config_init(void) {
     if (sched_getaffinity(0, sizeof set, &set) == 0)
         tk_cfg.ncpus = (unsigned)CPU_COUNT(&set);
     parse_method();
+    tk_express_off_set(TK_EXPRESS_OFF_METHOD, tk_cfg.method != TXKIT_AUTO);
     parse_uint("TXKIT_HTM_RETRIES", &tk_cfg.htm_retries, 0, 1000);
     parse_uint("TXKIT_HTM_RETRY_US", &tk_cfg.htm_retry_us, 0, 1000000);
     parse_uint("TXKIT_STM_RETRIES", &tk_cfg.stm_retries, 0, 100000);

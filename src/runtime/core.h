@@ -143,12 +143,27 @@ struct tk_config {
     int stm_nolog;                /* TK_NOLOG_*: software reads unlogged (stm_norec.c) */
     double fault[TXKIT_NMETHODS]; /* injection probability per method */
     int any_fault;
+    /* TK_EXPRESS_OFF_* bits: a process-wide switch that the solo express
+     * begin (express.h) must not pass, in one word it reads: set and cleared
+     * by the switch's setter (tk_express_off_set) after its own variable */
+    unsigned express_off;
     int stats_at_exit;    /* TXKIT_STATS set */
     int stats_off;        /* TXKIT_STATS=off: no counting at all (to measure its cost) */
     char stats_path[256]; /* "" = stderr */
     unsigned ncpus;
 };
 extern struct tk_config tk_cfg TK_HIDDEN;
+#define TK_EXPRESS_OFF_FAULT 1u  /* tk_cfg.any_fault (config.c) */
+#define TK_EXPRESS_OFF_SCHED 2u  /* tk_sched_on (sched.c) */
+#define TK_EXPRESS_OFF_METHOD 4u /* tk_cfg.method is not TXKIT_AUTO (config.c) */
+/* Turn one TK_EXPRESS_OFF_* bit on or off. Any thread; each bit has one
+ * setter variable, written before this call. */
+static inline void tk_express_off_set(unsigned bit, bool on) {
+    if (on)
+        __atomic_fetch_or(&tk_cfg.express_off, bit, __ATOMIC_SEQ_CST);
+    else
+        __atomic_fetch_and(&tk_cfg.express_off, ~bit, __ATOMIC_SEQ_CST);
+}
 /* tk_config.stm_nolog (TXKIT_STM_NOLOG): when an attempt reads unlogged */
 #define TK_NOLOG_AUTO 0 /* after commits in a row that saw nothing commit meanwhile */
 #define TK_NOLOG_ON 1   /* every attempt that may (testing: the abort path at every commit) */

@@ -45,22 +45,26 @@
 __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t, txkit_site_t *site,
                                                                    uintptr_t stack_top, int kind) {
     unsigned access = t->express;
-    unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
     uint64_t n = t->ntx;
     /* Of tk_solo_fast_ok, only the process-wide switches may have changed
      * since the commit that set TK_EXPRESS checked it all (fault injection,
      * the scheduler, the process's method: txkit_set_method; a thread that
      * chose auto for itself under another process method takes the general
-     * path): the thread's own method changes clear t->express
-     * (txkit_set_thread_method), it holds no scheduler queue between
-     * transactions, and its statistics slot goes only at its exit or in a
-     * fork's child (which clears t->express). */
-    _Static_assert(TXKIT_AUTO == 0, "one OR for the three switches");
-    if (!(access & TK_EXPRESS) || !id || t->ctl.kind != kind ||
-        (__atomic_load_n(&tk_cfg.any_fault, __ATOMIC_RELAXED) |
-         __atomic_load_n(&tk_sched_on, __ATOMIC_RELAXED) |
-         (int)__atomic_load_n(&tk_cfg.method, __ATOMIC_RELAXED)) ||
+     * path), and they are in one word (tk_cfg.express_off): the thread's own
+     * method changes clear t->express (txkit_set_thread_method), it holds no
+     * scheduler queue between transactions, and its statistics slot goes
+     * only at its exit or in a fork's child (which clears t->express). */
+    if (!(access & TK_EXPRESS) || __atomic_load_n(&tk_cfg.express_off, __ATOMIC_RELAXED) ||
         TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off))
+        return false;
+    /* The site of the last transaction again (the common case): it is
+     * registered, of this kind (a site belongs to one front end: TX_ATOMIC's
+     * static, or gcc's table in abi/itm.c), and t->cnt is its entry of the
+     * row (every outermost begin sets both; only a fork's child changes the
+     * row, and it clears t->express). Another site: check and record it. */
+    bool same = site == t->ctl.site;
+    unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
+    if (!same && (!id || t->ctl.kind != kind))
         return false;
     __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED); /* solo.h: before looking */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -68,9 +72,11 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
         __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELAXED);
         return false; /* being revoked: the general path gives it back */
     }
-    t->ctl.site = site;
+    if (!same) {
+        t->ctl.site = site;
+        t->cnt = t->row + (id - 1);
+    }
     tk_stack_enter(t, stack_top);
-    t->cnt = t->row + (id - 1);
     t->ntx = n + 1;
     __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED); /* statistics off: unread */
     _txkit_tls.access = access & ~TK_EXPRESS;
@@ -82,6 +88,11 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     _txkit_tls.rcur = (struct _txkit_rentry *)(void *)t->ulog.data;
     return true;
 }
+
+/* The rest of tk_express_commit, when the clock was revoked meanwhile (give
+ * it back: tk_solo_unpark) or the transaction allocated or freed (apply
+ * that: no handlers, so it runs no code of the user's). txn.c. */
+TK_HIDDEN void tk_express_commit_rest(tk_thread *t);
 
 /* Commit a transaction that tk_express_begin began (t->express has
  * TK_EXPRESS: so t->solo_in is 1, as tk_solo_commit_ok asks; whatever clears
@@ -99,11 +110,10 @@ static inline bool tk_express_commit(tk_thread *t) {
         TK_COUNT_OWN(t->cnt->solo_commits, 1);
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
     t->ulog.len = 0;
-    tk_solo_leave(t);
-    if (TXKIT_UNLIKELY(t->frees.len | t->allocs.len)) {
-        tk_discard_effects(t, 1); /* no handlers: runs no code of the user's */
-        t->captured.len = 0;
-    }
+    tk_attempt_ended(t);
+    __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE); /* after our writes (solo.h) */
+    if (TXKIT_UNLIKELY(!tk_solo_parked_by(t) || (t->frees.len | t->allocs.len)))
+        tk_express_commit_rest(t); /* out of line: the common case keeps no frame */
     return true;
 }
 

@@ -73,7 +73,9 @@ static void count(tk_thread *t, int queued) {
 }
 
 int txkit_set_sched(int on) {
-    return __atomic_exchange_n(&tk_sched_on, on ? 1 : 0, __ATOMIC_RELAXED);
+    int was = __atomic_exchange_n(&tk_sched_on, on ? 1 : 0, __ATOMIC_RELAXED);
+    tk_express_off_set(TK_EXPRESS_OFF_SCHED, on);
+    return was;
 }
 
 void tk_sched_attempt_start(tk_thread *t) { t->sched.attempt_tsc = tk_rdtsc(); }

@@ -540,6 +540,30 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
     return tk_begin_c_outer(site, flags, tk_cur); /* created by tk_jb_slot */
 }
 
+void tk_express_commit_rest(tk_thread *t) {
+    if (!tk_solo_parked_by(t))
+        tk_solo_unpark(t);
+    if (t->frees.len | t->allocs.len) {
+        tk_discard_effects(t, 1);
+        t->captured.len = 0;
+    }
+}
+
+/* TX_ATOMIC's outermost commit but the express one: out of line, so that
+ * the express commit keeps no frame. */
+static __attribute__((noinline)) void end_c(tk_thread *t) {
+    if (t->doomed)
+        return;
+    if (tk_solo_commit_ok(t)) {
+        tk_solo_commit(t);
+        return;
+    }
+    int r = t->ctl.m->commit(t);
+    if (r != TK_OK)
+        tk_abort(t, r);
+    tk_finish_commit(t);
+}
+
 void _txkit_end(struct _txkit_scope *scope) {
     (void)scope;
     unsigned depth = _txkit_tls.depth;
@@ -553,16 +577,7 @@ void _txkit_end(struct _txkit_scope *scope) {
      * path, which cleared t->express */
     if ((t->express & TK_EXPRESS) && tk_express_commit(t))
         return;
-    if (t->doomed)
-        return;
-    if (tk_solo_commit_ok(t)) {
-        tk_solo_commit(t);
-        return;
-    }
-    int r = t->ctl.m->commit(t);
-    if (r != TK_OK)
-        tk_abort(t, r);
-    tk_finish_commit(t);
+    end_c(t);
 }
 
 int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thrower)(void)) {

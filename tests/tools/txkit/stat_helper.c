@@ -2,7 +2,7 @@
 /* stat_helper - a txkit process with known statistics, for the txkit stat tests.
  *
  *   stat_helper [--tx N] [--threads T] [--name NAME] [--pace-us U] [--no-fault]
- *               [--itm N] [--itm-pair N] [--counter N] [--wait-seconds S] [--cx N]
+ *               [--itm N] [--itm-pair N] [--tx-pair N] [--counter N] [--wait-seconds S] [--cx N]
  *               [--cx-static N]
  *
  * Runs N transactions at one TX_ATOMIC site. With fault injection (the
@@ -16,6 +16,8 @@
  * --itm N (stat_helper_itm only): N gcc -fgnu-tm transactions as well.
  * --itm-pair N (stat_helper_itm only): N rounds of two more gcc blocks in
  * turns (2N transactions, N at each site; counted in "itm").
+ * --tx-pair N: N rounds of two more TX_ATOMIC sites in turns (pair_left_tx,
+ * pair_right_tx: 2N transactions, N at each site; counted in "tx").
  * --cx N: N critical sections of a cx lock (cx_optimistic), first taken in
  * stat_cx_work (exported: the runtime names the lock by its first caller).
  * They are not transactions: tx_stats_get() leaves them out.
@@ -53,6 +55,20 @@ static unsigned pace_us;
  * live across the block's setjmp-like restart). */
 __attribute__((noinline)) static void one_tx(void) {
     tx_line = __LINE__ + 1; /* the line of the TX_ATOMIC below */
+    TX_ATOMIC {
+        TX_STORE(&counter, TX_LOAD(&counter) + 1);
+    }
+}
+
+/* Two more sites, run in turns (--tx-pair): each begin follows a commit of
+ * the other site, which the express begins (runtime/express.h) must count
+ * at the new site. */
+__attribute__((noinline)) static void pair_left_tx(void) {
+    TX_ATOMIC {
+        TX_STORE(&counter, TX_LOAD(&counter) + 1);
+    }
+}
+__attribute__((noinline)) static void pair_right_tx(void) {
     TX_ATOMIC {
         TX_STORE(&counter, TX_LOAD(&counter) + 1);
     }
@@ -134,7 +150,7 @@ static int check(const char *what, unsigned long long got, unsigned long long wa
 
 int main(int argc, char **argv) {
     unsigned long tx = 100, threads = 0, itm = 0, itm_pair = 0, cxn = 0, wait_s = 60, counter = 0,
-                  cx_static_n = 0;
+                  cx_static_n = 0, tx_pair = 0;
     int fault = 1, self_check = 1;
     const char *name = NULL;
     for (int i = 1; i < argc; i++) {
@@ -154,6 +170,8 @@ int main(int argc, char **argv) {
             cxn = arg_num(a, v), i++;
         else if (strcmp(a, "--itm") == 0)
             itm = arg_num(a, v), i++;
+        else if (strcmp(a, "--tx-pair") == 0)
+            tx_pair = arg_num(a, v), i++;
         else if (strcmp(a, "--itm-pair") == 0)
             itm_pair = arg_num(a, v), i++;
         else if (strcmp(a, "--counter") == 0)
@@ -211,6 +229,11 @@ int main(int argc, char **argv) {
             pthread_cond_wait(&cv, &mu);
         pthread_mutex_unlock(&mu);
     }
+    for (unsigned long k = 0; k < tx_pair; k++) {
+        pair_left_tx();
+        pair_right_tx();
+    }
+    tx += 2 * tx_pair;
 #ifdef STAT_HELPER_ITM
     if (itm)
         stat_itm_run((unsigned)itm);

@@ -656,6 +656,28 @@ assert p['transactions'] == 6001 and p['commits'] == 6001, p
   done
   ;;
 
+sites_pair)
+  # Two TX_ATOMIC blocks in turns, as sites_itm_pair: each begin follows a
+  # commit of the other block, and the express begins (auto: the lone
+  # thread's; stm: software TM's) must count each at its own site.
+  for m in auto stm; do
+    TXKIT_METHOD=$m start_helper $m --tx 1 --tx-pair 3000 --no-fault --name "cpair$m"; p=$hpid
+    "$bin" stat --sites --json -p "$p" >"$tmp/s.$m.json" || fail "txkit stat --sites --json -p $p"
+    check "$tmp/s.$m.json" "
+s = sorted(site('c'), key=lambda x: x['func'])
+assert [x['func'] for x in s] == ['one_tx', 'pair_left_tx', 'pair_right_tx'], s
+want = 'serial' if '$m' == 'auto' else 'stm'
+for x in s[1:]:
+    assert x['transactions'] == 3000 and x['commits'] == 3000 and x['aborts'] == 0, ('$m', x)
+    assert x['commits_by_method'][want] == 3000, ('$m', x['commits_by_method'])
+assert s[0]['transactions'] == 1 and s[0]['commits'] == 1, s[0]
+p = proc($p)
+assert p['transactions'] == 6001 and p['commits'] == 6001, p
+"
+    stop_helper "$p" TERM
+  done
+  ;;
+
 args)
   bad() { # bad ARGS...: exit 2, a message naming the problem, then the usage
     "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
