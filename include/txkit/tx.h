@@ -237,6 +237,11 @@ struct txkit_tls {
      * so code built against the fields above keeps working) */
     const volatile uint64_t *hw; /* the hardware-commit counter */
     uint64_t hsnap;              /* its value the reads so far are valid at */
+    /* the written words again, finer (appended; read by the runtime's own
+     * barriers, _txkit_load_sw_fine): NULL, or 1024 bits, bit
+     * _txkit_wfine_bit(addr) set for every word written, once the write set
+     * outgrew what wbloom can tell apart */
+    const uint64_t *wfine;
 };
 #define TXKIT_ACC_LOAD 1u
 #define TXKIT_ACC_STORE 2u
@@ -263,18 +268,39 @@ TXKIT_API int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line,
 TXKIT_API int _txkit_commit_cxx(void);
 TXKIT_API void _txkit_leave_nested_cxx(void);
 
+/* The bit of wfine for the word at a: 10 bits of a hash of the word's
+ * number (not its low bits: wbloom has those). */
+static inline __attribute__((always_inline)) unsigned _txkit_wfine_bit(uintptr_t a) {
+    return (unsigned)(((uint64_t)(a >> 3) * 0x9e3779b97f4a7c15ull) >> 54);
+}
+
+/* Whether this transaction may have written the word at a: wbloom's bit,
+ * and with fine (the runtime's own barriers) wfine's as well. */
+static inline __attribute__((always_inline)) int _txkit_maybe_written(const struct txkit_tls *tls,
+                                                                      uintptr_t a, int fine) {
+    if (TXKIT_LIKELY(!(tls->wbloom & (1ull << ((a >> 3) & 63)))))
+        return 0;
+    const uint64_t *f = fine ? tls->wfine : NULL;
+    if (!f)
+        return 1;
+    unsigned b = _txkit_wfine_bit(a);
+    return f[b >> 6] >> (b & 63) & 1;
+}
+
 /* The software TM read barrier, inline for aligned 4- and 8-byte loads: one
  * load, a check that the global clock did not move, one log entry (none
  * under TXKIT_ACC_NOLOG: such an attempt cannot move its snapshot, so it
  * never revalidates). Anything else (a moved clock, a word this transaction
  * wrote, a full log) goes to the runtime. Returns the bytes read in the low
- * end of the result. */
+ * end of the result. fine: also ask wfine about a word wbloom may have seen
+ * written (the runtime's barriers; compiled into user code it stays 0, the
+ * size of code that every TX_LOAD inlines). */
 static inline __attribute__((always_inline)) uint64_t
-_txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
+_txkit_load_sw_fine(const void *addr, unsigned int size, unsigned int acc, int fine) {
     struct txkit_tls *tls = &_txkit_tls;
     uintptr_t a = (uintptr_t)addr;
     if ((acc & (TXKIT_ACC_FASTREAD | TXKIT_ACC_FASTREAD_HW)) && (size == 8 || size == 4) &&
-        !(a & (size - 1)) && !(tls->wbloom & (1ull << ((a >> 3) & 63)))) {
+        !(a & (size - 1)) && !_txkit_maybe_written(tls, a, fine)) {
         /* two copies of the load on purpose: one path with the log test and
          * the log's stores folded in ran the sorted list 15-20% slower */
         if (acc & TXKIT_ACC_NOLOG) {
@@ -298,6 +324,10 @@ _txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
     uint64_t tmp = 0;
     _txkit_load_bytes(&tmp, addr, size);
     return tmp;
+}
+static inline __attribute__((always_inline)) uint64_t
+_txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
+    return _txkit_load_sw_fine(addr, size, acc, 0);
 }
 
 /* The in-place store's undo record, inline for aligned 4- and 8-byte stores

@@ -36,7 +36,7 @@ static inline void itm_load(void *dst, const void *src, size_t n) {
     if (TXKIT_LIKELY(!(acc & TXKIT_ACC_LOAD))) {
         __builtin_memcpy(dst, src, n);
     } else if ((n == 8 || n == 4) && !((uintptr_t)src & (n - 1))) {
-        uint64_t w = _txkit_load_sw(src, (unsigned)n, acc);
+        uint64_t w = _txkit_load_sw_fine(src, (unsigned)n, acc, 1);
         __builtin_memcpy(dst, &w, n);
     } else if (n <= 8 && tk_piece((uintptr_t)src, n) == n) {
         _txkit_load_bytes(dst, src, n);

@@ -264,8 +264,14 @@ static inline tk_wentry *ws_scan(const tk_thread *t, uintptr_t word) {
     return NULL;
 }
 
+/* Record word in wfine (an indexed write set). */
+static inline void wfine_add(tk_thread *t, uintptr_t word) {
+    unsigned b = _txkit_wfine_bit(word);
+    t->stm.wfine[b >> 6] |= 1ull << (b & 63);
+}
+
 static inline tk_wentry *ws_find(const tk_thread *t, uintptr_t word) {
-    if (!(_txkit_tls.wbloom & bloom_bit(word)))
+    if (!_txkit_maybe_written(&_txkit_tls, word, 1))
         return NULL;
     if (!t->stm.windexed)
         return ws_scan(t, word);
@@ -280,9 +286,13 @@ static void windex_put(tk_thread *t, uintptr_t word, uint32_t idx) {
 /* Index every entry of the write set: when it outgrows WS_SMALL, and into a
  * larger index (windex_grow). */
 __attribute__((noinline, cold)) static void windex_build(tk_thread *t) {
-    for (size_t i = 0; i < t->stm.wset.len; i++)
-        windex_put(t, TK_VEC_AT(&t->stm.wset, tk_wentry, i).word, (uint32_t)i);
+    for (size_t i = 0; i < t->stm.wset.len; i++) {
+        uintptr_t word = TK_VEC_AT(&t->stm.wset, tk_wentry, i).word;
+        windex_put(t, word, (uint32_t)i);
+        wfine_add(t, word);
+    }
     t->stm.windexed = 1;
+    _txkit_tls.wfine = t->stm.wfine;
 }
 
 __attribute__((noinline, cold)) static void windex_grow(tk_thread *t) {
@@ -351,6 +361,7 @@ static inline __attribute__((always_inline)) tk_wentry *ws_get_indexed(tk_thread
     if (windex_live(t, h))
         return &base[t->stm.windex[h].idx];
     t->stm.windex[h] = (tk_wslot){word, (uint32_t)t->stm.wset.len, t->stm.wgen};
+    wfine_add(t, word);
     return ws_append(t, word, bit);
 }
 
@@ -428,8 +439,10 @@ static void ws_clear(tk_thread *t) {
     t->stm.wset.len = 0;
     _txkit_tls.wbloom = 0;
     if (!t->stm.windexed)
-        return; /* no slot of this generation was taken */
+        return; /* no slot of this generation was taken, no bit of wfine set */
     t->stm.windexed = 0;
+    _txkit_tls.wfine = NULL;
+    memset(t->stm.wfine, 0, sizeof t->stm.wfine);
     if (++t->stm.wgen == 0) {
         memset(t->stm.windex, 0, (t->stm.windex_mask + 1) * sizeof *t->stm.windex);
         t->stm.wgen = 1;
@@ -671,6 +684,7 @@ static void stm_thread_fini(tk_thread *t) {
     t->stm.rlog = NULL;
     t->stm.rlog_cap = 0;
     _txkit_tls.rcur = _txkit_tls.rend = NULL;
+    _txkit_tls.wfine = NULL;
     tk_vec_free(&t->stm.wset);
     free(t->stm.windex);
     t->stm.windex = NULL;
