@@ -820,14 +820,23 @@ __attribute__((noinline)) static void stm_store_indexed(tk_thread *t, uintptr_t 
     e->mask = 0xff;
 }
 
-/* The common store, one aligned word of shared memory, buffered here without
- * spilling registers; anything else (our frames, memory this attempt
- * allocated, visible readers to tell, other sizes, a full write set) goes to
- * stm_store_any. */
+/* The common stores of one aligned word: to shared memory, buffered here
+ * without spilling registers; to the attempt's own frames (gcc instruments
+ * stores to a local whose address it passed on: an iterator), in place as in
+ * stm_store_any. Anything else (a nested block that may be cancelled, memory
+ * this attempt allocated, visible readers to tell, other sizes, a full write
+ * set) goes to stm_store_any. */
 static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
     uintptr_t a = (uintptr_t)addr;
     size_t n = t->stm.wset.len;
-    if (TXKIT_LIKELY(size == 8 && !(a & 7) && !tk_stack_private(t, addr, 8) && !t->vis.active)) {
+    if (TXKIT_UNLIKELY(size != 8 || (a & 7)))
+        goto any;
+    if (tk_stack_private(t, addr, 8)) {
+        if (TXKIT_LIKELY(!t->itm.cps.len)) {
+            __builtin_memcpy(addr, src, 8);
+            return;
+        }
+    } else if (TXKIT_LIKELY(!t->vis.active)) {
         if (TXKIT_UNLIKELY(t->captured.len) && tk_captured(t, addr, 8)) {
             __builtin_memcpy(addr, src, 8); /* allocated by this attempt: stm_store_any */
             return;
@@ -845,6 +854,7 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
             return;
         }
     }
+any:
     stm_store_any(t, addr, src, size);
 }
 
