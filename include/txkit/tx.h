@@ -238,7 +238,7 @@ struct txkit_tls {
     const volatile uint64_t *hw; /* the hardware-commit counter */
     uint64_t hsnap;              /* its value the reads so far are valid at */
     /* the written words again, finer (appended; read by the runtime's own
-     * barriers, _txkit_load_sw_fine): NULL, or 1024 bits, bit
+     * barriers, _txkit_load_sw_try): NULL, or 1024 bits, bit
      * _txkit_wfine_bit(addr) set for every word written, once the write set
      * outgrew what wbloom can tell apart */
     const uint64_t *wfine;
@@ -290,13 +290,13 @@ static inline __attribute__((always_inline)) int _txkit_maybe_written(const stru
 /* The software TM read barrier, inline for aligned 4- and 8-byte loads: one
  * load, a check that the global clock did not move, one log entry (none
  * under TXKIT_ACC_NOLOG: such an attempt cannot move its snapshot, so it
- * never revalidates). Anything else (a moved clock, a word this transaction
- * wrote, a full log) goes to the runtime. Returns the bytes read in the low
- * end of the result. fine: also ask wfine about a word wbloom may have seen
- * written (the runtime's barriers; compiled into user code it stays 0, the
- * size of code that every TX_LOAD inlines). */
-static inline __attribute__((always_inline)) uint64_t
-_txkit_load_sw_fine(const void *addr, unsigned int size, unsigned int acc, int fine) {
+ * never revalidates). Returns 1 with the bytes read in the low end of *out;
+ * 0 when the runtime must take the load (a moved clock, a word this
+ * transaction wrote, a full log). fine: also ask wfine about a word wbloom
+ * may have seen written (the runtime's barriers; compiled into user code it
+ * stays 0, the size of code that every TX_LOAD inlines). */
+static inline __attribute__((always_inline)) int
+_txkit_load_sw_try(const void *addr, unsigned int size, unsigned int acc, int fine, uint64_t *out) {
     struct txkit_tls *tls = &_txkit_tls;
     uintptr_t a = (uintptr_t)addr;
     if ((acc & (TXKIT_ACC_FASTREAD | TXKIT_ACC_FASTREAD_HW)) && (size == 8 || size == 4) &&
@@ -306,8 +306,10 @@ _txkit_load_sw_fine(const void *addr, unsigned int size, unsigned int acc, int f
         if (acc & TXKIT_ACC_NOLOG) {
             uint64_t v =
                 size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
-            if (TXKIT_LIKELY(*tls->clock == tls->snap))
-                return v;
+            if (TXKIT_LIKELY(*tls->clock == tls->snap)) {
+                *out = v;
+                return 1;
+            }
         } else if (tls->rcur != tls->rend) {
             uint64_t v =
                 size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
@@ -317,17 +319,23 @@ _txkit_load_sw_fine(const void *addr, unsigned int size, unsigned int acc, int f
                 r->addr = addr;
                 r->val = v;
                 r->size = size;
-                return v;
+                *out = v;
+                return 1;
             }
         }
     }
+    return 0;
+}
+
+/* TX_LOAD's software read: _txkit_load_sw_try, else the runtime. */
+static inline __attribute__((always_inline)) uint64_t
+_txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
+    uint64_t v;
+    if (_txkit_load_sw_try(addr, size, acc, 0, &v))
+        return v;
     uint64_t tmp = 0;
     _txkit_load_bytes(&tmp, addr, size);
     return tmp;
-}
-static inline __attribute__((always_inline)) uint64_t
-_txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
-    return _txkit_load_sw_fine(addr, size, acc, 0);
 }
 
 /* The in-place store's undo record, inline for aligned 4- and 8-byte stores

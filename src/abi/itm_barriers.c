@@ -26,6 +26,15 @@ static inline bool itm_words(uintptr_t a, size_t n) {
  * of TX_LOAD, and anything within one 8-byte word goes to the method
  * directly; only other wider or straddling accesses are split by tk_copy. */
 static inline void itm_load(void *dst, const void *src, size_t n);
+
+/* The runtime's read of an aligned word that the inline one left (the value
+ * returned: the common path keeps no stack slot for it). */
+static __attribute__((noinline)) uint64_t itm_load_slow(const void *src, unsigned n) {
+    uint64_t v = 0;
+    _txkit_load_bytes(&v, src, n);
+    return v;
+}
+
 static inline void itm_load_words(void *dst, const void *src, size_t n) {
     for (size_t i = 0; i < n; i += 8)
         itm_load((char *)dst + i, (const char *)src + i, 8);
@@ -36,7 +45,9 @@ static inline void itm_load(void *dst, const void *src, size_t n) {
     if (TXKIT_LIKELY(!(acc & TXKIT_ACC_LOAD))) {
         __builtin_memcpy(dst, src, n);
     } else if ((n == 8 || n == 4) && !((uintptr_t)src & (n - 1))) {
-        uint64_t w = _txkit_load_sw_fine(src, (unsigned)n, acc, 1);
+        uint64_t w;
+        if (!_txkit_load_sw_try(src, (unsigned)n, acc, 1, &w))
+            w = itm_load_slow(src, (unsigned)n);
         __builtin_memcpy(dst, &w, n);
     } else if (n <= 8 && tk_piece((uintptr_t)src, n) == n) {
         _txkit_load_bytes(dst, src, n);
