@@ -25,7 +25,7 @@ static inline bool itm_words(uintptr_t a, size_t n) {
 /* Aligned words (gcc's pointers and counters) take the inline software read
  * of TX_LOAD, and anything within one 8-byte word goes to the method
  * directly; only other wider or straddling accesses are split by tk_copy. */
-static inline void itm_load(void *dst, const void *src, size_t n);
+__attribute__((always_inline)) static inline void itm_load(void *dst, const void *src, size_t n);
 
 /* The runtime's read of an aligned word that the inline one left (the value
  * returned: the common path keeps no stack slot for it). */
@@ -35,12 +35,15 @@ static __attribute__((noinline)) uint64_t itm_load_slow(const void *src, unsigne
     return v;
 }
 
+static __attribute__((noinline)) void itm_load_word(void *dst, const void *src) {
+    itm_load(dst, src, 8);
+}
 static inline void itm_load_words(void *dst, const void *src, size_t n) {
     for (size_t i = 0; i < n; i += 8)
-        itm_load((char *)dst + i, (const char *)src + i, 8);
+        itm_load_word((char *)dst + i, (const char *)src + i);
 }
 
-static inline void itm_load(void *dst, const void *src, size_t n) {
+__attribute__((always_inline)) static inline void itm_load(void *dst, const void *src, size_t n) {
     unsigned acc = _txkit_tls.access;
     if (TXKIT_LIKELY(!(acc & TXKIT_ACC_LOAD))) {
         __builtin_memcpy(dst, src, n);
@@ -98,11 +101,15 @@ typedef int tk_m64 __attribute__((vector_size(8), may_alias));
 typedef float tk_m128 __attribute__((vector_size(16), may_alias));
 typedef float tk_m256 __attribute__((vector_size(32), may_alias));
 
-#define ITM_READ(NAME, T, ATTR)                \
-    TK_EXPORT ATTR T _ITM_##NAME(const T *p) { \
-        T v;                                   \
-        itm_load(&v, p, sizeof v);             \
-        return v;                              \
+#define ITM_READ(NAME, T, ATTR)                                    \
+    TK_EXPORT ATTR T _ITM_##NAME(const T *p) {                     \
+        T v;                                                       \
+        if (TXKIT_LIKELY(!(_txkit_tls.access & TXKIT_ACC_LOAD))) { \
+            __builtin_memcpy(&v, p, sizeof v);                     \
+            return v; /* its own return, not a shared exit */      \
+        }                                                          \
+        itm_load(&v, p, sizeof v);                                 \
+        return v;                                                  \
     }
 #define ITM_WRITE(NAME, T, ATTR) \
     TK_EXPORT ATTR void _ITM_##NAME(T *p, T v) { itm_store(p, &v, sizeof v); }
