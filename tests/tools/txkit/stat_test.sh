@@ -635,42 +635,26 @@ assert [x['kind'] for x in d['sites']] == ['itm', 'c'], 'busiest first'
     fail "the -fgnu-tm site is not named by its symbol"
   ;;
 
-sites_itm_pair)
-  # Two gcc blocks with the same properties in turns: the express begins
-  # (runtime/express.h) of a lone thread (auto) and of software TM (stm)
-  # follow a commit of the other block, and each must count at its own site.
+sites_itm_pair | sites_pair)
+  # Two blocks with the same properties in turns (gcc blocks, or TX_ATOMIC
+  # blocks): the express begins (runtime/express.h) of a lone thread (auto)
+  # and of software TM (stm) follow a commit of the other block, and each
+  # must count at its own site.
+  if [ "$case" = sites_itm_pair ]; then
+    kind=itm field=symbol opt=--itm-pair names="['stat_itm_left', 'stat_itm_right']"
+  else
+    kind=c field=func opt=--tx-pair names="['pair_left_tx', 'pair_right_tx']"
+  fi
   for m in auto stm; do
-    TXKIT_METHOD=$m start_helper $m --tx 1 --itm-pair 3000 --no-fault --name "pair$m"; p=$hpid
+    TXKIT_METHOD=$m start_helper $m --tx 1 $opt 3000 --no-fault --name "pair$m"; p=$hpid
     "$bin" stat --sites --json -p "$p" >"$tmp/s.$m.json" || fail "txkit stat --sites --json -p $p"
     check "$tmp/s.$m.json" "
-s = sorted(site('itm'), key=lambda x: x['symbol'])
-assert [x['symbol'] for x in s] == ['stat_itm_left', 'stat_itm_right'], s
+s = sorted([x for x in site('$kind') if x['$field'] != 'one_tx'], key=lambda x: x['$field'])
+assert [x['$field'] for x in s] == $names, s
 for x in s:
     assert x['transactions'] == 3000 and x['commits'] == 3000 and x['aborts'] == 0, ('$m', x)
     want = 'serial' if '$m' == 'auto' else 'stm'
     assert x['commits_by_method'][want] == 3000, ('$m', x['commits_by_method'])
-p = proc($p)
-assert p['transactions'] == 6001 and p['commits'] == 6001, p
-"
-    stop_helper "$p" TERM
-  done
-  ;;
-
-sites_pair)
-  # Two TX_ATOMIC blocks in turns, as sites_itm_pair: each begin follows a
-  # commit of the other block, and the express begins (auto: the lone
-  # thread's; stm: software TM's) must count each at its own site.
-  for m in auto stm; do
-    TXKIT_METHOD=$m start_helper $m --tx 1 --tx-pair 3000 --no-fault --name "cpair$m"; p=$hpid
-    "$bin" stat --sites --json -p "$p" >"$tmp/s.$m.json" || fail "txkit stat --sites --json -p $p"
-    check "$tmp/s.$m.json" "
-s = sorted(site('c'), key=lambda x: x['func'])
-assert [x['func'] for x in s] == ['one_tx', 'pair_left_tx', 'pair_right_tx'], s
-want = 'serial' if '$m' == 'auto' else 'stm'
-for x in s[1:]:
-    assert x['transactions'] == 3000 and x['commits'] == 3000 and x['aborts'] == 0, ('$m', x)
-    assert x['commits_by_method'][want] == 3000, ('$m', x['commits_by_method'])
-assert s[0]['transactions'] == 1 and s[0]['commits'] == 1, s[0]
 p = proc($p)
 assert p['transactions'] == 6001 and p['commits'] == 6001, p
 "
