@@ -355,8 +355,10 @@ static inline __attribute__((always_inline)) tk_wentry *ws_get_small(tk_thread *
 }
 static inline __attribute__((always_inline)) tk_wentry *ws_get_indexed(tk_thread *t,
                                                                        uintptr_t word) {
+    /* compare the words themselves: asking the bloom first saved nothing
+     * once the set is this large (it saturates), and kept one more value live */
     uint64_t bit = bloom_bit(word);
-    uint32_t h = windex_slot(t, word, _txkit_tls.wbloom & bit);
+    uint32_t h = windex_slot(t, word, true);
     tk_wentry *base = (tk_wentry *)t->stm.wset.data;
     if (windex_live(t, h))
         return &base[t->stm.windex[h].idx];
@@ -814,27 +816,9 @@ __attribute__((noinline)) static void stm_store_any(tk_thread *t, void *addr, co
 /* stm_store of a word once the write set is indexed: out of line, so that
  * the common case, a small write set, saves no registers. */
 __attribute__((noinline)) static void stm_store_indexed(tk_thread *t, uintptr_t a, uint64_t v) {
-    /* ws_get_indexed for a whole word, written out: one probe sequence that
-     * compares the words themselves (no bloom question), fewer live values */
-    tk_wslot *ix = t->stm.windex;
-    uint32_t mask = t->stm.windex_mask, gen = t->stm.wgen, h = word_hash(a) & mask;
-    tk_wentry *base = (tk_wentry *)t->stm.wset.data;
-    for (; ix[h].gen == gen; h = (h + 1) & mask) {
-        if (ix[h].word == a) {
-            tk_wentry *e = &base[ix[h].idx];
-            e->data = v;
-            e->mask = 0xff;
-            return;
-        }
-    }
-    uint32_t idx = (uint32_t)t->stm.wset.len++;
-    ix[h] = (tk_wslot){a, idx, gen};
-    tk_wentry *e = &base[idx];
-    e->word = a;
+    tk_wentry *e = ws_get_indexed(t, a);
     e->data = v;
     e->mask = 0xff;
-    _txkit_tls.wbloom |= bloom_bit(a);
-    wfine_add(t, a);
 }
 
 /* The common stores of one aligned word: to shared memory, buffered here
