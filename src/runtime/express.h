@@ -89,8 +89,9 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     return true;
 }
 
-/* The rest of tk_express_commit, when the clock was revoked meanwhile (give
- * it back: tk_solo_unpark) or the transaction allocated or freed (apply
+/* The rest of tk_express_commit, after tk_solo_left: when the clock was
+ * revoked meanwhile (give it back: tk_solo_unpark; only t parks it, so it
+ * still is not parked for t) or the transaction allocated or freed (apply
  * that: no handlers, so it runs no code of the user's). txn.c. */
 TK_HIDDEN void tk_express_commit_rest(tk_thread *t);
 
@@ -110,9 +111,7 @@ static inline bool tk_express_commit(tk_thread *t) {
         TK_COUNT_OWN(t->cnt->solo_commits, 1);
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
     t->ulog.len = 0;
-    tk_attempt_ended(t);
-    __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE); /* after our writes (solo.h) */
-    if (TXKIT_UNLIKELY(!tk_solo_parked_by(t) || (t->frees.len | t->allocs.len)))
+    if (TXKIT_UNLIKELY(!tk_solo_left(t) || (t->frees.len | t->allocs.len)))
         tk_express_commit_rest(t); /* out of line: the common case keeps no frame */
     return true;
 }

@@ -77,12 +77,16 @@ static inline bool tk_solo_parked_by(const tk_thread *t) {
     return __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) == ((uintptr_t)t | TK_SOLO_PARKED);
 }
 /* The end of t's attempt on its parked clock, after its writes: no barriers,
- * solo_in 0. False when the clock was revoked meanwhile (given back now:
- * tk_solo_unpark). Owner thread, at the commit. */
-static inline bool tk_solo_leave(tk_thread *t) {
+ * solo_in 0. False when the clock was revoked meanwhile: the caller gives it
+ * back (tk_solo_unpark; tk_solo_leave does). Owner thread, at the commit. */
+static inline bool tk_solo_left(tk_thread *t) {
     tk_attempt_ended(t);
     __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELEASE); /* after our writes */
-    if (TXKIT_LIKELY(tk_solo_parked_by(t)))
+    return TXKIT_LIKELY(tk_solo_parked_by(t));
+}
+/* tk_solo_left, and the clock given back when it was revoked meanwhile. */
+static inline bool tk_solo_leave(tk_thread *t) {
+    if (tk_solo_left(t))
         return true;
     tk_solo_unpark(t); /* revoked meanwhile: give the clock back */
     return false;
