@@ -242,6 +242,19 @@ struct txkit_tls {
      * _txkit_wfine_bit(addr) set for every word written, once the write set
      * outgrew what wbloom can tell apart */
     const uint64_t *wfine;
+    /* software TM's buffered stores (TXKIT_ACC_BUFSTORE; appended): the write
+     * set's next free entry and the end of what the inline store may append
+     * (NULL: none), and the attempt's own stack frames, [stk_lo, stk_lo +
+     * stk_span), which are written in place, never buffered */
+    struct _txkit_wentry *wcur, *wend;
+    uintptr_t stk_lo, stk_span;
+};
+/* A software TM write-set entry (runtime-private layout): the aligned word,
+ * its new bytes, which of them were written (bit i: byte i). */
+struct _txkit_wentry {
+    uintptr_t word;
+    uint64_t data;
+    unsigned char mask;
 };
 #define TXKIT_ACC_LOAD 1u
 #define TXKIT_ACC_STORE 2u
@@ -251,6 +264,9 @@ struct txkit_tls {
 /* with TXKIT_ACC_FASTREAD: loads need no log entry, only the check that the
  * clock still equals snap (never with TXKIT_ACC_FASTREAD_HW) */
 #define TXKIT_ACC_NOLOG 32u
+/* stores of aligned 4- and 8-byte values to words not yet written may append
+ * their write-set entry at wcur (while wcur < wend) */
+#define TXKIT_ACC_BUFSTORE 64u
 
 extern TXKIT_API __thread struct txkit_tls _txkit_tls;
 
@@ -361,6 +377,41 @@ static inline __attribute__((always_inline)) int _txkit_store_undo(void *addr, u
     return 0;
 }
 
+/* The software TM store, inline for aligned 4- and 8-byte stores to a word
+ * this transaction has not written yet (its wbloom bit clear) outside its own
+ * stack frames: one write-set entry appended at wcur. Returns 0 when the
+ * runtime must take the store (another mode, size or alignment, a word that
+ * may be written already, the attempt's frames, no room). v: the value in the
+ * low size bytes. */
+static inline __attribute__((always_inline)) int
+_txkit_store_buf(void *addr, uint64_t v, unsigned int size, unsigned int acc) {
+    struct txkit_tls *tls = &_txkit_tls;
+    uintptr_t a = (uintptr_t)addr;
+    if ((acc & TXKIT_ACC_BUFSTORE) && (size == 8 || size == 4) && !(a & (size - 1)) &&
+        tls->wcur < tls->wend) {
+        uint64_t bit = 1ull << ((a >> 3) & 63);
+        if (!(tls->wbloom & bit) && a - tls->stk_lo >= tls->stk_span) {
+            struct _txkit_wentry *e = tls->wcur;
+            unsigned int sh = (unsigned int)(a & 7);
+            tls->wcur = e + 1;
+            tls->wbloom |= bit;
+            e->word = a - sh;
+            e->data = v << (8 * sh);
+            e->mask = (unsigned char)(size == 8 ? 0xff : 0x0f << sh);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The bytes of the scalar lvalue x in the low end of a uint64_t. */
+#define _TXKIT_BITS(x)                                \
+    __extension__({                                   \
+        uint64_t _txkit_b = 0;                        \
+        __builtin_memcpy(&_txkit_b, &(x), sizeof(x)); \
+        _txkit_b;                                     \
+    })
+
 #define _TXKIT_CAT2(a, b) a##b
 #define _TXKIT_CAT(a, b) _TXKIT_CAT2(a, b)
 
@@ -408,20 +459,22 @@ static inline __attribute__((always_inline)) int _txkit_store_undo(void *addr, u
  * TX_STORE - transactional write of v to *p. Outside a transaction it is a
  * plain write.
  */
-#define TX_STORE(p, v)                                                                          \
-    __extension__({                                                                             \
-        __typeof__(p) _txkit_sp = (p);                                                          \
-        _TXKIT_UNQUAL(_txkit_sp) _txkit_sv = (v);                                               \
-        _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_sv), "TX_STORE: 1, 2, 4 or 8 bytes"); \
-        unsigned int _txkit_sa = _txkit_tls.access;                                             \
-        if (TXKIT_LIKELY(!(_txkit_sa & TXKIT_ACC_STORE))) {                                     \
-            *_txkit_sp = _txkit_sv;                                                             \
-            _txkit_tls.wrote = 1;                                                               \
-        } else if (_txkit_store_undo((void *)_txkit_sp, sizeof _txkit_sv, _txkit_sa))           \
-            *_txkit_sp = _txkit_sv;                                                             \
-        else                                                                                    \
-            _txkit_store_bytes((void *)_txkit_sp, &_txkit_sv, sizeof _txkit_sv);                \
-        (void)0;                                                                                \
+#define TX_STORE(p, v)                                                                             \
+    __extension__({                                                                                \
+        __typeof__(p) _txkit_sp = (p);                                                             \
+        _TXKIT_UNQUAL(_txkit_sp) _txkit_sv = (v);                                                  \
+        _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_sv), "TX_STORE: 1, 2, 4 or 8 bytes");    \
+        unsigned int _txkit_sa = _txkit_tls.access;                                                \
+        if (TXKIT_LIKELY(!(_txkit_sa & TXKIT_ACC_STORE))) {                                        \
+            *_txkit_sp = _txkit_sv;                                                                \
+            _txkit_tls.wrote = 1;                                                                  \
+        } else if (_txkit_store_undo((void *)_txkit_sp, sizeof _txkit_sv, _txkit_sa)) {            \
+            *_txkit_sp = _txkit_sv;                                                                \
+        } else if (!(sizeof _txkit_sv >= 4 &&                                                      \
+                     _txkit_store_buf((void *)_txkit_sp, _TXKIT_BITS(_txkit_sv), sizeof _txkit_sv, \
+                                      _txkit_sa)))                                                 \
+            _txkit_store_bytes((void *)_txkit_sp, &_txkit_sv, sizeof _txkit_sv);                   \
+        (void)0;                                                                                   \
     })
 
 TXKIT_END_DECLS

@@ -88,13 +88,22 @@ static inline bool tk_method_has(const struct tk_method *m, unsigned cap) {
     return m && (m->caps & cap);
 }
 /* The running method's store, tk_undo_store inline when the access bits say
- * so (TK_ACC_UNDO_STORE). Owner thread, inside an attempt, t not doomed. */
+ * so (TK_ACC_UNDO_STORE), software TM's inline buffered store when it may
+ * (TXKIT_ACC_BUFSTORE). Owner thread, inside an attempt, t not doomed. */
 __attribute__((always_inline)) static inline void tk_method_store(tk_thread *t, void *addr,
                                                                   const void *src, size_t size) {
-    if (_txkit_tls.access & TK_ACC_UNDO_STORE)
+    unsigned acc = _txkit_tls.access;
+    uint64_t v = 0;
+    if (acc & TK_ACC_UNDO_STORE) {
         tk_undo_store(t, addr, src, size);
-    else
-        t->ctl.m->store(t, addr, src, size);
+        return;
+    }
+    if (size == 8 || size == 4) { /* a constant in the barriers: txkit/tx.h's inline store */
+        __builtin_memcpy(&v, src, size);
+        if (_txkit_store_buf(addr, v, (unsigned)size, acc))
+            return;
+    }
+    t->ctl.m->store(t, addr, src, size);
 }
 /* Name of method id (any of the table, "auto" for 0), NULL if none. Any thread. */
 TK_HIDDEN const char *tk_method_name(int id);

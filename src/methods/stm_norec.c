@@ -237,6 +237,28 @@ static bool try_extend(tk_thread *t) {
 
 static inline uint64_t bloom_bit(uintptr_t word) { return 1ull << ((word >> 3) & 63); }
 
+/* The inline store (txkit/tx.h _txkit_store_buf) appends entries at
+ * _txkit_tls.wcur while it is below wend: the first stores of a small write
+ * set, of an attempt not visible to its readers that allocated nothing yet
+ * (memory it allocated is written in place: gcc reads it without barriers,
+ * and it may be freed before the commit; tk_capture sets wend to NULL).
+ * Inside a software attempt wcur is always the end of the write set: the
+ * method moves it where it appends, clears or grows the set, and ws_sync,
+ * where the method is entered (loads, stores, commit, nesting), brings
+ * wset.len up to what the inline store appended; ws_arm (begin, growth)
+ * says how far the inline store may go. */
+_Static_assert(sizeof(tk_wentry) == 24, "txkit/tx.h: struct _txkit_wentry");
+static inline void ws_sync(tk_thread *t) {
+    t->stm.wset.len = (size_t)(_txkit_tls.wcur - (tk_wentry *)t->stm.wset.data);
+}
+static inline void ws_arm_end(tk_thread *t) { /* wcur is already the end */
+    _txkit_tls.wend = t->vis.active || t->captured.len ? NULL : t->stm.wlim;
+}
+static inline void ws_arm(tk_thread *t) {
+    _txkit_tls.wcur = (tk_wentry *)t->stm.wset.data + t->stm.wset.len;
+    ws_arm_end(t);
+}
+
 static inline uint32_t word_hash(uintptr_t word) {
     return (uint32_t)(((uint64_t)(word >> 3) * 0x9e3779b97f4a7c15ull) >> 32);
 }
@@ -257,10 +279,10 @@ static inline bool windex_live(const tk_thread *t, uint32_t h) {
 
 /* The entry of word in a write set that is not indexed, NULL if none. */
 static inline tk_wentry *ws_scan(const tk_thread *t, uintptr_t word) {
-    tk_wentry *e = (tk_wentry *)t->stm.wset.data;
-    for (size_t i = 0, n = t->stm.wset.len; i < n; i++)
-        if (e[i].word == word)
-            return &e[i];
+    /* to wcur, the end (with the inline store's entries: no ws_sync needed) */
+    for (tk_wentry *e = (tk_wentry *)t->stm.wset.data, *end = _txkit_tls.wcur; e != end; e++)
+        if (e->word == word)
+            return e;
     return NULL;
 }
 
@@ -293,6 +315,9 @@ __attribute__((noinline, cold)) static void windex_build(tk_thread *t) {
     }
     t->stm.windexed = 1;
     _txkit_tls.wfine = t->stm.wfine;
+    /* past what the inline store may fill: its stores ask nothing more (the
+     * next attempt's begin sets the bit again) */
+    _txkit_tls.access &= ~TXKIT_ACC_BUFSTORE;
 }
 
 __attribute__((noinline, cold)) static void windex_grow(tk_thread *t) {
@@ -330,7 +355,10 @@ __attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
         if (!tk_vec_push(&t->stm.wset, sizeof(tk_wentry)))
             TK_FATAL("out of memory growing the write set");
         t->stm.wset.len--;
+        size_t lim = t->stm.wset.cap < WS_SMALL ? t->stm.wset.cap : WS_SMALL;
+        t->stm.wlim = (tk_wentry *)t->stm.wset.data + lim;
     }
+    ws_arm(t);
 }
 
 /* A new entry for word (bit: its bloom bit), nothing written yet (mask 0:
@@ -342,6 +370,7 @@ static inline __attribute__((always_inline)) tk_wentry *ws_append(tk_thread *t, 
     e->word = word;
     e->mask = 0;
     _txkit_tls.wbloom |= bit;
+    _txkit_tls.wcur = e + 1;
     return e;
 }
 
@@ -440,6 +469,8 @@ static void write_back(const tk_thread *t) {
 static void ws_clear(tk_thread *t) {
     t->stm.wset.len = 0;
     _txkit_tls.wbloom = 0;
+    _txkit_tls.wcur = (tk_wentry *)t->stm.wset.data;
+    _txkit_tls.wend = NULL; /* until ws_arm: stm_begin, or the next append's growth */
     if (!t->stm.windexed)
         return; /* no slot of this generation was taken, no bit of wfine set */
     t->stm.windexed = 0;
@@ -529,6 +560,7 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
         tk_vis_begin(t);
         TK_ASSERT(tk_vis_pin(t)); /* we hold the clock: nobody can have killed us */
     }
+    ws_arm_end(t); /* now that the attempt's visibility is known (wcur: ws_clear) */
     _txkit_tls.access = tk_read_access(tk_method_stm.access, 0);
 }
 
@@ -577,6 +609,7 @@ static int stm_begin(tk_thread *t) {
     }
     t->stm.nolog = nolog_ok(t);
     t->ctl.acc_add = t->stm.nolog ? TXKIT_ACC_NOLOG : 0;
+    ws_arm_end(t); /* now that the attempt's visibility is known (wcur: ws_clear) */
     return TK_OK;
 }
 
@@ -613,8 +646,10 @@ static bool acquire_clock(tk_thread *t) {
 static int stm_commit(tk_thread *t) {
     if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
-    if (t->stm.wset.len == 0) { /* read-only: consistent at its last validation */
-        if (t->vis.active) {    /* (vis.c does nothing for an attempt not visible) */
+    /* read-only (no entry, not even an inline one: wset.len is 0 then, as
+     * ws_sync would make it): consistent at its last validation */
+    if (_txkit_tls.wcur == (tk_wentry *)t->stm.wset.data) {
+        if (t->vis.active) { /* (vis.c does nothing for an attempt not visible) */
             if (!tk_vis_read_commit(t))
                 return TXKIT_CAUSE_CONFLICT; /* a manager decided against it */
             tk_vis_end(t);
@@ -623,6 +658,7 @@ static int stm_commit(tk_thread *t) {
         unregister(t);
         return TK_OK;
     }
+    ws_sync(t);
     for (;;) {
         if (!acquire_clock(t))
             return TXKIT_CAUSE_CONFLICT;
@@ -648,6 +684,7 @@ static int stm_commit(tk_thread *t) {
 
 /* Closed nesting: the write set as it is now, to go back to. */
 static void stm_checkpoint(tk_thread *t, tk_vec *save) {
+    ws_sync(t);
     for (size_t i = 0; i < t->stm.wset.len; i++) {
         tk_wentry *e = tk_vec_push(save, sizeof *e);
         if (!e)
@@ -665,6 +702,7 @@ static void stm_rollback_to(tk_thread *t, const tk_vec *save) {
         e->data = saved[i].data;
         e->mask = saved[i].mask;
     }
+    ws_arm(t);
 }
 
 #define WINDEX_INITIAL 256
@@ -687,7 +725,9 @@ static void stm_thread_fini(tk_thread *t) {
     t->stm.rlog_cap = 0;
     _txkit_tls.rcur = _txkit_tls.rend = NULL;
     _txkit_tls.wfine = NULL;
+    _txkit_tls.wcur = _txkit_tls.wend = NULL;
     tk_vec_free(&t->stm.wset);
+    t->stm.wlim = NULL;
     free(t->stm.windex);
     t->stm.windex = NULL;
 }
@@ -712,7 +752,7 @@ __attribute__((noinline)) static void stm_load_any(tk_thread *t, void *dst, cons
     bool word = size == 8 && !(a & 7);
     const tk_wentry *e = NULL;
     size_t overlaid = 0;
-    if (t->stm.wset.len) {
+    if (_txkit_tls.wcur != (tk_wentry *)t->stm.wset.data) { /* an entry (ws_scan: to wcur) */
         if (word) {
             e = ws_find(t, a);
             if (e && e->mask == 0xff) {
@@ -754,7 +794,7 @@ __attribute__((noinline)) static void stm_load_any(tk_thread *t, void *dst, cons
 static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
     uintptr_t a = (uintptr_t)addr;
     if (TXKIT_LIKELY(size == 8 && !(a & 7) && !tk_stack_private(t, addr, 8))) {
-        const tk_wentry *e = t->stm.wset.len ? ws_find(t, a) : NULL;
+        const tk_wentry *e = ws_find(t, a);
         if (e) {
             if (TXKIT_LIKELY(e->mask == 0xff)) {
                 __builtin_memcpy(dst, &e->data, 8);
@@ -777,6 +817,7 @@ static void stm_load(tk_thread *t, void *dst, const void *addr, size_t size) {
 /* Any store: what stm_store does not finish itself. */
 __attribute__((noinline)) static void stm_store_any(tk_thread *t, void *addr, const void *src,
                                                     size_t size) {
+    ws_sync(t);
     if (tk_stack_private(t, addr, size)) {
         /* The attempt's own frames: in place, like gcc's direct accesses to
          * them; undone only for a nested block that may be cancelled (the
@@ -829,7 +870,6 @@ __attribute__((noinline)) static void stm_store_indexed(tk_thread *t, uintptr_t 
  * set) goes to stm_store_any. */
 static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
     uintptr_t a = (uintptr_t)addr;
-    size_t n = t->stm.wset.len;
     if (TXKIT_UNLIKELY(size != 8 || (a & 7)))
         goto any;
     if (tk_stack_private(t, addr, 8)) {
@@ -843,14 +883,19 @@ static void stm_store(tk_thread *t, void *addr, const void *src, size_t size) {
             return;
         }
         /* A small write set (never indexed below WS_SMALL entries: ws_reserve)
-         * with room: ws_get_small, without ws_room's questions */
-        if (TXKIT_LIKELY(n < WS_SMALL && n < t->stm.wset.cap)) {
-            tk_wentry *e = ws_get_small(t, a);
-            __builtin_memcpy(&e->data, src, 8);
-            e->mask = 0xff;
-            return;
-        }
-        if (t->stm.windexed && ws_room(t)) {
+         * with room: ws_get_small, without ws_room's questions. An indexed
+         * one has no entry of the inline store's to sync: it stopped at
+         * WS_SMALL. */
+        if (TXKIT_LIKELY(!t->stm.windexed)) {
+            ws_sync(t);
+            size_t n = t->stm.wset.len;
+            if (TXKIT_LIKELY(n < WS_SMALL && n < t->stm.wset.cap)) {
+                tk_wentry *e = ws_get_small(t, a);
+                __builtin_memcpy(&e->data, src, 8);
+                e->mask = 0xff;
+                return;
+            }
+        } else if (ws_room(t)) {
             uint64_t v;
             __builtin_memcpy(&v, src, 8);
             stm_store_indexed(t, a, v);
@@ -890,7 +935,7 @@ const struct tk_method tk_method_stm = {
     .id = TXKIT_STM,
     .stats_id = TXKIT_STM,
     .caps = TK_CAP_SOFTWARE | TK_CAP_CLOSED_NESTING,
-    .access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE | TXKIT_ACC_FASTREAD,
+    .access = TXKIT_ACC_LOAD | TXKIT_ACC_STORE | TXKIT_ACC_FASTREAD | TXKIT_ACC_BUFSTORE,
     .begin = stm_begin,
     .commit = stm_commit,
     .rollback = stm_rollback,

@@ -13,12 +13,9 @@
  * layout is public (the inline read barrier in txkit/tx.h appends to it). */
 typedef struct _txkit_rentry tk_rentry;
 
-/* Software write set: one entry per 8-byte word, with a byte mask. */
-typedef struct tk_wentry {
-    uintptr_t word;
-    uint64_t data;
-    uint8_t mask;
-} tk_wentry;
+/* Software write set: one entry per 8-byte word, with a byte mask. Its
+ * layout is public (the inline store in txkit/tx.h appends to it). */
+typedef struct _txkit_wentry tk_wentry;
 
 /* Per-thread hash index over the write set (open addressing, no clearing:
  * a slot is live when its generation matches). */
@@ -36,7 +33,12 @@ struct tk_stm_thread {
                           * write bloom too (snap, wbloom) */
     size_t rlog_cap;      /* entries rlog has room for: rlog_grow; stm_attempt_reset sets rend
                            * from it (the pair is the undo log's between software attempts) */
-    tk_vec wset;          /* tk_wentry, in first-write order: stores append, begin empties */
+    tk_vec wset;          /* tk_wentry, in first-write order: stores append, begin empties;
+                           * while an attempt runs, the inline store (TXKIT_ACC_BUFSTORE)
+                           * appends too, and _txkit_tls.wcur is the end: wset.len is
+                           * brought up to it by ws_sync where the method is entered */
+    tk_wentry *wlim;      /* what the inline store may fill of wset's storage (the first
+                           * WS_SMALL entries, or fewer): set where wset grows (ws_reserve) */
     tk_wslot *windex;     /* hash index over wset, capacity windex_mask + 1: thread_init, stores */
     uint32_t windex_mask; /* thread_init, index growth */
     uint32_t wgen;        /* generation of live windex slots: bumped by ws_clear when indexed */

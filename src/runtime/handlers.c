@@ -141,6 +141,9 @@ void tk_capture(tk_thread *t, const void *p, size_t size) {
         TK_FATAL("out of memory recording a transactional allocation");
     r->lo = (uintptr_t)p;
     r->hi = (uintptr_t)p + size;
+    /* The methods write it in place: no inline buffered store from now on in
+     * this attempt (txkit/tx.h _txkit_store_buf; the method re-arms it). */
+    _txkit_tls.wend = NULL;
 }
 
 void *tx_malloc(size_t size) {

@@ -310,6 +310,7 @@ static inline void tk_stack_enter(tk_thread *t, uintptr_t stack_top) {
     if (TXKIT_UNLIKELY(stack_top != t->stk_top)) {
         t->stk_top = stack_top;
         t->stk_span = tk_stack_span(t, stack_top);
+        _txkit_tls.stk_span = t->stk_span; /* the inline store's copy (txkit/tx.h) */
     }
 }
 

@@ -192,6 +192,7 @@ tk_thread *tk_thread_get(void) {
         if (pthread_attr_getstack(&attr, &lo, &size) == 0) {
             t->stk_lo = (uintptr_t)lo;
             t->stk_hi = (uintptr_t)lo + size;
+            _txkit_tls.stk_lo = t->stk_lo; /* the inline store's copy (txkit/tx.h) */
         }
         pthread_attr_destroy(&attr);
     }
