@@ -392,12 +392,18 @@ _txkit_store_buf(void *addr, uint64_t v, unsigned int size, unsigned int acc) {
         uint64_t bit = 1ull << ((a >> 3) & 63);
         if (!(tls->wbloom & bit) && a - tls->stk_lo >= tls->stk_span) {
             struct _txkit_wentry *e = tls->wcur;
-            unsigned int sh = (unsigned int)(a & 7);
             tls->wcur = e + 1;
             tls->wbloom |= bit;
-            e->word = a - sh;
-            e->data = v << (8 * sh);
-            e->mask = (unsigned char)(size == 8 ? 0xff : 0x0f << sh);
+            if (size == 8) { /* a constant here: one of the two stays */
+                e->word = a;
+                e->data = v;
+                e->mask = 0xff;
+            } else {
+                unsigned int sh = (unsigned int)(a & 4);
+                e->word = a - sh;
+                e->data = v << (8 * sh);
+                e->mask = (unsigned char)(0x0f << sh);
+            }
             return 1;
         }
     }
