@@ -239,14 +239,15 @@ static inline uint64_t bloom_bit(uintptr_t word) { return 1ull << ((word >> 3) &
 
 /* The inline store (txkit/tx.h _txkit_store_buf) appends entries at
  * _txkit_tls.wcur while it is below wend: the first stores of a small write
- * set, of an attempt not visible to its readers that allocated nothing yet
+ * set, of an attempt not visible to its readers (a visible one tells its
+ * contention manager at each store: tk_vis_write) that allocated nothing yet
  * (memory it allocated is written in place: gcc reads it without barriers,
  * and it may be freed before the commit; tk_capture sets wend to NULL).
  * Inside a software attempt wcur is always the end of the write set: the
- * method moves it where it appends, clears or grows the set, and ws_sync,
- * where the method is entered (loads, stores, commit, nesting), brings
- * wset.len up to what the inline store appended; ws_arm (begin, growth)
- * says how far the inline store may go. */
+ * method moves it where it appends, clears or grows the set; lookups scan
+ * to it (ws_scan); ws_sync, where the method's stores, commit and nesting
+ * use the length, brings wset.len up to what the inline store appended;
+ * ws_arm (begin, growth) says how far the inline store may go. */
 _Static_assert(sizeof(tk_wentry) == 24, "txkit/tx.h: struct _txkit_wentry");
 static inline void ws_sync(tk_thread *t) {
     t->stm.wset.len = (size_t)(_txkit_tls.wcur - (tk_wentry *)t->stm.wset.data);
