@@ -436,34 +436,40 @@ static size_t ws_overlay(const tk_thread *t, unsigned char *dst, uintptr_t a, si
     return hit;
 }
 
-/* Write back exactly the bytes written, with the widest aligned stores. */
+/* Write back the bytes of a word written in part, with the widest aligned
+ * stores: out of line, so that write_back's loop over whole words saves no
+ * registers. */
+__attribute__((noinline)) static void write_back_part(const tk_wentry *e) {
+    const unsigned char *src = (const unsigned char *)&e->data;
+    for (unsigned i = 0; i < 8;) {
+        unsigned m = e->mask >> i;
+        if (!(m & 1)) {
+            i++;
+        } else if (i % 4 == 0 && (m & 0xf) == 0xf) {
+            uint32_t v;
+            memcpy(&v, src + i, 4);
+            *(volatile uint32_t *)(e->word + i) = v;
+            i += 4;
+        } else if (i % 2 == 0 && (m & 3) == 3) {
+            uint16_t v;
+            memcpy(&v, src + i, 2);
+            *(volatile uint16_t *)(e->word + i) = v;
+            i += 2;
+        } else {
+            *(volatile unsigned char *)(e->word + i) = src[i];
+            i++;
+        }
+    }
+}
+
+/* Write back exactly the bytes written. */
 static void write_back(const tk_thread *t) {
     const tk_wentry *e = (const tk_wentry *)t->stm.wset.data;
-    for (size_t k = 0; k < t->stm.wset.len; k++, e++) {
-        if (e->mask == 0xff) {
+    for (const tk_wentry *end = e + t->stm.wset.len; e != end; e++) {
+        if (TXKIT_LIKELY(e->mask == 0xff))
             *(volatile uint64_t *)e->word = e->data;
-            continue;
-        }
-        const unsigned char *src = (const unsigned char *)&e->data;
-        for (unsigned i = 0; i < 8;) {
-            unsigned m = e->mask >> i;
-            if (!(m & 1)) {
-                i++;
-            } else if (i % 4 == 0 && (m & 0xf) == 0xf) {
-                uint32_t v;
-                memcpy(&v, src + i, 4);
-                *(volatile uint32_t *)(e->word + i) = v;
-                i += 4;
-            } else if (i % 2 == 0 && (m & 3) == 3) {
-                uint16_t v;
-                memcpy(&v, src + i, 2);
-                *(volatile uint16_t *)(e->word + i) = v;
-                i += 2;
-            } else {
-                *(volatile unsigned char *)(e->word + i) = src[i];
-                i++;
-            }
-        }
+        else
+            write_back_part(e);
     }
 }
 
