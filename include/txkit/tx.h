@@ -290,11 +290,17 @@ static inline __attribute__((always_inline)) unsigned _txkit_wfine_bit(uintptr_t
     return (unsigned)(((uint64_t)(a >> 3) * 0x9e3779b97f4a7c15ull) >> 54);
 }
 
+/* The number of the wbloom bit of the word at a: bits 3-8 of its address
+ * (the users shift 1ull by it themselves: gcc then tests it with bt). */
+static inline __attribute__((always_inline)) unsigned _txkit_wbloom_bit(uintptr_t a) {
+    return (unsigned)(a >> 3) & 63;
+}
+
 /* Whether this transaction may have written the word at a: wbloom's bit,
  * and with fine (the runtime's own barriers) wfine's as well. */
 static inline __attribute__((always_inline)) int _txkit_maybe_written(const struct txkit_tls *tls,
                                                                       uintptr_t a, int fine) {
-    if (TXKIT_LIKELY(!(tls->wbloom & (1ull << ((a >> 3) & 63)))))
+    if (TXKIT_LIKELY(!(tls->wbloom & (1ull << _txkit_wbloom_bit(a)))))
         return 0;
     const uint64_t *f = fine ? tls->wfine : NULL;
     if (!f)
@@ -389,7 +395,7 @@ _txkit_store_buf(void *addr, uint64_t v, unsigned int size, unsigned int acc) {
     uintptr_t a = (uintptr_t)addr;
     if ((acc & TXKIT_ACC_BUFSTORE) && (size == 8 || size == 4) && !(a & (size - 1)) &&
         tls->wcur < tls->wend) {
-        uint64_t bit = 1ull << ((a >> 3) & 63);
+        uint64_t bit = 1ull << _txkit_wbloom_bit(a);
         if (!(tls->wbloom & bit) && a - tls->stk_lo >= tls->stk_span) {
             struct _txkit_wentry *e = tls->wcur;
             tls->wcur = e + 1;

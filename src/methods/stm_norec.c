@@ -235,7 +235,7 @@ static bool try_extend(tk_thread *t) {
  * holds every entry until ws_clear. */
 #define WS_SMALL 8
 
-static inline uint64_t bloom_bit(uintptr_t word) { return 1ull << ((word >> 3) & 63); }
+static inline uint64_t bloom_bit(uintptr_t word) { return 1ull << _txkit_wbloom_bit(word); }
 
 /* The inline store (txkit/tx.h _txkit_store_buf) appends entries at
  * _txkit_tls.wcur while it is below wend: the first stores of a small write
