@@ -70,7 +70,7 @@ int txkit_set_thread_method(int m) {
     }
     tk_thread *t = tk_self();
     t->thread_method = m;
-    t->express = 0; /* its next begin looks at the method (txn.c) */
+    tk_express_set(t, 0); /* its next begin looks at the method (txn.c) */
     return 0;
 }
 

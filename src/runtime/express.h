@@ -75,6 +75,7 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     if (!same) {
         t->ctl.site = site;
         t->cnt = t->row + (id - 1);
+        t->xsite = kind == TK_KIND_C ? site : NULL;
     }
     tk_stack_enter(t, stack_top);
     t->ntx = n + 1;
@@ -85,6 +86,31 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
      * (the last commit emptied it); rend is as the last attempt's
      * tk_ulog_push left it: only the runtime's appends grow the log, and they
      * push, and no other method's attempt ran since (it clears t->express). */
+    _txkit_tls.rcur = (struct _txkit_rentry *)(void *)t->ulog.data;
+    return true;
+}
+
+/* tk_express_begin at t->xsite (site == t->xsite: TK_EXPRESS, the last
+ * transaction's site, of TX_ATOMIC), with nothing to check of the site. Its
+ * rules otherwise. */
+__attribute__((always_inline)) static inline bool
+tk_express_begin_same(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
+    uint64_t n = t->ntx;
+    if (__atomic_load_n(&tk_cfg.express_off, __ATOMIC_RELAXED) ||
+        TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off))
+        return false;
+    __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED); /* solo.h: before looking */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (TXKIT_UNLIKELY(!tk_solo_parked_by(t))) {
+        __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELAXED);
+        return false;
+    }
+    tk_stack_enter(t, stack_top);
+    t->ntx = n + 1;
+    __atomic_store_n(&t->slot->cur_site, __atomic_load_n(&site->id, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+    /* access and depth (txn.c asserts they are the first two words) */
+    __builtin_memcpy(&_txkit_tls, &t->xtls, sizeof t->xtls);
     _txkit_tls.rcur = (struct _txkit_rentry *)(void *)t->ulog.data;
     return true;
 }
@@ -144,7 +170,7 @@ tk_sw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int k
         !tk_choose_stm_first(t, site))
         return false;
     const struct tk_method *m = M_STM;
-    t->express = 0;
+    t->express = 0; /* xsite: NULL with TK_EXPRESS_SW */
     /* start_reset: the rest is as the last commit left it (TK_EXPRESS_SW) */
     t->ctl.site = site;
     tk_stack_enter(t, stack_top);

@@ -25,8 +25,9 @@
 #include "stats/format.h"
 
 
-/* Counter update. A thread's own row has one writer: a relaxed load and
- * store (plain code on x86, no data race for readers). The shared row of the
+/* Counter update. A thread's own row has one writer: one add to memory (a
+ * single aligned 8-byte store, so readers never see it torn; the compiler
+ * cannot fuse a relaxed load and store into it). The shared row of the
  * statistics segment (stats/format.h), the last one, from tk_seg_shared_lo
  * up, has many: an atomic add. */
 extern uintptr_t tk_seg_shared_lo TK_HIDDEN; /* UINTPTR_MAX while there is none */
@@ -38,7 +39,11 @@ extern uintptr_t tk_seg_shared_lo TK_HIDDEN; /* UINTPTR_MAX while there is none 
             TK_COUNT_OWN(field, n);                                    \
     } while (0)
 /* TK_COUNT's case of a field known to be in the thread's own row. */
-#define TK_COUNT_OWN(field, n) __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
+#define TK_COUNT_OWN(field, n)                                                \
+    do {                                                                      \
+        _Static_assert(sizeof(field) == 8, "TK_COUNT_OWN: a 64-bit counter"); \
+        __asm__("addq %1, %0" : "+m"(field) : "er"((uint64_t)(n)) : "cc");    \
+    } while (0)
 
 /* ------------------------------------------------------------------ logs */
 
@@ -214,8 +219,18 @@ struct tk_thread {
      * transaction committed at its first software attempt with nothing left
      * over; set by tk_finish_commit, cleared by the software express begin.
      * Cleared by every other begin, tk_finish_commit, tk_solo_unpark and a
-     * fork's child (solo.c), txkit_set_thread_method (config.c). */
+     * fork's child (solo.c), txkit_set_thread_method (config.c): each
+     * through tk_express_set, which also clears xsite. */
     unsigned express;
+    /* With TK_EXPRESS for a TX_ATOMIC block: that block's site (t->ctl.site,
+     * t->cnt its entry), whose next begin takes the express begin with no
+     * look at the site or kind (txn.c, express.h: tk_express_begin_same);
+     * NULL otherwise. Set by tk_solo_commit and tk_express_begin (txn.c,
+     * express.h), cleared by tk_express_set. */
+    txkit_site_t *xsite;
+    /* With xsite: _txkit_tls's first two words (access | depth 1 << 32) as
+     * the express begin sets them: tk_solo_commit. */
+    uint64_t xtls;
 
     tk_thread *next, *prev; /* registry: thread.c, under its lock */
 };
@@ -556,6 +571,12 @@ static inline void tk_attempt_reset(tk_thread *t) {
  * may skip the call. Owner thread. */
 static inline bool tk_cm_commit_quiet(const tk_thread *t) {
     return !t->cm.consecutive_aborts && !tk_sched_on && !t->sched.queue_held;
+}
+/* t->express = v (0 or TK_EXPRESS_SW), and no express begin at t->xsite.
+ * Owner thread (or a fork's only thread). */
+static inline void tk_express_set(tk_thread *t, unsigned v) {
+    t->express = v;
+    t->xsite = NULL;
 }
 /* The attempt is over (committed or rolled back): no barriers, not
  * irrevocable. Owner thread. */

@@ -60,7 +60,7 @@ bool tk_solo_park(tk_thread *t) {
 
 void tk_solo_unpark(tk_thread *t) {
     uintptr_t me = (uintptr_t)t;
-    t->express = 0;
+    tk_express_set(t, 0);
     /* A parked transaction that goes on elsewhere (a restart, irrevocable in
      * software): its begin was not counted (txn.c: start_count). */
     if (t->solo_in && !tk_cfg.stats_off)
@@ -156,7 +156,7 @@ static void solo_atfork(tk_thread *me, int phase) {
     (void)me;
     tk_atfork_mutex(&solo_lock, phase);
     if (phase == TK_FORK_CHILD && me)
-        me->express = 0; /* the child attaches its own statistics first */
+        tk_express_set(me, 0); /* the child attaches its own statistics first */
     /* The child registers again before it parks (registration is per process). */
     if (phase == TK_FORK_CHILD && mb_state > 0) {
         mb_state = 0;

@@ -182,6 +182,7 @@ tk_thread *tk_thread_get(void) {
     tk_thread *t = calloc(1, sizeof *t);
     if (!t)
         TK_FATAL("out of memory creating a thread descriptor");
+    TK_ASSERT(((uintptr_t)t & 15) == 0); /* solo.h: the low bits of tk_g.solo */
     t->thread_method = -1;
     t->cm.prio_set = TX_PRIO_AUTO;
     tk_hooks_run(TK_HOOK_THREAD_INIT, t, 0); /* the methods' state, the priority */

@@ -149,7 +149,7 @@ void tk_run_attempts(tk_thread *t) { run_attempts(t); }
 /* The per-transaction state every outermost begin resets; and its statistics.
  * Inline: tk_start_transaction and the solo fast path (tk_solo_begin) share them. */
 static inline void start_reset(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
-    t->express = 0; /* the next express begin needs a commit that leaves the state clean */
+    tk_express_set(t, 0); /* the next express begin needs a commit that leaves the state clean */
     tk_stack_enter(t, stack_top);
     t->ctl.site = site;
     t->ctl.m = NULL;
@@ -309,10 +309,10 @@ void tk_finish_commit(tk_thread *t) {
         tk_attempt_ended(t);
         if (t->frees.len | t->allocs.len)
             tk_discard_effects(t, 1);
-        t->express = TK_EXPRESS_SW;
+        t->express = TK_EXPRESS_SW; /* xsite: NULL since tk_sw_express_begin */
         return;
     }
-    t->express = 0;
+    tk_express_set(t, 0);
     t->ctl.sw_express = 0;
     if (m->caps & TK_CAP_HARDWARE) {
         /* hardware works here again: the penalties start over */
@@ -342,7 +342,7 @@ void tk_finish_commit(tk_thread *t) {
     if (t->frees.len | t->allocs.len | t->handlers.len)
         tk_discard_effects(t, 1);
     if (again)
-        t->express = TK_EXPRESS_SW;
+        tk_express_set(t, TK_EXPRESS_SW);
 }
 
 /* A transaction begun and committed on a parked clock: serial, at the first
@@ -373,7 +373,10 @@ void tk_solo_commit(tk_thread *t) {
             tk_discard_effects(t, 1);
         tk_attempt_reset(t);
         t->ctl.attempt_tsc = 0;
-        t->express = TK_EXPRESS | tk_read_access(M_SERIAL->access, t->vis.active);
+        unsigned access = tk_read_access(M_SERIAL->access, t->vis.active);
+        t->express = TK_EXPRESS | access;
+        t->xsite = t->ctl.kind == TK_KIND_C ? t->ctl.site : NULL;
+        t->xtls = access | (uint64_t)1 << 32;
         return;
     }
     if (t->frees.len | t->allocs.len | t->handlers.len)
@@ -489,6 +492,7 @@ void tk_site_init(txkit_site_t *site, const char *file, const char *func, int li
 /* checkpoint.S's inline case reads these two offsets. */
 _Static_assert(offsetof(tk_thread, ctl.jb) == 0, "checkpoint.S: the outermost checkpoint");
 _Static_assert(offsetof(struct txkit_tls, depth) == 4, "checkpoint.S: _txkit_tls.depth");
+_Static_assert(offsetof(struct txkit_tls, access) == 0, "express.h: access and depth in one store");
 
 tk_jmpbuf *tk_jb_slot(void) {
     tk_thread *t = tk_self();
@@ -522,6 +526,8 @@ static __attribute__((noinline)) int begin_c_sw(tk_thread *t, txkit_site_t *site
  * checkpoint.S's common case jumps here, tk_begin_c calls it. */
 int tk_begin_c_outer(txkit_site_t *site, unsigned flags, tk_thread *t) {
     (void)flags;
+    if (TXKIT_LIKELY(site == t->xsite) && tk_express_begin_same(t, site, t->ctl.jb.rsp))
+        return 1;
     if (TXKIT_LIKELY(t->express)) {
         if (!(t->express & TK_EXPRESS))
             return begin_c_sw(t, site);
