@@ -143,6 +143,26 @@ static uint32_t itm_action(tk_thread *t, int restarted) {
     return a | (restarted ? TK_A_RESTORE_LIVE : TK_A_SAVE_LIVE);
 }
 
+/* itm_action(t, 0) for a block that tk_express_begin began on t's parked
+ * clock: an attempt of a method without barriers or gcc's uninstrumented code
+ * of its own (solo_begin's serial one, kept since), not cancelled (the last
+ * transaction committed: express.h), whose undo log is empty (the express
+ * begin restarted it: tk_ulog_pull has nothing to pull). Inline and without
+ * the cases that cannot arise there; any other method takes itm_action. */
+static inline uint32_t itm_action_parked(tk_thread *t) {
+    uint32_t p = t->ctl.props;
+    if (TXKIT_UNLIKELY(t->ctl.m->caps & (TK_CAP_SOFTWARE | TK_CAP_UNINSTRUMENTED)))
+        return itm_action(t, 0);
+    if (!(p & TK_PR_UNINSTRUMENTED) || ((p & TK_PR_INSTRUMENTED) && !(p & TK_PR_HAS_NO_ABORT)))
+        return TK_A_RUN_INSTRUMENTED | TK_A_SAVE_LIVE; /* serial with an undo log */
+    t->ctl.irrevocable = 1;
+    _txkit_tls.access = 0;
+    if (p & TK_PR_DOES_GO_IRREVOCABLE)
+        TK_COUNT(t->cnt->irrevocable, 1);
+    return (uninstrumented_ok(t, p) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED) |
+           TK_A_SAVE_LIVE;
+}
+
 static void drop_checkpoints(tk_thread *t, size_t keep) {
     while (t->itm.cps.len > keep) {
         tk_itm_cp *cp = &TK_VEC_AT(&t->itm.cps, tk_itm_cp, t->itm.cps.len - 1);
@@ -218,10 +238,16 @@ uint32_t tk_itm_begin(uint32_t props) {
     /* A block with the properties of the last one (so the same kind, code
      * and resume as they were left), the same block or not: an express begin
      * (express.h), which records the site. */
-    if (TXKIT_LIKELY(t->express) && t->ctl.props == props &&
-        tk_express_any_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM)) {
-        t->itm.txid = 0;
-        return itm_action(t, 0);
+    if (TXKIT_LIKELY(t->express) && t->ctl.props == props) {
+        if (t->express & TK_EXPRESS) {
+            if (tk_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM)) {
+                t->itm.txid = 0;
+                return itm_action_parked(t);
+            }
+        } else if (tk_sw_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM)) {
+            t->itm.txid = 0;
+            return itm_action(t, 0);
+        }
     }
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
