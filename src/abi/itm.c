@@ -246,7 +246,9 @@ uint32_t tk_itm_begin(uint32_t props) {
             }
         } else if (tk_sw_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM)) {
             t->itm.txid = 0;
-            return itm_action(t, 0);
+            /* itm_action's for a software attempt (not cancelled: the last
+             * transaction committed) */
+            return TK_A_RUN_INSTRUMENTED | TK_A_SAVE_LIVE;
         }
     }
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
