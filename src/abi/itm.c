@@ -225,32 +225,19 @@ static TK_NORETURN void itm_resume(tk_thread *t, unsigned depth) {
     tk_longjmp(&t->ctl.jb, (int)itm_action(t, 1));
 }
 
-uint32_t tk_itm_begin(uint32_t props) {
-    tk_thread *t = tk_cur;
-    unsigned depth = _txkit_tls.depth;
-    if (depth > 0)
-        return nested_begin(t, props, depth);
-    /* Most threads run the same transaction again and again: remember the last. */
-    uintptr_t rip = (uintptr_t)t->ctl.jb.rip;
-    txkit_site_t *site = t->itm.last_rip == rip ? t->itm.last_site : itm_site_for(rip);
+/* The site of the block whose checkpoint holds rip, remembered as the
+ * thread's last (out of line: most threads run the same block again). */
+static __attribute__((noinline)) txkit_site_t *itm_site_remember(tk_thread *t, uintptr_t rip) {
+    txkit_site_t *site = itm_site_for(rip);
     t->itm.last_rip = rip;
     t->itm.last_site = site;
-    /* A block with the properties of the last one (so the same kind, code
-     * and resume as they were left), the same block or not: an express begin
-     * (express.h), which records the site. */
-    if (TXKIT_LIKELY(t->express) && t->ctl.props == props) {
-        if (t->express & TK_EXPRESS) {
-            if (tk_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM)) {
-                t->itm.txid = 0;
-                return itm_action_parked(t);
-            }
-        } else if (tk_sw_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM)) {
-            t->itm.txid = 0;
-            /* itm_action's for a software attempt (not cancelled: the last
-             * transaction committed) */
-            return TK_A_RUN_INSTRUMENTED | TK_A_SAVE_LIVE;
-        }
-    }
+    return site;
+}
+
+/* tk_itm_begin's general path: out of line, so that the express begins keep
+ * no frame. */
+static __attribute__((noinline)) uint32_t itm_begin_general(tk_thread *t, txkit_site_t *site,
+                                                            uint32_t props) {
     if (TXKIT_UNLIKELY(!__atomic_load_n(&site->id, __ATOMIC_ACQUIRE)))
         tk_site_init(site, NULL, NULL, 0);
     t->ctl.kind = TK_KIND_ITM;
@@ -265,6 +252,41 @@ uint32_t tk_itm_begin(uint32_t props) {
         tk_run_attempts(t);
     }
     return itm_action(t, 0);
+}
+
+/* The software express begin, else the general path (out of line: the solo
+ * express begin keeps no frame). */
+static __attribute__((noinline)) uint32_t itm_begin_sw(tk_thread *t, txkit_site_t *site,
+                                                       uint32_t props) {
+    if (!tk_sw_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM))
+        return itm_begin_general(t, site, props);
+    t->itm.txid = 0;
+    /* itm_action's for a software attempt (not cancelled: the last
+     * transaction committed) */
+    return TK_A_RUN_INSTRUMENTED | TK_A_SAVE_LIVE;
+}
+
+uint32_t tk_itm_begin(uint32_t props) {
+    tk_thread *t = tk_cur;
+    unsigned depth = _txkit_tls.depth;
+    if (depth > 0)
+        return nested_begin(t, props, depth);
+    /* Most threads run the same transaction again and again: remember the last. */
+    uintptr_t rip = (uintptr_t)t->ctl.jb.rip;
+    txkit_site_t *site =
+        TXKIT_LIKELY(t->itm.last_rip == rip) ? t->itm.last_site : itm_site_remember(t, rip);
+    /* A block with the properties of the last one (so the same kind, code
+     * and resume as they were left), the same block or not: an express begin
+     * (express.h), which records the site. */
+    if (TXKIT_LIKELY(t->express) && t->ctl.props == props) {
+        if (!(t->express & TK_EXPRESS))
+            return itm_begin_sw(t, site, props);
+        if (tk_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM)) {
+            t->itm.txid = 0;
+            return itm_action_parked(t);
+        }
+    }
+    return itm_begin_general(t, site, props);
 }
 
 static void commit_outermost(tk_thread *t) {
