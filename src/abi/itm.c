@@ -278,6 +278,11 @@ uint32_t tk_itm_begin(uint32_t props) {
     /* A block with the properties of the last one (so the same kind, code
      * and resume as they were left), the same block or not: an express begin
      * (express.h), which records the site. */
+    if (TXKIT_LIKELY(site == t->xsite) && t->ctl.props == props &&
+        tk_express_begin_same(t, site, t->ctl.jb.rsp)) {
+        t->itm.txid = 0;
+        return itm_action_parked(t);
+    }
     if (TXKIT_LIKELY(t->express) && t->ctl.props == props) {
         if (!(t->express & TK_EXPRESS))
             return itm_begin_sw(t, site, props);

@@ -75,7 +75,7 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     if (!same) {
         t->ctl.site = site;
         t->cnt = t->row + (id - 1);
-        t->xsite = kind == TK_KIND_C ? site : NULL;
+        t->xsite = site;
     }
     tk_stack_enter(t, stack_top);
     t->ntx = n + 1;
@@ -91,8 +91,8 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
 }
 
 /* tk_express_begin at t->xsite (site == t->xsite: TK_EXPRESS, the last
- * transaction's site, of TX_ATOMIC), with nothing to check of the site. Its
- * rules otherwise. */
+ * transaction's site, so of the caller's front end), with nothing to check
+ * of the site. Its rules otherwise. */
 __attribute__((always_inline)) static inline bool
 tk_express_begin_same(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     uint64_t n = t->ntx;

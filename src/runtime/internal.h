@@ -222,10 +222,10 @@ struct tk_thread {
      * fork's child (solo.c), txkit_set_thread_method (config.c): each
      * through tk_express_set, which also clears xsite. */
     unsigned express;
-    /* With TK_EXPRESS for a TX_ATOMIC block: that block's site (t->ctl.site,
-     * t->cnt its entry), whose next begin takes the express begin with no
-     * look at the site or kind (txn.c, express.h: tk_express_begin_same);
-     * NULL otherwise. Set by tk_solo_commit and tk_express_begin (txn.c,
+    /* With TK_EXPRESS: the last block's site (t->ctl.site, t->cnt its
+     * entry; a site belongs to one front end, TX_ATOMIC's or gcc's), whose
+     * next begin takes the express begin with no look at the site or kind
+     * (tk_express_begin_same: txn.c, abi/itm.c); NULL otherwise. Set by tk_solo_commit and tk_express_begin (txn.c,
      * express.h), cleared by tk_express_set. */
     txkit_site_t *xsite;
     /* With xsite: _txkit_tls's first two words (access | depth 1 << 32) as

@@ -375,7 +375,7 @@ void tk_solo_commit(tk_thread *t) {
         t->ctl.attempt_tsc = 0;
         unsigned access = tk_read_access(M_SERIAL->access, t->vis.active);
         t->express = TK_EXPRESS | access;
-        t->xsite = t->ctl.kind == TK_KIND_C ? t->ctl.site : NULL;
+        t->xsite = t->ctl.site; /* C or ITM: a site belongs to one front end */
         t->xtls = access | (uint64_t)1 << 32;
         return;
     }
