@@ -294,9 +294,9 @@ uint32_t tk_itm_begin(uint32_t props) {
     return itm_begin_general(t, site, props);
 }
 
-static void commit_outermost(tk_thread *t) {
-    if ((t->express & TK_EXPRESS) && t->itm.cps.len == 0 && tk_express_commit(t))
-        return;
+/* The outermost commit but the express one: out of line, so that the
+ * express commit keeps no frame. */
+static __attribute__((noinline)) void commit_outermost(tk_thread *t) {
     if (tk_solo_commit_ok(t)) { /* a lone thread's attempt on its parked clock */
         drop_checkpoints(t, 0);
         tk_solo_commit(t);
@@ -309,20 +309,27 @@ static void commit_outermost(tk_thread *t) {
     tk_finish_commit(t);
 }
 
+/* A commit at depth other than 1: a nested block's end, or a misuse. */
+static __attribute__((noinline)) void commit_not_outermost(tk_thread *t, unsigned depth) {
+    if (depth == 0 || !t)
+        TK_FATAL("_ITM_commitTransaction outside a transaction");
+    tk_itm_cp *cp = top_checkpoint(t);
+    if (cp && cp->depth == depth) {
+        tk_vec_free(&cp->saved);
+        t->itm.cps.len--;
+    }
+    _txkit_tls.depth = depth - 1;
+}
+
 TK_EXPORT void _ITM_commitTransaction(void) {
     tk_thread *t = tk_cur;
     unsigned depth = _txkit_tls.depth;
-    if (TXKIT_UNLIKELY(depth == 0 || !t))
-        TK_FATAL("_ITM_commitTransaction outside a transaction");
-    if (depth > 1) {
-        tk_itm_cp *cp = top_checkpoint(t);
-        if (cp && cp->depth == depth) {
-            tk_vec_free(&cp->saved);
-            t->itm.cps.len--;
-        }
-        _txkit_tls.depth = depth - 1;
+    if (TXKIT_UNLIKELY(depth != 1 || !t)) {
+        commit_not_outermost(t, depth);
         return;
     }
+    if ((t->express & TK_EXPRESS) && t->itm.cps.len == 0 && tk_express_commit(t))
+        return;
     commit_outermost(t);
 }
 
