@@ -473,13 +473,8 @@ static void write_back(const tk_thread *t) {
     }
 }
 
-static void ws_clear(tk_thread *t) {
-    t->stm.wset.len = 0;
-    _txkit_tls.wbloom = 0;
-    _txkit_tls.wcur = (tk_wentry *)t->stm.wset.data;
-    _txkit_tls.wend = NULL; /* until ws_arm: stm_begin, or the next append's growth */
-    if (!t->stm.windexed)
-        return; /* no slot of this generation was taken, no bit of wfine set */
+/* ws_clear's part for an indexed set: out of line, most sets are small. */
+static __attribute__((noinline)) void ws_clear_index(tk_thread *t) {
     t->stm.windexed = 0;
     _txkit_tls.wfine = NULL;
     memset(t->stm.wfine, 0, sizeof t->stm.wfine);
@@ -487,6 +482,15 @@ static void ws_clear(tk_thread *t) {
         memset(t->stm.windex, 0, (t->stm.windex_mask + 1) * sizeof *t->stm.windex);
         t->stm.wgen = 1;
     }
+}
+
+static inline void ws_clear(tk_thread *t) {
+    t->stm.wset.len = 0;
+    _txkit_tls.wbloom = 0;
+    _txkit_tls.wcur = (tk_wentry *)t->stm.wset.data;
+    _txkit_tls.wend = NULL; /* until ws_arm: stm_begin, or the next append's growth */
+    if (TXKIT_UNLIKELY(t->stm.windexed))
+        ws_clear_index(t); /* else no slot of this generation was taken, no bit of wfine set */
 }
 
 /* At the start of each software attempt: empty read log and write set. */
