@@ -9,7 +9,8 @@
  * committed there with no abort (which unparks), no hooks and no handlers,
  * that state is
  * already as solo_begin would set it: tk_solo_commit says so in
- * tk_thread.express (TK_EXPRESS | the barriers' access bits), and the next
+ * tk_thread.express (TK_EXPRESS; xsite, the block, and xtls, the barriers'
+ * access bits and depth as the express begin sets them), and the next
  * begin only records what differs per transaction (site, private stack,
  * statistics row). The express commit keeps t->express; every other begin
  * (start_reset), commit (tk_finish_commit), tk_solo_unpark, a fork's child
@@ -37,14 +38,16 @@
 /* tk_thread.express: the last commit allows the software express begin. */
 #define TK_EXPRESS_SW 0x40000000u
 
-/* Begin t's next outermost transaction, of this kind, at site, on its parked
- * clock. Not for sampled transactions (one in TK_SAMPLE_EVERY): solo_begin
- * times those. False, with nothing done, when it does not apply (the caller
- * takes the general path). Owner thread, outside any transaction, after the
- * front end saved the checkpoint (stack_top: its stack pointer). */
-__attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t, txkit_site_t *site,
-                                                                   uintptr_t stack_top, int kind) {
-    unsigned access = t->express;
+/* Begin t's next outermost transaction at t->xsite (the caller found site ==
+ * t->xsite: t->express has TK_EXPRESS, site is the last transaction's, so of
+ * the caller's front end and registered, and t->cnt is its entry of the row)
+ * on its parked clock. Not for sampled transactions (one in TK_SAMPLE_EVERY):
+ * solo_begin times those. False, with nothing done, when it does not apply
+ * (the caller takes the general path). Owner thread, outside any
+ * transaction, after the front end saved the checkpoint (stack_top: its stack
+ * pointer). */
+__attribute__((always_inline)) static inline bool
+tk_express_begin_same(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
     uint64_t n = t->ntx;
     /* Of tk_solo_fast_ok, only the process-wide switches may have changed
      * since the commit that set TK_EXPRESS checked it all (fault injection,
@@ -54,8 +57,36 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
      * method changes clear t->express (txkit_set_thread_method), it holds no
      * scheduler queue between transactions, and its statistics slot goes
      * only at its exit or in a fork's child (which clears t->express). */
-    if (!(access & TK_EXPRESS) || __atomic_load_n(&tk_cfg.express_off, __ATOMIC_RELAXED) ||
+    if (__atomic_load_n(&tk_cfg.express_off, __ATOMIC_RELAXED) ||
         TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off))
+        return false;
+    __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED); /* solo.h: before looking */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (TXKIT_UNLIKELY(!tk_solo_parked_by(t))) {
+        __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELAXED);
+        return false; /* being revoked: the general path gives it back */
+    }
+    tk_stack_enter(t, stack_top);
+    t->ntx = n + 1;
+    /* statistics off: unread */
+    __atomic_store_n(&t->slot->cur_site, __atomic_load_n(&site->id, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+    /* access and depth (txn.c asserts they are the first two words) */
+    __builtin_memcpy(&_txkit_tls, &t->xtls, sizeof t->xtls);
+    /* TXKIT_ACC_UNDO (serial's access): TX_STORE's records start the log again
+     * (the last commit emptied it); rend is as the last attempt's
+     * tk_ulog_push left it: only the runtime's appends grow the log, and they
+     * push, and no other method's attempt ran since (it clears t->express). */
+    _txkit_tls.rcur = (struct _txkit_rentry *)(void *)t->ulog.data;
+    return true;
+}
+
+/* tk_express_begin_same at any registered site of this kind: another site
+ * than the last transaction's is checked first and recorded after. Its rules
+ * otherwise. */
+__attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t, txkit_site_t *site,
+                                                                   uintptr_t stack_top, int kind) {
+    if (!(t->express & TK_EXPRESS))
         return false;
     /* The site of the last transaction again (the common case): it is
      * registered, of this kind (a site belongs to one front end: TX_ATOMIC's
@@ -66,52 +97,13 @@ __attribute__((always_inline)) static inline bool tk_express_begin(tk_thread *t,
     unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
     if (!same && (!id || t->ctl.kind != kind))
         return false;
-    __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED); /* solo.h: before looking */
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (TXKIT_UNLIKELY(!tk_solo_parked_by(t))) {
-        __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELAXED);
-        return false; /* being revoked: the general path gives it back */
-    }
+    if (!tk_express_begin_same(t, site, stack_top))
+        return false;
     if (!same) {
         t->ctl.site = site;
         t->cnt = t->row + (id - 1);
         t->xsite = site;
     }
-    tk_stack_enter(t, stack_top);
-    t->ntx = n + 1;
-    __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED); /* statistics off: unread */
-    _txkit_tls.access = access & ~TK_EXPRESS;
-    _txkit_tls.depth = 1;
-    /* TXKIT_ACC_UNDO (serial's access): TX_STORE's records start the log again
-     * (the last commit emptied it); rend is as the last attempt's
-     * tk_ulog_push left it: only the runtime's appends grow the log, and they
-     * push, and no other method's attempt ran since (it clears t->express). */
-    _txkit_tls.rcur = (struct _txkit_rentry *)(void *)t->ulog.data;
-    return true;
-}
-
-/* tk_express_begin at t->xsite (site == t->xsite: TK_EXPRESS, the last
- * transaction's site, so of the caller's front end), with nothing to check
- * of the site. Its rules otherwise. */
-__attribute__((always_inline)) static inline bool
-tk_express_begin_same(tk_thread *t, txkit_site_t *site, uintptr_t stack_top) {
-    uint64_t n = t->ntx;
-    if (__atomic_load_n(&tk_cfg.express_off, __ATOMIC_RELAXED) ||
-        TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off))
-        return false;
-    __atomic_store_n(&t->solo_in, 1, __ATOMIC_RELAXED); /* solo.h: before looking */
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (TXKIT_UNLIKELY(!tk_solo_parked_by(t))) {
-        __atomic_store_n(&t->solo_in, 0, __ATOMIC_RELAXED);
-        return false;
-    }
-    tk_stack_enter(t, stack_top);
-    t->ntx = n + 1;
-    __atomic_store_n(&t->slot->cur_site, __atomic_load_n(&site->id, __ATOMIC_RELAXED),
-                     __ATOMIC_RELAXED);
-    /* access and depth (txn.c asserts they are the first two words) */
-    __builtin_memcpy(&_txkit_tls, &t->xtls, sizeof t->xtls);
-    _txkit_tls.rcur = (struct _txkit_rentry *)(void *)t->ulog.data;
     return true;
 }
 

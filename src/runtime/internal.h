@@ -211,8 +211,8 @@ struct tk_thread {
      * (abi/itm.c: uninstrumented_ok). Meaningless when not parked. */
     int solo_clean;
     /* Nonzero: this thread's next transaction of the kind in ctl.kind may
-     * take an express begin (runtime/express.h). TK_EXPRESS | the barriers'
-     * access bits: the clock is still parked for it (solo.h), its last
+     * take an express begin (runtime/express.h). TK_EXPRESS (with xsite
+     * and xtls): the clock is still parked for it (solo.h), its last
      * transaction committed there with no abort and no handlers, so the
      * transaction state is as a parked begin sets it; set by tk_solo_commit
      * (txn.c), kept by the express commit. TK_EXPRESS_SW: its last
@@ -225,11 +225,12 @@ struct tk_thread {
     /* With TK_EXPRESS: the last block's site (t->ctl.site, t->cnt its
      * entry; a site belongs to one front end, TX_ATOMIC's or gcc's), whose
      * next begin takes the express begin with no look at the site or kind
-     * (tk_express_begin_same: txn.c, abi/itm.c); NULL otherwise. Set by tk_solo_commit and tk_express_begin (txn.c,
-     * express.h), cleared by tk_express_set. */
+     * (tk_express_begin_same: txn.c, abi/itm.c); NULL otherwise. Set by
+     * tk_solo_commit and tk_express_begin (txn.c, express.h), cleared by
+     * tk_express_set. */
     txkit_site_t *xsite;
-    /* With xsite: _txkit_tls's first two words (access | depth 1 << 32) as
-     * the express begin sets them: tk_solo_commit. */
+    /* With TK_EXPRESS: _txkit_tls's first two words (the barriers' access
+     * bits | depth 1 << 32) as the express begin sets them: tk_solo_commit. */
     uint64_t xtls;
 
     tk_thread *next, *prev; /* registry: thread.c, under its lock */

@@ -41,7 +41,7 @@
 #define TK_SOLO_REVOKING ((uintptr_t)4) /* someone is taking it back */
 #define TK_SOLO_FENCED ((uintptr_t)8)   /* ... and the barrier after the mark is done */
 #define TK_SOLO_FLAGS (TK_SOLO_PARKED | TK_SOLO_REVOKING)
-/* tk_thread.express: set (beside the access bits) when the express begin applies. */
+/* tk_thread.express: set when the express begin applies. */
 #define TK_EXPRESS 0x80000000u
 static inline uintptr_t tk_solo_owner(uintptr_t s) { return s & ~(uintptr_t)15; }
 

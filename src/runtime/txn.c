@@ -373,10 +373,9 @@ void tk_solo_commit(tk_thread *t) {
             tk_discard_effects(t, 1);
         tk_attempt_reset(t);
         t->ctl.attempt_tsc = 0;
-        unsigned access = tk_read_access(M_SERIAL->access, t->vis.active);
-        t->express = TK_EXPRESS | access;
+        t->express = TK_EXPRESS;
         t->xsite = t->ctl.site; /* C or ITM: a site belongs to one front end */
-        t->xtls = access | (uint64_t)1 << 32;
+        t->xtls = tk_read_access(M_SERIAL->access, t->vis.active) | (uint64_t)1 << 32;
         return;
     }
     if (t->frees.len | t->allocs.len | t->handlers.len)
