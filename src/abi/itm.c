@@ -114,6 +114,23 @@ static inline bool uninstrumented_ok(const tk_thread *t, uint32_t props) {
            (t->solo_clean && tk_solo_parked_by(t));
 }
 
+/* gcc's code of props p, run by a serial attempt, runs without barriers:
+ * nothing can be undone, so irrevocable from the start (gcc promises no
+ * cancel: pr_hasNoAbort). */
+static inline bool serial_without_barriers(uint32_t p) {
+    return (p & TK_PR_UNINSTRUMENTED) && (!(p & TK_PR_INSTRUMENTED) || (p & TK_PR_HAS_NO_ABORT));
+}
+
+/* Make such an attempt irrevocable (its undo log pulled already) and say
+ * which of gcc's code it runs. */
+static inline uint32_t serial_irrevocable_action(tk_thread *t, uint32_t p) {
+    t->ctl.irrevocable = 1;
+    _txkit_tls.access = 0;
+    if (p & TK_PR_DOES_GO_IRREVOCABLE) /* asked for, not just our choice */
+        TK_COUNT(t->cnt->irrevocable, 1);
+    return uninstrumented_ok(t, p) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED;
+}
+
 static uint32_t itm_action(tk_thread *t, int restarted) {
     /* The attempt ran in hardware and was cancelled ([[outer]]): it is over,
      * all undone, outside any transaction. Running the code again would run
@@ -127,16 +144,9 @@ static uint32_t itm_action(tk_thread *t, int restarted) {
         a = TK_A_RUN_INSTRUMENTED;
     } else if (m->caps & TK_CAP_UNINSTRUMENTED) {
         a = uninstrumented_ok(t, p) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED;
-    } else if ((p & TK_PR_UNINSTRUMENTED) &&
-               (!(p & TK_PR_INSTRUMENTED) || (p & TK_PR_HAS_NO_ABORT))) {
-        /* Serial without barriers: nothing can be undone, so irrevocable
-         * from the start (gcc promises no cancel: pr_hasNoAbort). */
-        t->ctl.irrevocable = 1;
+    } else if (serial_without_barriers(p)) {
         tk_ulog_pull(t);
-        _txkit_tls.access = 0;
-        if (p & TK_PR_DOES_GO_IRREVOCABLE) /* asked for, not just our choice */
-            TK_COUNT(t->cnt->irrevocable, 1);
-        a = uninstrumented_ok(t, p) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED;
+        a = serial_irrevocable_action(t, p);
     } else {
         a = TK_A_RUN_INSTRUMENTED; /* serial with an undo log */
     }
@@ -153,14 +163,9 @@ static inline uint32_t itm_action_parked(tk_thread *t) {
     uint32_t p = t->ctl.props;
     if (TXKIT_UNLIKELY(t->ctl.m->caps & (TK_CAP_SOFTWARE | TK_CAP_UNINSTRUMENTED)))
         return itm_action(t, 0);
-    if (!(p & TK_PR_UNINSTRUMENTED) || ((p & TK_PR_INSTRUMENTED) && !(p & TK_PR_HAS_NO_ABORT)))
+    if (!serial_without_barriers(p))
         return TK_A_RUN_INSTRUMENTED | TK_A_SAVE_LIVE; /* serial with an undo log */
-    t->ctl.irrevocable = 1;
-    _txkit_tls.access = 0;
-    if (p & TK_PR_DOES_GO_IRREVOCABLE)
-        TK_COUNT(t->cnt->irrevocable, 1);
-    return (uninstrumented_ok(t, p) ? TK_A_RUN_UNINSTRUMENTED : TK_A_RUN_INSTRUMENTED) |
-           TK_A_SAVE_LIVE;
+    return serial_irrevocable_action(t, p) | TK_A_SAVE_LIVE;
 }
 
 static void drop_checkpoints(tk_thread *t, size_t keep) {
