@@ -95,6 +95,7 @@ struct txc_payload {
 
 struct txc_entry {
     /* immutable once published */
+    void *block; /* txcache.c: what malloc returned, the header aligned inside it */
     uint64_t hash;
     size_t klen;
     uint64_t size; /* charged: key + meta + body */
