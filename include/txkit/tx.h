@@ -284,29 +284,31 @@ TXKIT_API int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line,
 TXKIT_API int _txkit_commit_cxx(void);
 TXKIT_API void _txkit_leave_nested_cxx(void);
 
+/* No always_inline function of this header calls another: under gcc
+ * -fgnu-tm (a program that also has __transaction_atomic blocks) gcc 12
+ * fails to compile such a call ("inlining failed in call to always_inline"),
+ * so the pieces they share are macros, and the barriers' entry points
+ * (_txkit_load_sw_try, _txkit_store_undo, _txkit_store_buf) are called only
+ * from the macros below and from the runtime. */
+
 /* The bit of wfine for the word at a: 10 bits of a hash of the word's
  * number (not its low bits: wbloom has those). */
-static inline __attribute__((always_inline)) unsigned _txkit_wfine_bit(uintptr_t a) {
-    return (unsigned)(((uint64_t)(a >> 3) * 0x9e3779b97f4a7c15ull) >> 54);
-}
-
+#define _TXKIT_WFINE_BIT(a) ((unsigned)(((uint64_t)((a) >> 3) * 0x9e3779b97f4a7c15ull) >> 54))
 /* The number of the wbloom bit of the word at a: bits 3-8 of its address
  * (the users shift 1ull by it themselves: gcc then tests it with bt). */
-static inline __attribute__((always_inline)) unsigned _txkit_wbloom_bit(uintptr_t a) {
-    return (unsigned)(a >> 3) & 63;
-}
+#define _TXKIT_WBLOOM_BIT(a) ((unsigned)((a) >> 3) & 63u)
+/* Whether this transaction may have written the word at a (a uintptr_t):
+ * wbloom's bit, and with fine (the runtime's own barriers) wfine's as well. */
+#define _TXKIT_MAYBE_WRITTEN(tls, a, fine)                               \
+    (!TXKIT_LIKELY(!((tls)->wbloom & (1ull << _TXKIT_WBLOOM_BIT(a)))) && \
+     (!(fine) || !(tls)->wfine ||                                        \
+      ((tls)->wfine[_TXKIT_WFINE_BIT(a) >> 6] >> (_TXKIT_WFINE_BIT(a) & 63) & 1)))
 
-/* Whether this transaction may have written the word at a: wbloom's bit,
- * and with fine (the runtime's own barriers) wfine's as well. */
-static inline __attribute__((always_inline)) int _txkit_maybe_written(const struct txkit_tls *tls,
-                                                                      uintptr_t a, int fine) {
-    if (TXKIT_LIKELY(!(tls->wbloom & (1ull << _txkit_wbloom_bit(a)))))
-        return 0;
-    const uint64_t *f = fine ? tls->wfine : NULL;
-    if (!f)
-        return 1;
-    unsigned b = _txkit_wfine_bit(a);
-    return f[b >> 6] >> (b & 63) & 1;
+/* The same three as functions, for the runtime. */
+static inline unsigned _txkit_wfine_bit(uintptr_t a) { return _TXKIT_WFINE_BIT(a); }
+static inline unsigned _txkit_wbloom_bit(uintptr_t a) { return _TXKIT_WBLOOM_BIT(a); }
+static inline int _txkit_maybe_written(const struct txkit_tls *tls, uintptr_t a, int fine) {
+    return _TXKIT_MAYBE_WRITTEN(tls, a, fine);
 }
 
 /* The software TM read barrier, inline for aligned 4- and 8-byte loads: one
@@ -322,7 +324,7 @@ _txkit_load_sw_try(const void *addr, unsigned int size, unsigned int acc, int fi
     struct txkit_tls *tls = &_txkit_tls;
     uintptr_t a = (uintptr_t)addr;
     if ((acc & (TXKIT_ACC_FASTREAD | TXKIT_ACC_FASTREAD_HW)) && (size == 8 || size == 4) &&
-        !(a & (size - 1)) && !_txkit_maybe_written(tls, a, fine)) {
+        !(a & (size - 1)) && !_TXKIT_MAYBE_WRITTEN(tls, a, fine)) {
         /* two copies of the load on purpose: one path with the log test and
          * the log's stores folded in ran the sorted list 15-20% slower */
         if (acc & TXKIT_ACC_NOLOG) {
@@ -347,17 +349,6 @@ _txkit_load_sw_try(const void *addr, unsigned int size, unsigned int acc, int fi
         }
     }
     return 0;
-}
-
-/* TX_LOAD's software read: _txkit_load_sw_try, else the runtime. */
-static inline __attribute__((always_inline)) uint64_t
-_txkit_load_sw(const void *addr, unsigned int size, unsigned int acc) {
-    uint64_t v;
-    if (_txkit_load_sw_try(addr, size, acc, 0, &v))
-        return v;
-    uint64_t tmp = 0;
-    _txkit_load_bytes(&tmp, addr, size);
-    return tmp;
 }
 
 /* The in-place store's undo record, inline for aligned 4- and 8-byte stores
@@ -395,7 +386,7 @@ _txkit_store_buf(void *addr, uint64_t v, unsigned int size, unsigned int acc) {
     uintptr_t a = (uintptr_t)addr;
     if ((acc & TXKIT_ACC_BUFSTORE) && (size == 8 || size == 4) && !(a & (size - 1)) &&
         tls->wcur < tls->wend) {
-        uint64_t bit = 1ull << _txkit_wbloom_bit(a);
+        uint64_t bit = 1ull << _TXKIT_WBLOOM_BIT(a);
         if (!(tls->wbloom & bit) && a - tls->stk_lo >= tls->stk_span) {
             struct _txkit_wentry *e = tls->wcur;
             tls->wcur = e + 1;
@@ -450,21 +441,27 @@ _txkit_store_buf(void *addr, uint64_t v, unsigned int size, unsigned int acc) {
  * TX_LOAD - transactional read of *p (1/2/4/8-byte integer, pointer, float,
  * double). Outside a transaction it is a plain read.
  */
-#define TX_LOAD(p)                                                                             \
-    __extension__({                                                                            \
-        __typeof__(p) _txkit_lp = (p);                                                         \
-        _TXKIT_UNQUAL(_txkit_lp) _txkit_lv;                                                    \
-        _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_lv), "TX_LOAD: 1, 2, 4 or 8 bytes"); \
-        unsigned int _txkit_acc = _txkit_tls.access;                                           \
-        if (TXKIT_LIKELY(!(_txkit_acc & TXKIT_ACC_LOAD)))                                      \
-            _txkit_lv = *_txkit_lp;                                                            \
-        else {                                                                                 \
-            /* by value, so that _txkit_lv can live in a register */                           \
-            uint64_t _txkit_w =                                                                \
-                _txkit_load_sw((const void *)_txkit_lp, sizeof _txkit_lv, _txkit_acc);         \
-            __builtin_memcpy(&_txkit_lv, &_txkit_w, sizeof _txkit_lv);                         \
-        }                                                                                      \
-        _txkit_lv;                                                                             \
+#define TX_LOAD(p)                                                                              \
+    __extension__({                                                                             \
+        __typeof__(p) _txkit_lp = (p);                                                          \
+        _TXKIT_UNQUAL(_txkit_lp) _txkit_lv;                                                     \
+        _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_lv), "TX_LOAD: 1, 2, 4 or 8 bytes");  \
+        unsigned int _txkit_acc = _txkit_tls.access;                                            \
+        if (TXKIT_LIKELY(!(_txkit_acc & TXKIT_ACC_LOAD)))                                       \
+            _txkit_lv = *_txkit_lp;                                                             \
+        else {                                                                                  \
+            /* the software read inline, else the runtime; by value, so that                  \
+             * _txkit_lv can live in a register */ \
+            uint64_t _txkit_w;                                                                  \
+            if (!_txkit_load_sw_try((const void *)_txkit_lp, sizeof _txkit_lv, _txkit_acc, 0,   \
+                                    &_txkit_w)) {                                               \
+                uint64_t _txkit_t = 0; /* in memory: _txkit_w stays in a register */            \
+                _txkit_load_bytes(&_txkit_t, (const void *)_txkit_lp, sizeof _txkit_lv);        \
+                _txkit_w = _txkit_t;                                                            \
+            }                                                                                   \
+            __builtin_memcpy(&_txkit_lv, &_txkit_w, sizeof _txkit_lv);                          \
+        }                                                                                       \
+        _txkit_lv;                                                                              \
     })
 
 /**
