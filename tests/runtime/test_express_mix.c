@@ -176,6 +176,17 @@ __attribute__((noinline)) static void tx_irrevocable_rmw(unsigned i, unsigned j,
     ran(1);
 }
 
+/* A pop (by a block of front end who) returned v: the model's top, or -1
+ * for an empty list. */
+static void popped(long v, const char *who) {
+    if (list_len == 0) {
+        CHECK_MSG(v == -1, "%s popped %ld from an empty list", who, v);
+        return;
+    }
+    long want = list_model[--list_len];
+    CHECK_MSG(v == want, "%s popped %ld, the model's top is %ld", who, v, want);
+}
+
 __attribute__((noinline)) static void tx_push(long v) {
     if (list_len == MAXLIST)
         return;
@@ -202,12 +213,7 @@ __attribute__((noinline)) static void tx_pop(void) {
         }
     }
     ran(1);
-    if (list_len == 0) {
-        CHECK_MSG(v == -1, "popped %ld from an empty list", v);
-        return;
-    }
-    long want = list_model[--list_len];
-    CHECK_MSG(v == want, "popped %ld, the model's top is %ld", v, want);
+    popped(v, "TX_ATOMIC");
 }
 
 /* Every cell, read back after the block wrote it: more entries than the
@@ -320,12 +326,7 @@ __attribute__((noinline)) static void gcc_pop(void) {
         }
     }
     ran(1);
-    if (list_len == 0) {
-        CHECK_MSG(v == -1, "popped %ld from an empty list (gcc)", v);
-        return;
-    }
-    long want = list_model[--list_len];
-    CHECK_MSG(v == want, "popped %ld, the model's top is %ld (gcc)", v, want);
+    popped(v, "gcc");
 }
 
 __attribute__((noinline)) static void gcc_cancel(unsigned i, long v) {
