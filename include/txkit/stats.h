@@ -137,8 +137,21 @@ struct txkit_rtm_info {
     char reason[96];
 };
 
+/* A function named as its struct is C's idiom; in C++, -Wshadow says the
+ * function hides the struct's constructor, which nobody calls. */
+#if defined(__cplusplus) && defined(__GNUC__)
+#define _TXKIT_SHADOW_OFF \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"")
+#define _TXKIT_SHADOW_ON _Pragma("GCC diagnostic pop")
+#else
+#define _TXKIT_SHADOW_OFF
+#define _TXKIT_SHADOW_ON
+#endif
+
 /** txkit_rtm_info() - fill *out (detection runs once per process). */
+_TXKIT_SHADOW_OFF
 TXKIT_API void txkit_rtm_info(struct txkit_rtm_info *out);
+_TXKIT_SHADOW_ON
 
 /**
  * DOC: application counters
@@ -164,7 +177,9 @@ enum txkit_counter_kind {
  * is empty or too long, the table is full, or statistics are off
  * (TXKIT_STATS=off); errno says which (EINVAL, ENOSPC, ENOTSUP).
  */
+_TXKIT_SHADOW_OFF
 TXKIT_API txkit_counter_t *txkit_counter(const char *name, int kind);
+_TXKIT_SHADOW_ON
 /** txkit_counter_add() - add delta (may be negative) atomically. */
 TXKIT_API void txkit_counter_add(txkit_counter_t *c, int64_t delta);
 /** txkit_counter_set() - store value (for levels). */

@@ -30,6 +30,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <txkit/config.h>
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define _TXKIT_CXX11 1
+#include <type_traits> /* _TXKIT_UNQUAL */
+#endif
 
 TXKIT_BEGIN_DECLS
 
@@ -284,6 +288,23 @@ TXKIT_API int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line,
 TXKIT_API int _txkit_commit_cxx(void);
 TXKIT_API void _txkit_leave_nested_cxx(void);
 
+/* The macros below expand in the user's code, so from C++ they cast the C++
+ * way (clean under -Wold-style-cast, -Wuseless-cast and
+ * -Wzero-as-null-pointer-constant): a value to type T; an object pointer to
+ * void * or const void * whatever its qualifiers; the null pointer. (C++
+ * before C++11 gets the C casts.) */
+#ifdef _TXKIT_CXX11
+#define _TXKIT_CAST(T, e) static_cast<T>(e)
+#define _TXKIT_VOIDP(p) const_cast<void *>(static_cast<const volatile void *>(p))
+#define _TXKIT_CVOIDP(p) const_cast<const void *>(static_cast<const volatile void *>(p))
+#define _TXKIT_NULL nullptr
+#else
+#define _TXKIT_CAST(T, e) ((T)(e))
+#define _TXKIT_VOIDP(p) ((void *)(p))
+#define _TXKIT_CVOIDP(p) ((const void *)(p))
+#define _TXKIT_NULL ((void *)0)
+#endif
+
 /* No always_inline function of this header calls another: under gcc
  * -fgnu-tm (a program that also has __transaction_atomic blocks) gcc 12
  * fails to compile such a call ("inlining failed in call to always_inline"),
@@ -293,10 +314,10 @@ TXKIT_API void _txkit_leave_nested_cxx(void);
 
 /* The bit of wfine for the word at a: 10 bits of a hash of the word's
  * number (not its low bits: wbloom has those). */
-#define _TXKIT_WFINE_BIT(a) ((unsigned)(((uint64_t)((a) >> 3) * 0x9e3779b97f4a7c15ull) >> 54))
+#define _TXKIT_WFINE_BIT(a) _TXKIT_CAST(unsigned, (((a) >> 3) * 0x9e3779b97f4a7c15ull) >> 54)
 /* The number of the wbloom bit of the word at a: bits 3-8 of its address
  * (the users shift 1ull by it themselves: gcc then tests it with bt). */
-#define _TXKIT_WBLOOM_BIT(a) ((unsigned)((a) >> 3) & 63u)
+#define _TXKIT_WBLOOM_BIT(a) (_TXKIT_CAST(unsigned, (a) >> 3) & 63u)
 /* Whether this transaction may have written the word at a (a uintptr_t):
  * wbloom's bit, and with fine (the runtime's own barriers) wfine's as well. */
 #define _TXKIT_MAYBE_WRITTEN(tls, a, fine)                               \
@@ -418,10 +439,10 @@ _txkit_store_buf(void *addr, uint64_t v, unsigned int size, unsigned int acc) {
 #define _TXKIT_CAT2(a, b) a##b
 #define _TXKIT_CAT(a, b) _TXKIT_CAT2(a, b)
 
-#define _TXKIT_SITE()                                                                 \
-    __extension__({                                                                   \
-        static txkit_site_t _txkit_site = {__FILE__, __func__, __LINE__, 0, 0, 0, 0}; \
-        &_txkit_site;                                                                 \
+#define _TXKIT_SITE()                                                                           \
+    __extension__({                                                                             \
+        static txkit_site_t _txkit_site = {__FILE__, __func__, __LINE__, 0, 0, 0, _TXKIT_NULL}; \
+        &_txkit_site;                                                                           \
     })
 
 /**
@@ -434,7 +455,12 @@ _txkit_store_buf(void *addr, uint64_t v, unsigned int size, unsigned int acc) {
          s.run; s.run = 0)
 
 /* The unqualified type of *p (a cast drops qualifiers), for a scalar *p. */
+#ifdef _TXKIT_CXX11
+#define _TXKIT_UNQUAL(p) \
+    typename std::remove_cv<typename std::remove_reference<decltype(*(p))>::type>::type
+#else
 #define _TXKIT_UNQUAL(p) __typeof__((__typeof__(*(p)))0)
+#endif
 #define _TXKIT_SIZE_OK(n) ((n) == 1 || (n) == 2 || (n) == 4 || (n) == 8)
 
 /**
@@ -453,10 +479,10 @@ _txkit_store_buf(void *addr, uint64_t v, unsigned int size, unsigned int acc) {
             /* the software read inline, else the runtime; by value, so that                  \
              * _txkit_lv can live in a register */ \
             uint64_t _txkit_w;                                                                  \
-            if (!_txkit_load_sw_try((const void *)_txkit_lp, sizeof _txkit_lv, _txkit_acc, 0,   \
+            if (!_txkit_load_sw_try(_TXKIT_CVOIDP(_txkit_lp), sizeof _txkit_lv, _txkit_acc, 0,  \
                                     &_txkit_w)) {                                               \
                 uint64_t _txkit_t = 0; /* in memory: _txkit_w stays in a register */            \
-                _txkit_load_bytes(&_txkit_t, (const void *)_txkit_lp, sizeof _txkit_lv);        \
+                _txkit_load_bytes(&_txkit_t, _TXKIT_CVOIDP(_txkit_lp), sizeof _txkit_lv);       \
                 _txkit_w = _txkit_t;                                                            \
             }                                                                                   \
             __builtin_memcpy(&_txkit_lv, &_txkit_w, sizeof _txkit_lv);                          \
@@ -468,22 +494,22 @@ _txkit_store_buf(void *addr, uint64_t v, unsigned int size, unsigned int acc) {
  * TX_STORE - transactional write of v to *p. Outside a transaction it is a
  * plain write.
  */
-#define TX_STORE(p, v)                                                                             \
-    __extension__({                                                                                \
-        __typeof__(p) _txkit_sp = (p);                                                             \
-        _TXKIT_UNQUAL(_txkit_sp) _txkit_sv = (v);                                                  \
-        _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_sv), "TX_STORE: 1, 2, 4 or 8 bytes");    \
-        unsigned int _txkit_sa = _txkit_tls.access;                                                \
-        if (TXKIT_LIKELY(!(_txkit_sa & TXKIT_ACC_STORE))) {                                        \
-            *_txkit_sp = _txkit_sv;                                                                \
-            _txkit_tls.wrote = 1;                                                                  \
-        } else if (_txkit_store_undo((void *)_txkit_sp, sizeof _txkit_sv, _txkit_sa)) {            \
-            *_txkit_sp = _txkit_sv;                                                                \
-        } else if (!(sizeof _txkit_sv >= 4 &&                                                      \
-                     _txkit_store_buf((void *)_txkit_sp, _TXKIT_BITS(_txkit_sv), sizeof _txkit_sv, \
-                                      _txkit_sa)))                                                 \
-            _txkit_store_bytes((void *)_txkit_sp, &_txkit_sv, sizeof _txkit_sv);                   \
-        (void)0;                                                                                   \
+#define TX_STORE(p, v)                                                                          \
+    __extension__({                                                                             \
+        __typeof__(p) _txkit_sp = (p);                                                          \
+        _TXKIT_UNQUAL(_txkit_sp) _txkit_sv = (v);                                               \
+        _TXKIT_STATIC_ASSERT(_TXKIT_SIZE_OK(sizeof _txkit_sv), "TX_STORE: 1, 2, 4 or 8 bytes"); \
+        unsigned int _txkit_sa = _txkit_tls.access;                                             \
+        if (TXKIT_LIKELY(!(_txkit_sa & TXKIT_ACC_STORE))) {                                     \
+            *_txkit_sp = _txkit_sv;                                                             \
+            _txkit_tls.wrote = 1;                                                               \
+        } else if (_txkit_store_undo(_TXKIT_VOIDP(_txkit_sp), sizeof _txkit_sv, _txkit_sa)) {   \
+            *_txkit_sp = _txkit_sv;                                                             \
+        } else if (!(sizeof _txkit_sv >= 4 &&                                                   \
+                     _txkit_store_buf(_TXKIT_VOIDP(_txkit_sp), _TXKIT_BITS(_txkit_sv),          \
+                                      sizeof _txkit_sv, _txkit_sa)))                            \
+            _txkit_store_bytes(_TXKIT_VOIDP(_txkit_sp), &_txkit_sv, sizeof _txkit_sv);          \
+        (void)0;                                                                                \
     })
 
 TXKIT_END_DECLS
