@@ -32,7 +32,9 @@
 #include <txkit/config.h>
 #if defined(__cplusplus) && __cplusplus >= 201103L
 #define _TXKIT_CXX11 1
-#include <type_traits> /* _TXKIT_UNQUAL */
+extern "C++" { /* for _TXKIT_UNQUAL; C++ even where the includer wraps us in extern "C" */
+#include <type_traits>
+}
 #endif
 
 TXKIT_BEGIN_DECLS
