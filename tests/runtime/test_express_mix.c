@@ -78,14 +78,8 @@ static volatile long bad_inside; /* a block read something else than the model *
 static volatile long io;         /* touched by a call gcc cannot instrument */
 int cancel_now = 1;              /* extern: gcc cannot fold the cancel away */
 
-static uint64_t rng;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static unsigned below(unsigned n) { return (unsigned)(next_rand() % n); }
+static uint64_t rng; /* the main thread's (tk_rand) */
+static unsigned below(unsigned n) { return (unsigned)(tk_rand(&rng) % n); }
 
 static void on_commit(void *arg) { (void)arg, commit_handlers++; }
 static void on_abort(void *arg) { (void)arg, abort_handlers++; }
@@ -358,7 +352,7 @@ static atomic_int helper_stop, chaos_stop;
 struct helper {
     pthread_t tid;
     int running, slot;
-    uint64_t seed;
+    uint64_t rng; /* its tk_rand state (never 0) */
 };
 
 static void *helper_main(void *arg) {
@@ -366,14 +360,11 @@ static void *helper_main(void *arg) {
     long *mine = helper_cell[h->slot];
     long want[HCELL];
     memcpy(want, mine, sizeof want);
-    uint64_t r = h->seed | 1;
     volatile long added = 0, blocks = 0; /* live across the blocks: -Wclobbered */
     while (!atomic_load(&helper_stop)) {
-        r ^= r << 13;
-        r ^= r >> 7;
-        r ^= r << 17;
-        unsigned k = (unsigned)(r % HCELL);
-        if (r & 0x100) {
+        uint64_t x = tk_rand(&h->rng);
+        unsigned k = (unsigned)(x % HCELL);
+        if (x & 0x100) {
             TX_ATOMIC {
                 TX_STORE(&mine[k], TX_LOAD(&mine[k]) + 1);
                 TX_STORE(&shared_ctr, TX_LOAD(&shared_ctr) + 1);
@@ -400,7 +391,7 @@ static void helper_start(struct helper *h) {
         return;
     atomic_store(&helper_stop, 0);
     h->slot ^= 1;
-    h->seed = next_rand();
+    h->rng = tk_rand(&rng) | 1;
     CHECK(pthread_create(&h->tid, NULL, helper_main, h) == 0);
     h->running = 1;
 }
@@ -422,21 +413,12 @@ static void *chaos_main(void *arg) {
     while (!atomic_load(&chaos_stop)) {
         struct timespec ts = {0, 300000 + (long)(r % 1000000)};
         nanosleep(&ts, NULL);
-        r ^= r << 13;
-        r ^= r >> 7;
-        r ^= r << 17;
-        CHECK(txkit_set_method(methods[r % (unsigned)nmethods]) == 0);
+        CHECK(txkit_set_method(methods[tk_rand(&r) % (unsigned)nmethods]) == 0);
     }
     return NULL;
 }
 
 /* ------------------------------------------------------------------ main */
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv) {
     double secs = tk_stress_seconds(argc > 1 ? atof(argv[1]) : 2.0);
@@ -452,14 +434,14 @@ int main(int argc, char **argv) {
     tx_stats_t s0, s1;
     CHECK(tx_stats_get(&s0) == 0);
     pthread_t chaos;
-    CHECK(pthread_create(&chaos, NULL, chaos_main, (void *)(uintptr_t)next_rand()) == 0);
+    CHECK(pthread_create(&chaos, NULL, chaos_main, (void *)(uintptr_t)tk_rand(&rng)) == 0);
     struct helper h;
     memset(&h, 0, sizeof h);
 
-    double end = now_s() + secs;
+    double end = tk_now() + secs;
     long ops = 0, switches = 0;
     unsigned op = 0;
-    while (now_s() < end) {
+    while (tk_now() < end) {
         for (int burst = 0; burst < 64; burst++) {
             if (below(8) == 0) /* mostly the same block again: its express path */
                 op = below(21);

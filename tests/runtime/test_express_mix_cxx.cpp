@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <pthread.h>
 #include <stdexcept>
 #include <thread>
@@ -43,13 +42,8 @@ std::atomic<long> shared_expect{0}, blocks{0};
 long commit_closures, commit_expect, abort_closures, restarts;
 long constructed, destroyed;
 
-uint64_t rng;
-unsigned below(unsigned n) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return unsigned(rng % n);
-}
+uint64_t rng; // the main thread's (tk_rand)
+unsigned below(unsigned n) { return unsigned(tk_rand(&rng) % n); }
 
 // Counts its constructions and destructions: a restart that unwinds the
 // lambda must run the destructor of each local it built.
@@ -194,12 +188,6 @@ void helper_main() {
     blocks += n;
 }
 
-double now_s() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return double(ts.tv_sec) + ts.tv_nsec * 1e-9;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -212,10 +200,10 @@ int main(int argc, char **argv) {
     tx_stats_t s0, s1;
     CHECK(tx_stats_get(&s0) == 0);
     std::thread helper;
-    double end = now_s() + secs;
+    double end = tk_now() + secs;
     long ops = 0;
     unsigned op = 0;
-    while (now_s() < end) {
+    while (tk_now() < end) {
         for (int burst = 0; burst < 64; burst++, ops++) {
             if (below(8) == 0) // mostly the same block again: its express path
                 op = below(12);
