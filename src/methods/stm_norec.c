@@ -235,7 +235,7 @@ static bool try_extend(tk_thread *t) {
  * holds every entry until ws_clear. */
 #define WS_SMALL 8
 
-static inline uint64_t bloom_bit(uintptr_t word) { return 1ull << _txkit_wbloom_bit(word); }
+static inline uint64_t bloom_bit(uintptr_t word) { return 1ull << _TXKIT_WBLOOM_BIT(word); }
 
 /* The inline store (txkit/tx.h _txkit_store_buf) appends entries at
  * _txkit_tls.wcur while it is below wend: the first stores of a small write
@@ -289,12 +289,12 @@ static inline tk_wentry *ws_scan(const tk_thread *t, uintptr_t word) {
 
 /* Record word in wfine (an indexed write set). */
 static inline void wfine_add(tk_thread *t, uintptr_t word) {
-    unsigned b = _txkit_wfine_bit(word);
+    unsigned b = _TXKIT_WFINE_BIT(word);
     t->stm.wfine[b >> 6] |= 1ull << (b & 63);
 }
 
 static inline tk_wentry *ws_find(const tk_thread *t, uintptr_t word) {
-    if (!_txkit_maybe_written(&_txkit_tls, word, 1))
+    if (!_TXKIT_MAYBE_WRITTEN(&_txkit_tls, word, 1))
         return NULL;
     if (!t->stm.windexed)
         return ws_scan(t, word);

@@ -43,7 +43,7 @@ struct tk_stm_thread {
     uint32_t windex_mask; /* thread_init, index growth */
     uint32_t wgen;        /* generation of live windex slots: bumped by ws_clear when indexed */
     int windexed;         /* windex holds every wset entry (more than WS_SMALL of them) */
-    /* with windexed, the written words by bit _txkit_wfine_bit(word), for the
+    /* with windexed, the written words by bit _TXKIT_WFINE_BIT(word), for the
      * barriers that ask (_txkit_tls.wfine points here; NULL otherwise):
      * windex_build and the stores set, ws_clear clears */
     uint64_t wfine[16];
