@@ -40,7 +40,6 @@
 #define _GNU_SOURCE
 #endif
 #include <pthread.h>
-#include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -538,20 +537,10 @@ int main(int argc, char **argv) {
     CHECK_EQ(n, list_len);
     CHECK_EQ(commit_handlers, commit_expect);
     long begun = atomic_load(&transactions_run), cancels = atomic_load(&cancelled_run);
-    long aborts = (long)(tx_stats_aborts(&s1) - tx_stats_aborts(&s0));
-    if (s1.transactions == s0.transactions) { /* TXKIT_STATS=off: nothing counted */
-        printf("test_express_mix: statistics off, their checks skipped\n");
-        aborts = LONG_MAX;
-    } else {
-        CHECK_EQ((long)(s1.transactions - s0.transactions), begun);
-        CHECK_EQ((long)(tx_stats_commits(&s1) - tx_stats_commits(&s0)), begun - cancels);
-    }
-    /* once per restart, and once per other abort of those attempts (a
-     * conflict, a revoked parked clock, an injected abort): never more than
-     * the aborts counted (hardware attempts run none) */
-    CHECK_MSG(abort_handlers >= (txkit_htm_usable() ? 0 : restarts) && abort_handlers <= aborts,
-              "abort handlers ran %ld times for %ld restarts, %ld aborts", abort_handlers, restarts,
-              aborts);
+    /* abort handlers: once per restart, and once per other abort of those
+     * attempts (a conflict, a revoked parked clock, an injected abort) */
+    long aborts = tk_check_block_stats("test_express_mix", &s0, &s1, begun, begun - cancels,
+                                       abort_handlers, restarts);
     printf("test_express_mix: %ld operations, %ld blocks (%ld cancelled), %ld own-method "
            "switches, %ld restarts with handlers, %ld aborts; serial %llu, stm %llu, htm %llu "
            "commits\n",

@@ -20,7 +20,6 @@
 // counted abort); the statistics count every outermost block begun and
 // committed.
 #include <atomic>
-#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -264,17 +263,8 @@ int main(int argc, char **argv) {
     CHECK_EQ(shared_ctr, shared_expect.load());
     CHECK_EQ(constructed, destroyed);
     CHECK_EQ(commit_closures, commit_expect);
-    long aborts = long(tx_stats_aborts(&s1) - tx_stats_aborts(&s0));
-    if (s1.transactions == s0.transactions) { // TXKIT_STATS=off: nothing counted
-        std::printf("test_express_mix_cxx: statistics off, their checks skipped\n");
-        aborts = LONG_MAX;
-    } else {
-        CHECK_EQ(long(s1.transactions - s0.transactions), blocks.load());
-        CHECK_EQ(long(tx_stats_commits(&s1) - tx_stats_commits(&s0)), blocks.load());
-    }
-    CHECK_MSG(abort_closures >= (txkit_htm_usable() ? 0 : restarts) && abort_closures <= aborts,
-              "abort closures ran %ld times for %ld restarts, %ld aborts", abort_closures, restarts,
-              aborts);
+    long aborts = tk_check_block_stats("test_express_mix_cxx", &s0, &s1, blocks.load(),
+                                       blocks.load(), abort_closures, restarts);
     std::printf("test_express_mix_cxx: %ld operations, %ld blocks, %ld restarts, %ld aborts; "
                 "serial %llu, stm %llu, htm %llu commits\n",
                 ops, blocks.load(), restarts, aborts,

@@ -6,6 +6,7 @@
 #ifndef TXKIT_TEST_UTIL_H
 #define TXKIT_TEST_UTIL_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -200,6 +201,31 @@ __attribute__((unused)) static uint64_t tk_seed(uint64_t n) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     z ^= z >> 31;
     return z ? z : 1;
+}
+
+/* What the statistics counted between s0 and s1 against what the test ran:
+ * begun outermost transactions, committed of them; and abort handlers that
+ * ran `handlers` times for `restarts` restarts that registered one: at least
+ * once each (hardware attempts run none), at most once per counted abort.
+ * Returns the aborts counted; under TXKIT_STATS=off (nothing counted) says so
+ * with prog's name, checks only the handlers' lower bound and returns
+ * LONG_MAX. */
+__attribute__((unused)) static long tk_check_block_stats(const char *prog, const tx_stats_t *s0,
+                                                         const tx_stats_t *s1, long begun,
+                                                         long committed, long handlers,
+                                                         long restarts) {
+    long aborts = (long)(tx_stats_aborts(s1) - tx_stats_aborts(s0));
+    if (s1->transactions == s0->transactions) {
+        printf("%s: statistics off, their checks skipped\n", prog);
+        aborts = LONG_MAX;
+    } else {
+        CHECK_EQ((long)(s1->transactions - s0->transactions), begun);
+        CHECK_EQ((long)(tx_stats_commits(s1) - tx_stats_commits(s0)), committed);
+    }
+    CHECK_MSG(handlers >= (txkit_htm_usable() ? 0 : restarts) && handlers <= aborts,
+              "abort handlers ran %ld times for %ld restarts, %ld aborts", handlers, restarts,
+              aborts);
+    return aborts;
 }
 
 /* ------------------------------------------------------------ test runner
