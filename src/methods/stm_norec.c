@@ -575,8 +575,34 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
     _txkit_tls.access = tk_read_access(tk_method_stm.access, 0);
 }
 
-static int stm_begin(tk_thread *t) {
-    stm_attempt_reset(t);
+/* stm_begin's snapshot: the clock once no commit is writing back, published
+ * for the reclaimer (after t->epoch said we run). */
+static inline void begin_snapshot(tk_thread *t) {
+    uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
+    if (TXKIT_UNLIKELY(c & 1))
+        c = tk_wait_clock_even();
+    _txkit_tls.snap = c;
+    tk_epoch_publish(t, c);
+}
+
+/* stm_begin's last step, once the attempt's visibility and irrevocability
+ * are known: how it reads, how far the inline store may append. */
+static inline void begin_reads(tk_thread *t) {
+    t->stm.nolog = nolog_ok(t);
+    t->ctl.acc_add = t->stm.nolog ? TXKIT_ACC_NOLOG : 0;
+    ws_arm_end(t); /* wcur: ws_clear */
+}
+
+/* stm_begin's common case holds for good once this is set (by its general
+ * way, the first time it finds it so): no hybrid (tk_g.hybrid stays what
+ * config.c found at start), membarrier registered (reclaim.c, at start),
+ * stm_started set (it stays set). */
+static int stm_plain;
+
+/* stm_begin's general way: hybrid registration, a waiting serial
+ * transaction, the reclaimer's fence without membarrier, the token holder's
+ * irrevocability, a contention manager's visibility. */
+static __attribute__((noinline)) int stm_begin_general(tk_thread *t) {
     if (tk_g.hybrid && !t->stm.sw_registered) {
         /* Full barrier: hardware transactions that commit after this see us and
          * bump hw_commits; those that committed before are in our snapshot.
@@ -586,8 +612,6 @@ static int stm_begin(tk_thread *t) {
     }
     /* Let a waiting serial transaction in first, so it cannot starve. Not
      * while holding the irrevocability token: the serial one waits for it. */
-    t->ctl.revals = 0;
-    t->ctl.reval_work = 0;
     for (unsigned spins = 0;
          !t->ctl.irr_token && __atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED);)
         if (++spins < 2000)
@@ -599,14 +623,14 @@ static int stm_begin(tk_thread *t) {
      * it, or a fence here without it. */
     if (TXKIT_UNLIKELY(!tk_g.stm_started))
         __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_SEQ_CST);
+    if (!tk_g.hybrid && tk_membarrier_ok)
+        stm_plain = 1;
     __atomic_store_n(&t->epoch, 1, __ATOMIC_RELAXED);
     if (tk_membarrier_ok)
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
     else
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
-    _txkit_tls.snap = TXKIT_LIKELY(!(c & 1)) ? c : tk_wait_clock_even();
-    tk_epoch_publish(t, _txkit_tls.snap);
+    begin_snapshot(t);
     _txkit_tls.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
      * nothing we read can change any more: irrevocable from the start. */
@@ -618,9 +642,30 @@ static int stm_begin(tk_thread *t) {
     } else {
         t->vis.active = 0;
     }
-    t->stm.nolog = nolog_ok(t);
-    t->ctl.acc_add = t->stm.nolog ? TXKIT_ACC_NOLOG : 0;
-    ws_arm_end(t); /* now that the attempt's visibility is known (wcur: ws_clear) */
+    begin_reads(t);
+    return TK_OK;
+}
+
+/* Begin a software attempt: stm_begin_general's work, less what cannot
+ * apply in the common case (stm_plain, no token, no visibility, no serial
+ * transaction waiting). */
+static int stm_begin(tk_thread *t) {
+    stm_attempt_reset(t);
+    t->ctl.revals = 0;
+    t->ctl.reval_work = 0;
+    unsigned slow = t->ctl.irr_token | __atomic_load_n(&tk_vis_on, __ATOMIC_RELAXED) |
+                    __atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED);
+    if (TXKIT_UNLIKELY(!stm_plain || slow))
+        return stm_begin_general(t);
+    /* stm_begin_general with none of its cases: no hybrid, no token, not
+     * visible, membarrier (the fence is the reclaimer's) */
+    __atomic_store_n(&t->epoch, 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    begin_snapshot(t);
+    _txkit_tls.hsnap = 0;
+    t->ctl.irrevocable = 0;
+    t->vis.active = 0;
+    begin_reads(t);
     return TK_OK;
 }
 
