@@ -267,8 +267,9 @@ struct _txkit_wentry {
 #define TXKIT_ACC_FASTREAD 4u    /* loads may take the inline software path */
 #define TXKIT_ACC_FASTREAD_HW 8u /* ... checking hardware commits too (hybrid) */
 #define TXKIT_ACC_UNDO 16u       /* stores may log the old bytes at rcur, then write in place */
-/* with TXKIT_ACC_FASTREAD: loads need no log entry, only the check that the
- * clock still equals snap (never with TXKIT_ACC_FASTREAD_HW) */
+/* loads need no log entry, only the check that the clock still equals snap:
+ * set only with TXKIT_ACC_FASTREAD (never with TXKIT_ACC_FASTREAD_HW), so it
+ * alone says the inline read may run */
 #define TXKIT_ACC_NOLOG 32u
 /* stores of aligned 4- and 8-byte values to words not yet written may append
  * their write-set entry at wcur (while wcur < wend) */
@@ -342,18 +343,22 @@ static inline __attribute__((always_inline)) int
 _txkit_load_sw_try(const void *addr, unsigned int size, unsigned int acc, int fine, uint64_t *out) {
     struct txkit_tls *tls = &_txkit_tls;
     uintptr_t a = (uintptr_t)addr;
-    if ((acc & (TXKIT_ACC_FASTREAD | TXKIT_ACC_FASTREAD_HW)) && (size == 8 || size == 4) &&
-        !(a & (size - 1)) && !_TXKIT_MAYBE_WRITTEN(tls, a, fine)) {
+    if ((size == 8 || size == 4) && !(a & (size - 1))) {
         /* two copies of the load on purpose: one path with the log test and
          * the log's stores folded in ran the sorted list 15-20% slower */
         if (acc & TXKIT_ACC_NOLOG) {
-            uint64_t v =
-                size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
-            if (TXKIT_LIKELY(*tls->clock == tls->snap)) {
-                *out = v;
-                return 1;
+            /* nothing written yet (wbloom 0: the common read-only prefix)
+             * needs no look at the word's bit */
+            if (!tls->wbloom || !_TXKIT_MAYBE_WRITTEN(tls, a, fine)) {
+                uint64_t v =
+                    size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
+                if (TXKIT_LIKELY(*tls->clock == tls->snap)) {
+                    *out = v;
+                    return 1;
+                }
             }
-        } else if (tls->rcur != tls->rend) {
+        } else if ((acc & (TXKIT_ACC_FASTREAD | TXKIT_ACC_FASTREAD_HW)) &&
+                   !_TXKIT_MAYBE_WRITTEN(tls, a, fine) && tls->rcur != tls->rend) {
             uint64_t v =
                 size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
             if (TXKIT_LIKELY(*tls->clock == tls->snap &&
