@@ -301,17 +301,25 @@ static inline bool sw_express_quiet(const tk_thread *t) {
            !tk_sched_on && t->stm.wset.len < TK_BIG_WRITES;
 }
 
+/* tk_finish_commit for an attempt that sw_express_quiet finds quiet: what
+ * the rest comes to for it, without its questions. False, with nothing done,
+ * for any other. Inline in TX_ATOMIC's commit (end_c). */
+__attribute__((always_inline)) static inline bool sw_express_finish(tk_thread *t) {
+    if (!sw_express_quiet(t))
+        return false;
+    t->ctl.sw_express = 0;
+    count_commit(t, t->ctl.m, 0);
+    tk_attempt_ended(t);
+    if (t->frees.len | t->allocs.len)
+        tk_discard_effects(t, 1);
+    t->express = TK_EXPRESS_SW; /* xsite: NULL since tk_sw_express_begin */
+    return true;
+}
+
 void tk_finish_commit(tk_thread *t) {
     const struct tk_method *m = t->ctl.m;
-    if (sw_express_quiet(t)) { /* what the rest comes to for it, without its questions */
-        t->ctl.sw_express = 0;
-        count_commit(t, m, 0);
-        tk_attempt_ended(t);
-        if (t->frees.len | t->allocs.len)
-            tk_discard_effects(t, 1);
-        t->express = TK_EXPRESS_SW; /* xsite: NULL since tk_sw_express_begin */
+    if (sw_express_finish(t))
         return;
-    }
     tk_express_set(t, 0);
     t->ctl.sw_express = 0;
     if (m->caps & TK_CAP_HARDWARE) {
@@ -566,7 +574,8 @@ static __attribute__((noinline)) void end_c(tk_thread *t) {
     int r = t->ctl.m->commit(t);
     if (r != TK_OK)
         tk_abort(t, r);
-    tk_finish_commit(t);
+    if (!sw_express_finish(t))
+        tk_finish_commit(t);
 }
 
 void _txkit_end(struct _txkit_scope *scope) {
