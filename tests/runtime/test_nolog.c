@@ -24,6 +24,12 @@
  *    thread's writer takes the clock, gives it back (the clock moves, nothing
  *    written) and waits; the irrevocable attempt reads on and commits (an
  *    unlogged one could not: it would have to abort);
+ *  - own_writes: an unlogged attempt reads words before it writes any (the
+ *    inline read's shortcut while nothing is written), writes some 8- and
+ *    4-byte words, then reads back each written word (its new value), a
+ *    word it did not write that shares a written word's wbloom bit (its
+ *    value in memory), and words it only read; after the commit memory holds
+ *    exactly the writes;
  *  - mode_on, mode_off (with TXKIT_STM_NOLOG=on, =off; without it they say so
  *    and check nothing): a new thread's second transaction already reads
  *    unlogged; after 64 transactions every read is still logged.
@@ -265,6 +271,55 @@ static void test_irrevocable(void) {
     CHECK_EQ(z, 1);
 }
 
+/* words[i] and words[i + 64] are 512 bytes apart: the same wbloom bit
+ * (address bits 3-8). Halves of ints: 4-byte words. */
+static int ints[8];
+
+static __attribute__((noinline)) int own_writes_tx(long got[6], int got_i[2]) {
+    volatile int bits = 0;
+    TX_ATOMIC {
+        bits = (int)_txkit_tls.access;
+        got[0] = TX_LOAD(&words[1]) + TX_LOAD(&words[65]); /* nothing written yet */
+        got_i[0] = TX_LOAD(&ints[3]);
+        TX_STORE(&words[1], 1001L);
+        TX_STORE(&words[2], TX_LOAD(&words[2]) + 2002);
+        TX_STORE(&ints[2], 33);
+        got[1] = TX_LOAD(&words[1]);        /* written: 1001 */
+        got[2] = TX_LOAD(&words[2]);        /* written: 2002 */
+        got[3] = TX_LOAD(&words[65]);       /* not written, words[1]'s bit: 0 */
+        got[4] = TX_LOAD(&words[3]);        /* not written: 0 */
+        got[5] = TX_LOAD(&words[66]);       /* not written, words[2]'s bit: 0 */
+        got_i[0] += TX_LOAD(&ints[2]) * 10; /* written: 33 */
+        got_i[1] = TX_LOAD(&ints[3]);       /* not written, ints[2]'s word: 0 */
+    }
+    return bits;
+}
+
+static void test_own_writes(void) {
+    set_stm();
+    long logged;
+    int nolog;
+    for (int i = 0; i < 62; i++) /* calm: the next attempts read unlogged */
+        CHECK_EQ(read_all(&logged, &nolog), 0);
+    CHECK_EQ(nolog, 1);
+    long got[6];
+    int got_i[2];
+    int bits = own_writes_tx(got, got_i);
+    CHECK(bits & TXKIT_ACC_NOLOG);
+    CHECK_EQ(got[0], 0);
+    CHECK_EQ(got[1], 1001);
+    CHECK_EQ(got[2], 2002);
+    CHECK_EQ(got[3], 0);
+    CHECK_EQ(got[4], 0);
+    CHECK_EQ(got[5], 0);
+    CHECK_EQ(got_i[0], 330);
+    CHECK_EQ(got_i[1], 0);
+    for (int i = 0; i < NR; i++)
+        CHECK_EQ(words[i], i == 1 ? 1001 : i == 2 ? 2002 : 0);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(ints[i], i == 2 ? 33 : 0);
+}
+
 /* Whether TXKIT_STM_NOLOG is want; if not, the case says so and checks nothing. */
 static int nolog_env_is(const char *want) {
     const char *v = getenv("TXKIT_STM_NOLOG");
@@ -299,7 +354,7 @@ int main(int argc, char **argv) {
         {"unlogged", test_unlogged},           {"moved_inline", test_moved_inline},
         {"moved_runtime", test_moved_runtime}, {"moved_commit", test_moved_commit},
         {"irrevocable", test_irrevocable},     {"mode_on", test_mode_on},
-        {"mode_off", test_mode_off},
+        {"mode_off", test_mode_off},           {"own_writes", test_own_writes},
     };
     return tk_run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
