@@ -311,8 +311,7 @@ static __attribute__((noinline)) void commit_outermost(tk_thread *t) {
     if (r != TK_OK)
         tk_abort(t, r);
     drop_checkpoints(t, 0);
-    if (!tk_sw_express_finish(t))
-        tk_finish_commit(t);
+    tk_finish_commit(t);
 }
 
 /* A commit at depth other than 1: a nested block's end, or a misuse. */

@@ -186,44 +186,6 @@ tk_sw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int k
     return true;
 }
 
-/* A commit at the first software attempt, not timed: one word of the row
- * that readers fold into commits and retries (stats/format.h: tks_fold).
- * Owner thread, statistics on. */
-static inline void tk_count_sw_commit(tk_thread *t) {
-    TK_COUNT(t->cnt->sw_commits, 1);
-    __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
-}
-
-/* An attempt that tk_sw_express_begin began (software TM, first attempt, not
- * timed, no fault injection, C or gcc front end) into which nothing arrived
- * that tk_finish_commit would act on: no handlers, no commit hook, no
- * irrevocability, no scheduler or contention manager to tell, few writes. */
-static inline bool tk_sw_express_quiet(const tk_thread *t) {
-    return t->ctl.sw_express &&
-           !(t->handlers.len | (t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED)) |
-             (unsigned)t->ctl.irr_token | (unsigned)t->ctl.force_serial | t->cm.consecutive_aborts |
-             (unsigned)t->sched.queue_held) &&
-           !tk_sched_on && t->stm.wset.len < TK_BIG_WRITES;
-}
-
-/* tk_finish_commit for such an attempt, after the method's commit: what the
- * rest comes to for it, without its questions; t->express gets
- * TK_EXPRESS_SW. False, with nothing done, for any other attempt. Inline in
- * both front ends' outermost commits and in tk_finish_commit (txn.c). Owner
- * thread. */
-__attribute__((always_inline)) static inline bool tk_sw_express_finish(tk_thread *t) {
-    if (!tk_sw_express_quiet(t))
-        return false;
-    t->ctl.sw_express = 0;
-    if (TXKIT_LIKELY(!tk_cfg.stats_off))
-        tk_count_sw_commit(t);
-    tk_attempt_ended(t);
-    if (t->frees.len | t->allocs.len)
-        tk_discard_effects(t, 1);
-    t->express = TK_EXPRESS_SW; /* xsite: NULL since tk_sw_express_begin */
-    return true;
-}
-
 /* Either express begin, as t->express says. */
 __attribute__((always_inline)) static inline bool
 tk_express_any_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int kind) {

@@ -267,8 +267,10 @@ count_commit(tk_thread *t, const struct tk_method *m, unsigned attempts) {
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
     if (m->stats_id == TKS_M_STM && attempts == 0 && !t->ctl.attempt_tsc) {
+        /* one word that readers fold into commits and retries (tks_fold) */
         _Static_assert(TKS_M_STM == TXKIT_STM, "stats/format.h: tks_fold's index");
-        tk_count_sw_commit(t);
+        TK_COUNT(c->sw_commits, 1);
+        __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
         return;
     }
     tk_stats_open(t);
@@ -287,9 +289,36 @@ count_commit(tk_thread *t, const struct tk_method *m, unsigned attempts) {
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
 }
 
+/* An attempt that tk_sw_express_begin began (software TM, first attempt, not
+ * timed, no fault injection, C or gcc front end) into which nothing arrived
+ * that tk_finish_commit would act on: no handlers, no commit hook, no
+ * irrevocability, no scheduler or contention manager to tell, few writes. */
+static inline bool sw_express_quiet(const tk_thread *t) {
+    return t->ctl.sw_express &&
+           !(t->handlers.len | (t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED)) |
+             (unsigned)t->ctl.irr_token | (unsigned)t->ctl.force_serial | t->cm.consecutive_aborts |
+             (unsigned)t->sched.queue_held) &&
+           !tk_sched_on && t->stm.wset.len < TK_BIG_WRITES;
+}
+
+/* tk_finish_commit for an attempt that sw_express_quiet finds quiet: what
+ * the rest comes to for it, without its questions. False, with nothing done,
+ * for any other. Inline in TX_ATOMIC's commit (end_c). */
+__attribute__((always_inline)) static inline bool sw_express_finish(tk_thread *t) {
+    if (!sw_express_quiet(t))
+        return false;
+    t->ctl.sw_express = 0;
+    count_commit(t, t->ctl.m, 0);
+    tk_attempt_ended(t);
+    if (t->frees.len | t->allocs.len)
+        tk_discard_effects(t, 1);
+    t->express = TK_EXPRESS_SW; /* xsite: NULL since tk_sw_express_begin */
+    return true;
+}
+
 void tk_finish_commit(tk_thread *t) {
     const struct tk_method *m = t->ctl.m;
-    if (tk_sw_express_finish(t))
+    if (sw_express_finish(t))
         return;
     tk_express_set(t, 0);
     t->ctl.sw_express = 0;
@@ -545,7 +574,7 @@ static __attribute__((noinline)) void end_c(tk_thread *t) {
     int r = t->ctl.m->commit(t);
     if (r != TK_OK)
         tk_abort(t, r);
-    if (!tk_sw_express_finish(t))
+    if (!sw_express_finish(t))
         tk_finish_commit(t);
 }
 
