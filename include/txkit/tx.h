@@ -349,7 +349,7 @@ _txkit_load_sw_try(const void *addr, unsigned int size, unsigned int acc, int fi
         if (acc & TXKIT_ACC_NOLOG) {
             /* nothing written yet (wbloom 0: the common read-only prefix)
              * needs no look at the word's bit */
-            if (!tls->wbloom || !_TXKIT_MAYBE_WRITTEN(tls, a, fine)) {
+            if (TXKIT_LIKELY(!tls->wbloom) || !_TXKIT_MAYBE_WRITTEN(tls, a, fine)) {
                 uint64_t v =
                     size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
                 if (TXKIT_LIKELY(*tls->clock == tls->snap)) {
