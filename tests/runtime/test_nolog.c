@@ -272,7 +272,8 @@ static void test_irrevocable(void) {
 }
 
 /* words[i] and words[i + 64] are 512 bytes apart: the same wbloom bit
- * (address bits 3-8). Halves of ints: 4-byte words. */
+ * (address bits 3-8). ints[2] and ints[3] are the two 4-byte halves of one
+ * 8-byte word. */
 static int ints[8];
 
 static __attribute__((noinline)) int own_writes_tx(long got[6], int got_i[2]) {
