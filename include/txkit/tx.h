@@ -281,15 +281,23 @@ struct _txkit_scope {
     int run;
 };
 
-/* Internal entry points used by the macros; not a stable API. */
-TXKIT_API int _txkit_begin(txkit_site_t *site, unsigned int flags) __attribute__((returns_twice));
-TXKIT_API void _txkit_end(struct _txkit_scope *scope);
-TXKIT_API void _txkit_load_bytes(void *dst, const void *addr, size_t size);
-TXKIT_API void _txkit_store_bytes(void *addr, const void *src, size_t size);
+/* Internal entry points used by the macros; not a stable API. gcc calls them
+ * through the GOT (noplt), as -fno-plt would: one indirect call instead of a
+ * call to a PLT stub and its indirect jump (bound at load time, not lazily). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define _TXKIT_NOPLT __attribute__((noplt))
+#else
+#define _TXKIT_NOPLT
+#endif
+TXKIT_API int _txkit_begin(txkit_site_t *site, unsigned int flags)
+    __attribute__((returns_twice)) _TXKIT_NOPLT;
+TXKIT_API void _txkit_end(struct _txkit_scope *scope) _TXKIT_NOPLT;
+TXKIT_API void _txkit_load_bytes(void *dst, const void *addr, size_t size) _TXKIT_NOPLT;
+TXKIT_API void _txkit_store_bytes(void *addr, const void *src, size_t size) _TXKIT_NOPLT;
 TXKIT_API int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line,
-                               void (*restart_thrower)(void));
-TXKIT_API int _txkit_commit_cxx(void);
-TXKIT_API void _txkit_leave_nested_cxx(void);
+                               void (*restart_thrower)(void)) _TXKIT_NOPLT;
+TXKIT_API int _txkit_commit_cxx(void) _TXKIT_NOPLT;
+TXKIT_API void _txkit_leave_nested_cxx(void) _TXKIT_NOPLT;
 
 /* The macros below expand in the user's code, so from C++ they cast the C++
  * way (clean under -Wold-style-cast, -Wuseless-cast and
