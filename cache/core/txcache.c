@@ -559,20 +559,47 @@ void txc_rw_wrunlock(uint64_t *rw) { __atomic_store_n(rw, 0, __ATOMIC_RELEASE); 
 
 /* ---------------------------------------------------------------- builders */
 
+/* The last len % 8 bytes of a key of len bytes that ends at end, as the low
+ * bytes of a word (x86-64: little-endian), the rest 0. Wide loads that stay
+ * inside the key: a byte-wise copy into a stack word, then one 8-byte load of
+ * it, stalls on every call (the load cannot be forwarded from 1-byte stores). */
+static inline uint64_t key_tail(const unsigned char *end, size_t len) {
+    size_t r = len & 7;
+    const unsigned char *p = end - r;
+    if (r == 0)
+        return 0;
+    if (len >= 8) { /* the word that ends at end, its first 8 - r bytes dropped */
+        uint64_t w;
+        memcpy(&w, end - 8, 8);
+        return w >> (8 * (8 - r));
+    }
+    if (r >= 4) { /* two 4-byte loads that overlap (or meet) */
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, end - 4, 4);
+        return a | (uint64_t)b << (8 * (r - 4));
+    }
+    if (r >= 2) {
+        uint16_t a, b;
+        memcpy(&a, p, 2);
+        memcpy(&b, end - 2, 2);
+        return a | (uint64_t)b << (8 * (r - 2));
+    }
+    return p[0];
+}
+
 static uint64_t hash_key(const void *key, size_t len) {
     /* 8 bytes a step (URLs are 30-100 bytes), multiply-xorshift mixing */
-    const unsigned char *p = key;
+    const unsigned char *p = key, *end = p + len;
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (len * 0xff51afd7ed558ccdull);
-    while (len >= 8) {
+    for (size_t n = len; n >= 8; n -= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
         h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
         h ^= h >> 29;
         p += 8;
-        len -= 8;
     }
-    uint64_t w = 0;
-    memcpy(&w, p, len);
+    uint64_t w = key_tail(end, len);
     h = (h ^ w) * 0xff51afd7ed558ccdull;
     h ^= h >> 32;
     h *= 0xc4ceb9fe1a85ec53ull;

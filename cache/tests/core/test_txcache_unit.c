@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "txcache.h"
+#include "txcache_int.h" /* txc_hash */
 
 static const char *mode_name = "?";
 
@@ -74,6 +75,54 @@ static uint64_t live(txc_cache *c) {
 }
 
 /* ------------------------------------------------------------------ tests */
+
+/* txc_hash, as its words are defined: the key in 8-byte little-endian words,
+ * the last one padded with zero bytes, each mixed in turn. */
+static uint64_t ref_hash(const unsigned char *p, size_t len) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (len * 0xff51afd7ed558ccdull);
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w = 0;
+        for (int b = 0; b < 8; b++)
+            w |= (uint64_t)p[i + (size_t)b] << (8 * b);
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 29;
+    }
+    uint64_t w = 0;
+    for (int b = 0; i + (size_t)b < len; b++)
+        w |= (uint64_t)p[i + (size_t)b] << (8 * b);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    return h;
+}
+
+/* Every key length's tail (0-7 bytes after the whole words) at every
+ * alignment: the same hash as the definition, and nothing read outside the
+ * key (each key is a malloc block of exactly its length: valgrind's run of
+ * this test, cache.unit.valgrind, reports a read past it). */
+static void test_hash(void) {
+    uint64_t r = 0x243F6A8885A308D3ull;
+    for (size_t len = 0; len <= 72; len++) {
+        for (size_t off = 0; off < 8; off++) {
+            unsigned char *blk = malloc(off + len + 1);
+            CHECK(blk != NULL);
+            unsigned char *key = blk + off;
+            for (size_t i = 0; i < len; i++) {
+                r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+                key[i] = (unsigned char)(r >> 24);
+            }
+            unsigned char *exact = malloc(len ? len : 1);
+            CHECK(exact != NULL);
+            memcpy(exact, key, len);
+            CHECK_EQ(txc_hash(exact, len), ref_hash(key, len));
+            CHECK_EQ(txc_hash(key, len), ref_hash(key, len));
+            free(exact);
+            free(blk);
+        }
+    }
+}
 
 static void test_config(void) {
     struct txc_config c;
@@ -479,6 +528,8 @@ int main(int argc, char **argv) {
         }
     }
     test_config();
+    mode_name = "hash";
+    test_hash();
     for (int m = 0; m < nmodes; m++) {
         struct txc_config cfg;
         txc_config_default(&cfg);
