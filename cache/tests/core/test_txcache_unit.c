@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_util.h" /* tk_rand */
 #include "txcache.h"
 #include "txcache_int.h" /* txc_hash */
 
@@ -109,15 +110,14 @@ static void test_hash(void) {
             unsigned char *blk = malloc(off + len + 1);
             CHECK(blk != NULL);
             unsigned char *key = blk + off;
-            for (size_t i = 0; i < len; i++) {
-                r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-                key[i] = (unsigned char)(r >> 24);
-            }
+            for (size_t i = 0; i < len; i++)
+                key[i] = (unsigned char)(tk_rand(&r) >> 56);
             unsigned char *exact = malloc(len ? len : 1);
             CHECK(exact != NULL);
             memcpy(exact, key, len);
-            CHECK_EQ(txc_hash(exact, len), ref_hash(key, len));
-            CHECK_EQ(txc_hash(key, len), ref_hash(key, len));
+            uint64_t want = ref_hash(key, len);
+            CHECK_EQ(txc_hash(exact, len), want);
+            CHECK_EQ(txc_hash(key, len), want);
             free(exact);
             free(blk);
         }
