@@ -263,6 +263,14 @@ static __attribute__((noinline)) uint32_t itm_begin_general(tk_thread *t, txkit_
  * express begin keeps no frame). */
 static __attribute__((noinline)) uint32_t itm_begin_sw(tk_thread *t, txkit_site_t *site,
                                                        uint32_t props) {
+    if (t->express & TK_EXPRESS_HW) {
+        /* the hardware express begin (the attempt may have aborted and
+         * another begun: itm_action says what to run) */
+        t->itm.txid = 0;
+        if (!tk_hw_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM))
+            return itm_begin_general(t, site, props);
+        return itm_action(t, 0);
+    }
     if (!tk_sw_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM))
         return itm_begin_general(t, site, props);
     t->itm.txid = 0;

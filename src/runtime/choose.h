@@ -144,4 +144,26 @@ static inline bool tk_choose_stm_first(tk_thread *t, txkit_site_t *site) {
     return true;
 }
 
+/* Would tk_choose_method give t's first attempt of a transaction at site to
+ * hardware, with nothing else to decide? For the hardware express begin
+ * (express.h), whose caller checked what tk_choose_stm_first's does (code
+ * instrumented, not bound for irrevocability; force_serial, irr_token and the
+ * attempt counts 0). True, having done what the choice does on that way (the
+ * auto method's countdown to its next look at the other threads, a site's
+ * hardware skips); false with nothing done. Owner thread, before the attempt. */
+static inline bool tk_choose_htm_first(tk_thread *t, txkit_site_t *site) {
+    int cfg = tk_configured_method(t);
+    if (!tk_g.hybrid || tk_cfg.htm_retries == 0)
+        return false;
+    if (cfg == TXKIT_HTM)
+        return true;
+    if (cfg != TXKIT_AUTO || __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) != TK_SOLO_SHARED ||
+        t->policy.solo_countdown == 0 || tk_irr_other(t) ||
+        TXKIT_UNLIKELY(t->policy.htm_pen_left && t->policy.htm_pen_site == site) ||
+        (__atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED) & TK_SKIP_LEFT))
+        return false;
+    t->policy.solo_countdown--; /* tk_auto_solo: not yet time to look */
+    return true;
+}
+
 #endif /* TK_CHOOSE_H */

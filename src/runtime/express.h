@@ -27,7 +27,15 @@
  * abort of that transaction then leaves it clear; its commit, through
  * tk_finish_commit as any other, sets it again).
  *
- * Both inline in TX_ATOMIC's begin and end (txn.c) and in gcc's (abi/itm.c). */
+ * Hardware. The same for a first hardware attempt (TK_EXPRESS_HW, with
+ * tk_choose_htm_first for the choice): the next begin records what differs
+ * and runs XBEGIN. An abort of that attempt comes back with its status, and
+ * tk_hw_express_aborted goes on as tk_run_attempts after the same abort. Its
+ * commit (txn.c: hw_express_finish) is the short one when nothing arrived
+ * that tk_finish_commit would act on; TX_ATOMIC's end tests for it first
+ * (inside the transaction, where each cache line read costs).
+ *
+ * All inline in TX_ATOMIC's begin and end (txn.c) and in gcc's (abi/itm.c). */
 #ifndef TK_EXPRESS_H
 #define TK_EXPRESS_H
 
@@ -37,6 +45,8 @@
 
 /* tk_thread.express: the last commit allows the software express begin. */
 #define TK_EXPRESS_SW 0x40000000u
+/* ... the hardware express begin. */
+#define TK_EXPRESS_HW 0x20000000u
 
 /* Begin t's next outermost transaction at t->xsite (the caller found site ==
  * t->xsite: t->express has TK_EXPRESS, site is the last transaction's, so of
@@ -186,11 +196,82 @@ tk_sw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int k
     return true;
 }
 
+/* A first hardware attempt that tk_hw_express_begin began aborted with
+ * cause: count it, let the policy react, and begin attempts until one runs,
+ * as tk_run_attempts after a hardware abort. txn.c. */
+TK_HIDDEN void tk_hw_express_aborted(tk_thread *t, int cause);
+
+/* Begin t's next outermost transaction, of this kind, at site, as a first
+ * hardware attempt, when t->express has TK_EXPRESS_HW (its last transaction
+ * committed at its first hardware attempt with nothing left over, so the
+ * state tk_start_transaction resets is reset): what tk_start_transaction and
+ * tk_run_attempts would do, less what that commit left as they would set it.
+ * The rules of tk_sw_express_begin, with tk_choose_htm_first for the choice.
+ * Should the attempt abort, the general path takes over from its abort
+ * (tk_hw_express_aborted), and the transaction runs as it would have after
+ * the same abort. False, with nothing done, when it does not apply. Owner
+ * thread, outside any transaction, after the front end saved the checkpoint
+ * (stack_top: its stack pointer). */
+__attribute__((always_inline)) static inline bool
+tk_hw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int kind) {
+    unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
+    uint64_t n = t->ntx;
+    if (!(t->express & TK_EXPRESS_HW) || !id || t->ctl.kind != kind || !tk_sw_express_ok(t) ||
+        t->stm.sw_registered ||
+        TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off) ||
+        !tk_choose_htm_first(t, site))
+        return false;
+    const struct tk_method *m = M_HTM;
+    t->express = 0; /* xsite: NULL with TK_EXPRESS_HW */
+    /* start_reset: the rest is as the last commit left it (TK_EXPRESS_HW) */
+    t->ctl.site = site;
+    tk_stack_enter(t, stack_top);
+    /* start_count, not parked */
+    t->cnt = t->row + (id - 1);
+    t->ntx = n + 1;
+    if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
+        TK_COUNT(t->cnt->transactions, 1);
+        __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED);
+    }
+    /* attempt_prepare: no fault injection, not timed (not sampled, first attempt) */
+    tk_attempt_reset(t);
+    t->ctl.m = m;
+    t->ctl.inject = 0;
+    t->ctl.attempt_tsc = 0;
+    t->ctl.sw_express = 0;
+    t->ctl.hw_express = 1;
+    /* attempt_running's access bits, known before XBEGIN (hardware adds none
+     * at its begin: acc_add stays 0), so that the attempt only stores them */
+    unsigned acc = tk_read_access(m->access, t->vis.active);
+    int r = m->begin(t);
+    if (TXKIT_UNLIKELY(r != TK_OK)) {
+        /* the CPU rolled the attempt back (hw_express with it): stats and
+         * state written before XBEGIN stay */
+        t->ctl.hw_express = 0;
+        tk_hw_express_aborted(t, r);
+        return true;
+    }
+    /* attempt_running */
+    _txkit_tls.access = acc;
+    _txkit_tls.depth = 1;
+    if (TXKIT_UNLIKELY(acc & TXKIT_ACC_UNDO))
+        tk_ulog_push(t);
+    return true;
+}
+
+/* The express begin that t's last commit allows, when t->express has no
+ * TK_EXPRESS: software or hardware. */
+__attribute__((always_inline)) static inline bool
+tk_express_next_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int kind) {
+    return t->express & TK_EXPRESS_HW ? tk_hw_express_begin(t, site, stack_top, kind)
+                                      : tk_sw_express_begin(t, site, stack_top, kind);
+}
+
 /* Either express begin, as t->express says. */
 __attribute__((always_inline)) static inline bool
 tk_express_any_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int kind) {
     return t->express & TK_EXPRESS ? tk_express_begin(t, site, stack_top, kind)
-                                   : tk_sw_express_begin(t, site, stack_top, kind);
+                                   : tk_express_next_begin(t, site, stack_top, kind);
 }
 
 #endif /* TK_EXPRESS_H */

@@ -111,9 +111,13 @@ struct tk_thread {
         txkit_site_t *site;        /* the outermost block's site: tk_start_transaction */
         const struct tk_method *m; /* method of the running attempt: tk_run_attempts (and
                                        * stm_norec.c when a serial attempt becomes software) */
-        int kind;                  /* TK_KIND_*: who began the outermost block */
-        uint32_t props;            /* TK_KIND_ITM: _ITM_codeProperties of the outermost */
-        unsigned code;             /* TK_CODE_*: what the front end's code allows (set at begin) */
+        /* this attempt began by tk_hw_express_begin (express.h sets it; cleared
+         * as sw_express is, below): beside m, for TX_ATOMIC's commit, which
+         * tests it inside the hardware transaction (txn.c: _txkit_end) */
+        int hw_express;
+        int kind;       /* TK_KIND_*: who began the outermost block */
+        uint32_t props; /* TK_KIND_ITM: _ITM_codeProperties of the outermost */
+        unsigned code;  /* TK_CODE_*: what the front end's code allows (set at begin) */
         /* How an aborted attempt resumes, set by the front end at the outermost
          * begin: start the next attempt and get back into the transaction's
          * code (jump or throw). depth: _txkit_tls.depth when it aborted. */
@@ -218,6 +222,8 @@ struct tk_thread {
      * (txn.c), kept by the express commit. TK_EXPRESS_SW: its last
      * transaction committed at its first software attempt with nothing left
      * over; set by tk_finish_commit, cleared by the software express begin.
+     * TK_EXPRESS_HW: the same at its first hardware attempt, for the
+     * hardware express begin.
      * Cleared by every other begin, tk_finish_commit, tk_solo_unpark and a
      * fork's child (solo.c), txkit_set_thread_method (config.c): each
      * through tk_express_set, which also clears xsite. */
@@ -573,7 +579,7 @@ static inline void tk_attempt_reset(tk_thread *t) {
 static inline bool tk_cm_commit_quiet(const tk_thread *t) {
     return !t->cm.consecutive_aborts && !tk_sched_on && !t->sched.queue_held;
 }
-/* t->express = v (0 or TK_EXPRESS_SW), and no express begin at t->xsite.
+/* t->express = v (0, TK_EXPRESS_SW or TK_EXPRESS_HW), and no express begin at t->xsite.
  * Owner thread (or a fork's only thread). */
 static inline void tk_express_set(tk_thread *t, unsigned v) {
     t->express = v;

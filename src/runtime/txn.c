@@ -99,7 +99,7 @@ static inline bool time_attempt(tk_thread *t) {
 static inline void attempt_prepare(tk_thread *t, const struct tk_method *m, bool no_faults) {
     tk_attempt_reset(t);
     t->ctl.m = m;
-    t->ctl.sw_express = 0;
+    t->ctl.sw_express = t->ctl.hw_express = 0;
     t->ctl.inject = !no_faults && tk_cfg.any_fault && tk_fault_hit(t, m->stats_id);
     t->ctl.attempt_tsc = time_attempt(t) ? tk_rdtsc() : 0;
 }
@@ -145,6 +145,15 @@ __attribute__((always_inline)) static inline void run_attempts(tk_thread *t) {
     }
 }
 void tk_run_attempts(tk_thread *t) { run_attempts(t); }
+
+void tk_hw_express_aborted(tk_thread *t, int cause) {
+    /* run_attempts' own steps after a hardware abort */
+    count_abort(t, t->ctl.m, cause);
+    if (t->ctl.cancelled)
+        return;
+    tk_htm_policy(t, cause);
+    run_attempts(t);
+}
 
 /* The per-transaction state every outermost begin resets; and its statistics.
  * Inline: tk_start_transaction and the solo fast path (tk_solo_begin) share them. */
@@ -289,16 +298,48 @@ count_commit(tk_thread *t, const struct tk_method *m, unsigned attempts) {
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
 }
 
-/* An attempt that tk_sw_express_begin began (software TM, first attempt, not
- * timed, no fault injection, C or gcc front end) into which nothing arrived
- * that tk_finish_commit would act on: no handlers, no commit hook, no
- * irrevocability, no scheduler or contention manager to tell, few writes. */
-static inline bool sw_express_quiet(const tk_thread *t) {
-    return t->ctl.sw_express &&
-           !(t->handlers.len | (t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED)) |
+/* Nothing arrived in the running attempt that tk_finish_commit would act on:
+ * no handlers, no commit hook, no irrevocability, no scheduler or contention
+ * manager to tell. */
+static inline bool express_quiet(const tk_thread *t) {
+    return !(t->handlers.len | (t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED)) |
              (unsigned)t->ctl.irr_token | (unsigned)t->ctl.force_serial | t->cm.consecutive_aborts |
              (unsigned)t->sched.queue_held) &&
-           !tk_sched_on && t->stm.wset.len < TK_BIG_WRITES;
+           !tk_sched_on;
+}
+
+/* An attempt that tk_sw_express_begin began (software TM, first attempt, not
+ * timed, no fault injection, C or gcc front end) that is quiet (above), with
+ * few writes. */
+static inline bool sw_express_quiet(const tk_thread *t) {
+    return t->ctl.sw_express && express_quiet(t) && t->stm.wset.len < TK_BIG_WRITES;
+}
+
+/* A hardware attempt committed: hardware works at its site again, so the
+ * penalties start over (policy.c). */
+static inline void hw_committed(tk_thread *t) {
+    if (TXKIT_UNLIKELY(t->policy.htm_pen_site == t->ctl.site))
+        t->policy.htm_pen_len = 0;
+    if (t->ctl.site && TXKIT_UNLIKELY(__atomic_load_n(&t->ctl.site->htm_fail, __ATOMIC_RELAXED) >>
+                                      TK_SKIP_LEN_SHIFT))
+        tk_policy_hw_commit(t->ctl.site);
+}
+
+/* tk_finish_commit for a committed attempt that tk_hw_express_begin began
+ * (first attempt, not timed, no fault injection, C or gcc front end) and that
+ * is quiet (above): what the rest comes to for it. False, with nothing done,
+ * for any other. Inline in TX_ATOMIC's commit (end_c). */
+__attribute__((always_inline)) static inline bool hw_express_finish(tk_thread *t) {
+    if (!t->ctl.hw_express || !express_quiet(t))
+        return false;
+    t->ctl.hw_express = 0;
+    hw_committed(t);
+    count_commit(t, t->ctl.m, 0);
+    tk_attempt_ended(t);
+    if (t->frees.len | t->allocs.len)
+        tk_discard_effects(t, 1);
+    t->express = TK_EXPRESS_HW; /* xsite: NULL since tk_hw_express_begin */
+    return true;
 }
 
 /* tk_finish_commit for an attempt that sw_express_quiet finds quiet: what
@@ -318,19 +359,12 @@ __attribute__((always_inline)) static inline bool sw_express_finish(tk_thread *t
 
 void tk_finish_commit(tk_thread *t) {
     const struct tk_method *m = t->ctl.m;
-    if (sw_express_finish(t))
+    if (sw_express_finish(t) || hw_express_finish(t))
         return;
     tk_express_set(t, 0);
-    t->ctl.sw_express = 0;
-    if (m->caps & TK_CAP_HARDWARE) {
-        /* hardware works here again: the penalties start over */
-        if (TXKIT_UNLIKELY(t->policy.htm_pen_site == t->ctl.site))
-            t->policy.htm_pen_len = 0;
-        if (t->ctl.site &&
-            TXKIT_UNLIKELY(__atomic_load_n(&t->ctl.site->htm_fail, __ATOMIC_RELAXED) >>
-                           TK_SKIP_LEN_SHIFT))
-            tk_policy_hw_commit(t->ctl.site);
-    }
+    t->ctl.sw_express = t->ctl.hw_express = 0;
+    if (m->caps & TK_CAP_HARDWARE)
+        hw_committed(t);
     if ((m->caps & TK_CAP_SOFTWARE) && TXKIT_UNLIKELY(t->stm.wset.len >= TK_BIG_WRITES))
         tk_policy_big_writes(t->ctl.site);
     if (TXKIT_UNLIKELY(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED))) {
@@ -345,12 +379,14 @@ void tk_finish_commit(tk_thread *t) {
     /* At the first attempt of software TM, with no handler to run (which
      * may run transactions of its own), nothing forced: the state is as
      * tk_start_transaction would reset it (express.h). */
-    bool again = m->id == TXKIT_STM && t->ctl.attempts == 0 && !t->ctl.force_serial &&
-                 !t->handlers.len && (t->ctl.kind == TK_KIND_C || t->ctl.kind == TK_KIND_ITM);
+    /* The same at the first attempt of hardware (express.h). */
+    bool again = (m->id == TXKIT_STM || m->id == TXKIT_HTM) && t->ctl.attempts == 0 &&
+                 !t->ctl.force_serial && !t->handlers.len &&
+                 (t->ctl.kind == TK_KIND_C || t->ctl.kind == TK_KIND_ITM);
     if (t->frees.len | t->allocs.len | t->handlers.len)
         tk_discard_effects(t, 1);
     if (again)
-        tk_express_set(t, TK_EXPRESS_SW);
+        tk_express_set(t, m->id == TXKIT_STM ? TK_EXPRESS_SW : TK_EXPRESS_HW);
 }
 
 /* A transaction begun and committed on a parked clock: serial, at the first
@@ -393,7 +429,7 @@ void tk_solo_commit(tk_thread *t) {
 /* Roll back a software attempt and leave the thread outside any transaction. */
 void tk_abort_attempt(tk_thread *t, int cause) {
     const struct tk_method *m = t->ctl.m;
-    t->ctl.sw_express = 0;
+    t->ctl.sw_express = t->ctl.hw_express = 0;
     tk_hooks_run(TK_HOOK_ABORTING, t, cause);
     m->rollback(t);
     count_abort(t, m, cause);
@@ -521,10 +557,11 @@ static __attribute__((noinline)) int begin_c(tk_thread *t, txkit_site_t *site) {
     return 1;
 }
 
-/* TX_ATOMIC's outermost begin after a commit that allows the software
- * express one: out of line, so that the solo express path keeps no frame. */
+/* TX_ATOMIC's outermost begin after a commit that allows the software or
+ * the hardware express one: out of line, so that the solo express path keeps
+ * no frame. */
 static __attribute__((noinline)) int begin_c_sw(tk_thread *t, txkit_site_t *site) {
-    if (!tk_sw_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
+    if (!tk_express_next_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
         return begin_c(t, site);
     return 1;
 }
@@ -587,6 +624,15 @@ void _txkit_end(struct _txkit_scope *scope) {
         return;
     }
     tk_thread *t = tk_cur;
+    if (t->ctl.hw_express) {
+        /* Inside a hardware attempt: reach its XEND touching as few cache
+         * lines as can be (each one read inside it costs). Not doomed (C
+         * only), not on a parked clock (hardware). */
+        t->ctl.m->commit(t); /* hardware: TK_OK or it aborted */
+        if (!hw_express_finish(t))
+            tk_finish_commit(t);
+        return;
+    }
     /* A doomed attempt (C++: unwinding to txkit::atomic) began by the general
      * path, which cleared t->express */
     if ((t->express & TK_EXPRESS) && tk_express_commit(t))

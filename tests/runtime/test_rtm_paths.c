@@ -22,6 +22,10 @@
  *                   attempt comes back to XBEGIN; the next attempt commits
  *   status_zero     one abort with status 0 (an interrupt, a page fault) must
  *                   not send the site to software for the next transactions
+ *   hw_express      (auto) the hardware express begin does what the general
+ *                   path does: its aborts go on as there (a conflict retries
+ *                   in hardware, an overflow in software and skips), every
+ *                   transaction counted once, method changes honoured
  *   irr_reader      (auto) while another thread is irrevocable and waits for
  *                   us, a hardware attempt that sees it goes on in software
  *                   (readers do not wait for an irrevocable transaction)
@@ -256,6 +260,63 @@ static void capacity_skip(void) {
     /* capacity, skipped, hardware x2; capacity, skipped, capacity, skipped x2, hardware */
     CHECK_MSG(strcmp(got, "SSHHSSSSSH") == 0, "methods %s, expected SSHHSSSSSH", got);
     CHECK_EQ(g_value, 11);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+    release_partner(th, 2);
+}
+
+/* The hardware express begin (runtime/express.h): once a transaction of the
+ * thread committed at its first hardware attempt, the next begins in hardware
+ * without the general path. It must do what the general path does: an
+ * express attempt that conflicts retries in hardware; one that overflows
+ * goes on in software and its site skips hardware once; every transaction is
+ * counted once, with its commit and its retries, the sampled ones (1 in 64,
+ * which take the general path) too; a change of the thread's or the
+ * process's method takes effect at the next transaction. */
+static void hw_express(void) {
+    need_sim("start");
+    pthread_t th = start_partner(one_transaction);
+    char got[16] = {0};
+    int n = 0;
+    tx_stats_t s0 = tk_stats();
+    /* general H (arms the express), express H, express conflict then H, H,
+     * express capacity then S, skipped S, H, H */
+    CHECK_EQ(txkit_sim_rtm_script("start,start,conflict,start,start,capacity,start"), 0);
+    for (int i = 0; i < 8; i++)
+        got[n++] = one_site_tx();
+    tx_stats_t s1 = tk_stats();
+    printf("    methods: %s (H hardware, S software)\n", got);
+    CHECK_MSG(strcmp(got, "HHHHSSHH") == 0, "methods %s, expected HHHHSSHH", got);
+    CHECK_EQ(s1.transactions - s0.transactions, 8);
+    CHECK_EQ(s1.commits[TXKIT_HTM] - s0.commits[TXKIT_HTM], 6);
+    CHECK_EQ(s1.commits[TXKIT_STM] - s0.commits[TXKIT_STM], 2);
+    CHECK_EQ(s1.aborts[TXKIT_HTM] - s0.aborts[TXKIT_HTM], 2);
+    CHECK_EQ(s1.aborts_by_cause[TXKIT_CAUSE_CONFLICT] - s0.aborts_by_cause[TXKIT_CAUSE_CONFLICT],
+             1);
+    CHECK_EQ(s1.aborts_by_cause[TXKIT_CAUSE_CAPACITY] - s0.aborts_by_cause[TXKIT_CAUSE_CAPACITY],
+             1);
+    CHECK_EQ(s1.retries_hist[0] - s0.retries_hist[0], 6);
+    CHECK_EQ(s1.retries_hist[1] - s0.retries_hist[1], 2);
+    /* many in a row: each counted once (a sampled one every 64) */
+    increments(300);
+    tx_stats_t s2 = tk_stats();
+    CHECK_EQ(s2.transactions - s1.transactions, 300);
+    CHECK_EQ(s2.commits[TXKIT_HTM] - s1.commits[TXKIT_HTM], 300);
+    CHECK_EQ(s2.retries_hist[0] - s1.retries_hist[0], 300);
+    CHECK_EQ(s2.aborts[TXKIT_HTM] - s1.aborts[TXKIT_HTM], 0);
+    /* a method change leaves the express at the next transaction */
+    CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
+    got[0] = one_site_tx();
+    CHECK_EQ(txkit_set_thread_method(-1), 0);
+    got[1] = one_site_tx();
+    got[2] = one_site_tx();
+    CHECK_EQ(txkit_set_method(TXKIT_STM), 0);
+    got[3] = one_site_tx();
+    CHECK_EQ(txkit_set_method(TXKIT_AUTO), 0);
+    got[4] = one_site_tx();
+    got[5] = 0;
+    printf("    after method changes: %s\n", got);
+    CHECK_MSG(strcmp(got, "SHHSH") == 0, "methods %s, expected SHHSH", got);
+    CHECK_EQ(g_value, 1 + 8 + 300 + 5);
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
     release_partner(th, 2);
 }
@@ -495,6 +556,7 @@ int main(int argc, char **argv) {
                  {"htm_restart", htm_restart},
                  {"status_zero", status_zero},
                  {"capacity_skip", capacity_skip},
+                 {"hw_express", hw_express},
                  {"retry_budget", retry_budget},
                  {"irr_reader", irr_reader},
                  {"cx_clock", cx_clock},
