@@ -615,6 +615,16 @@ static __attribute__((noinline)) void end_c(tk_thread *t) {
         tk_finish_commit(t);
 }
 
+/* TX_ATOMIC's commit of an attempt that the hardware express begin began,
+ * from inside the hardware transaction: to its XEND the short way (each cache
+ * line read inside it costs). Not doomed (C only), not on a parked clock
+ * (hardware). Out of line, so that the express commit keeps no frame. */
+static __attribute__((noinline)) void end_hw(tk_thread *t) {
+    t->ctl.m->commit(t); /* hardware: TK_OK or it aborted */
+    if (!hw_express_finish(t))
+        tk_finish_commit(t);
+}
+
 void _txkit_end(struct _txkit_scope *scope) {
     (void)scope;
     unsigned depth = _txkit_tls.depth;
@@ -624,20 +634,14 @@ void _txkit_end(struct _txkit_scope *scope) {
         return;
     }
     tk_thread *t = tk_cur;
-    if (t->ctl.hw_express) {
-        /* Inside a hardware attempt: reach its XEND touching as few cache
-         * lines as can be (each one read inside it costs). Not doomed (C
-         * only), not on a parked clock (hardware). */
-        t->ctl.m->commit(t); /* hardware: TK_OK or it aborted */
-        if (!hw_express_finish(t))
-            tk_finish_commit(t);
-        return;
-    }
     /* A doomed attempt (C++: unwinding to txkit::atomic) began by the general
      * path, which cleared t->express */
     if ((t->express & TK_EXPRESS) && tk_express_commit(t))
         return;
-    end_c(t);
+    if (t->ctl.hw_express)
+        end_hw(t);
+    else
+        end_c(t);
 }
 
 int _txkit_begin_cxx(txkit_site_t *site, const char *file, int line, void (*thrower)(void)) {
