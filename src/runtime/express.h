@@ -32,8 +32,9 @@
  * and runs XBEGIN. An abort of that attempt comes back with its status, and
  * tk_hw_express_aborted goes on as tk_run_attempts after the same abort. Its
  * commit (txn.c: hw_express_finish) is the short one when nothing arrived
- * that tk_finish_commit would act on; TX_ATOMIC's end tests for it first
- * (inside the transaction, where each cache line read costs).
+ * that tk_finish_commit would act on; TX_ATOMIC's end goes there right after
+ * its test for the solo express commit (inside the transaction, where each
+ * cache line read costs: txn.c, end_hw).
  *
  * All inline in TX_ATOMIC's begin and end (txn.c) and in gcc's (abi/itm.c). */
 #ifndef TK_EXPRESS_H

@@ -636,8 +636,8 @@ void _txkit_end(struct _txkit_scope *scope) {
     tk_thread *t = tk_cur;
     /* A doomed attempt (C++: unwinding to txkit::atomic) began by the general
      * path, which cleared t->express */
-    if ((t->express & TK_EXPRESS) && tk_express_commit(t))
-        return;
+    if (TXKIT_LIKELY(t->express & TK_EXPRESS) && tk_express_commit(t))
+        return; /* likely: else gcc lays the lone thread's commit out of the way */
     if (t->ctl.hw_express)
         end_hw(t);
     else
