@@ -145,6 +145,34 @@ static inline bool tk_express_commit(tk_thread *t) {
     return true;
 }
 
+/* What a first-attempt express begin (software or hardware, as m says) does
+ * once it applies: the parts of tk_start_transaction (start_reset,
+ * start_count not parked) and of attempt_prepare (no fault injection, not
+ * timed: not sampled, first attempt) that differ per transaction; the rest is
+ * as the last commit left it (TK_EXPRESS_SW, TK_EXPRESS_HW). id: the site's;
+ * n: t->ntx before. Owner thread, before the method's begin. */
+__attribute__((always_inline)) static inline void tk_express_start(tk_thread *t, txkit_site_t *site,
+                                                                   uintptr_t stack_top, unsigned id,
+                                                                   uint64_t n,
+                                                                   const struct tk_method *m) {
+    t->express = 0; /* xsite: NULL with TK_EXPRESS_SW and TK_EXPRESS_HW */
+    t->ctl.site = site;
+    tk_stack_enter(t, stack_top);
+    t->cnt = t->row + (id - 1);
+    t->ntx = n + 1;
+    if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
+        TK_COUNT(t->cnt->transactions, 1);
+        __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED);
+    }
+    tk_attempt_reset(t);
+    t->ctl.m = m;
+    t->ctl.inject = 0;
+    t->ctl.attempt_tsc = 0;
+    int hw = (m->caps & TK_CAP_HARDWARE) != 0;
+    t->ctl.sw_express = !hw;
+    t->ctl.hw_express = hw;
+}
+
 /* Nothing but the method policy may decide t's next first attempt: no fault
  * injection, scheduler, visible readers (the contention manager's begin has
  * nothing to do: tk_cm_begin_quiet), parked clock, or front-end code that
@@ -173,23 +201,7 @@ tk_sw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int k
         !tk_choose_stm_first(t, site))
         return false;
     const struct tk_method *m = M_STM;
-    t->express = 0; /* xsite: NULL with TK_EXPRESS_SW */
-    /* start_reset: the rest is as the last commit left it (TK_EXPRESS_SW) */
-    t->ctl.site = site;
-    tk_stack_enter(t, stack_top);
-    /* start_count, not parked */
-    t->cnt = t->row + (id - 1);
-    t->ntx = n + 1;
-    if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
-        TK_COUNT(t->cnt->transactions, 1);
-        __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED);
-    }
-    /* attempt_prepare: no fault injection, not timed (not sampled, first attempt) */
-    tk_attempt_reset(t);
-    t->ctl.m = m;
-    t->ctl.inject = 0;
-    t->ctl.attempt_tsc = 0;
-    t->ctl.sw_express = 1;
+    tk_express_start(t, site, stack_top, id, n, m);
     int r = m->begin(t); /* software: always TK_OK */
     TK_ASSERT(r == TK_OK);
     _txkit_tls.access = tk_read_access(m->access | t->ctl.acc_add, t->vis.active);
@@ -223,24 +235,7 @@ tk_hw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int k
         !tk_choose_htm_first(t, site))
         return false;
     const struct tk_method *m = M_HTM;
-    t->express = 0; /* xsite: NULL with TK_EXPRESS_HW */
-    /* start_reset: the rest is as the last commit left it (TK_EXPRESS_HW) */
-    t->ctl.site = site;
-    tk_stack_enter(t, stack_top);
-    /* start_count, not parked */
-    t->cnt = t->row + (id - 1);
-    t->ntx = n + 1;
-    if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
-        TK_COUNT(t->cnt->transactions, 1);
-        __atomic_store_n(&t->slot->cur_site, id, __ATOMIC_RELAXED);
-    }
-    /* attempt_prepare: no fault injection, not timed (not sampled, first attempt) */
-    tk_attempt_reset(t);
-    t->ctl.m = m;
-    t->ctl.inject = 0;
-    t->ctl.attempt_tsc = 0;
-    t->ctl.sw_express = 0;
-    t->ctl.hw_express = 1;
+    tk_express_start(t, site, stack_top, id, n, m);
     /* attempt_running's access bits, known before XBEGIN (hardware adds none
      * at its begin: acc_add stays 0), so that the attempt only stores them */
     unsigned acc = tk_read_access(m->access, t->vis.active);

@@ -315,6 +315,17 @@ static inline bool sw_express_quiet(const tk_thread *t) {
     return t->ctl.sw_express && express_quiet(t) && t->stm.wset.len < TK_BIG_WRITES;
 }
 
+/* The end of a quiet express attempt's commit (sw_express_finish,
+ * hw_express_finish): a first-attempt commit counted, the attempt over, its
+ * frees and allocations applied, and the next begin may be express again. */
+__attribute__((always_inline)) static inline void express_finished(tk_thread *t, unsigned next) {
+    count_commit(t, t->ctl.m, 0);
+    tk_attempt_ended(t);
+    if (t->frees.len | t->allocs.len)
+        tk_discard_effects(t, 1);
+    t->express = next; /* xsite: NULL since the express begin */
+}
+
 /* A hardware attempt committed: hardware works at its site again, so the
  * penalties start over (policy.c). */
 static inline void hw_committed(tk_thread *t) {
@@ -334,11 +345,7 @@ __attribute__((always_inline)) static inline bool hw_express_finish(tk_thread *t
         return false;
     t->ctl.hw_express = 0;
     hw_committed(t);
-    count_commit(t, t->ctl.m, 0);
-    tk_attempt_ended(t);
-    if (t->frees.len | t->allocs.len)
-        tk_discard_effects(t, 1);
-    t->express = TK_EXPRESS_HW; /* xsite: NULL since tk_hw_express_begin */
+    express_finished(t, TK_EXPRESS_HW);
     return true;
 }
 
@@ -349,11 +356,7 @@ __attribute__((always_inline)) static inline bool sw_express_finish(tk_thread *t
     if (!sw_express_quiet(t))
         return false;
     t->ctl.sw_express = 0;
-    count_commit(t, t->ctl.m, 0);
-    tk_attempt_ended(t);
-    if (t->frees.len | t->allocs.len)
-        tk_discard_effects(t, 1);
-    t->express = TK_EXPRESS_SW; /* xsite: NULL since tk_sw_express_begin */
+    express_finished(t, TK_EXPRESS_SW);
     return true;
 }
 
