@@ -275,10 +275,15 @@ count_commit(tk_thread *t, const struct tk_method *m, unsigned attempts) {
     struct tks_counters *c = t->cnt;
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
-    if (m->stats_id == TKS_M_STM && attempts == 0 && !t->ctl.attempt_tsc) {
+    if ((m->stats_id == TKS_M_STM || m->stats_id == TKS_M_HTM) && attempts == 0 &&
+        !t->ctl.attempt_tsc) {
         /* one word that readers fold into commits and retries (tks_fold) */
-        _Static_assert(TKS_M_STM == TXKIT_STM, "stats/format.h: tks_fold's index");
-        TK_COUNT(c->sw_commits, 1);
+        _Static_assert(TKS_M_STM == TXKIT_STM && TKS_M_HTM == TXKIT_HTM,
+                       "stats/format.h: tks_fold's indexes");
+        if (m->stats_id == TKS_M_STM)
+            TK_COUNT(c->sw_commits, 1);
+        else
+            TK_COUNT(c->hw_commits, 1);
         __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
         return;
     }

@@ -47,11 +47,12 @@
 #include <stdint.h>
 
 #define TKS_MAGIC "TXKITSG1"
-#define TKS_VERSION 4u
+#define TKS_VERSION 5u
 #define TKS_MAX_THREADS 128u
 #define TKS_SHARED_SLOT (TKS_MAX_THREADS - 1u) /* the shared slot of a segment */
 #define TKS_MAX_SITES 256u
 #define TKS_NMETHODS 4 /* txkit_method_t: auto (unused), htm, stm, serial */
+#define TKS_M_HTM 1    /* TXKIT_HTM: the index of hardware commits */
 #define TKS_M_STM 2    /* TXKIT_STM: the index of software commits */
 #define TKS_M_SERIAL 3 /* TXKIT_SERIAL: the index of serial commits */
 #define TKS_NCAUSES 12 /* room for txkit_cause_t (9 today) */
@@ -74,7 +75,7 @@
  * updates (transactions, commits, retries_hist[0..2]). Version 2: the same
  * fields as version 1 (520 bytes), in that order and padded. Version 3:
  * solo_commits, folded by readers (tks_fold). Version 4: sw_commits, folded
- * the same way. */
+ * the same way. Version 5: hw_commits, likewise. */
 struct tks_counters {
     uint64_t transactions;          /* outermost transactions begun (see tks_fold) */
     uint64_t commits[TKS_NMETHODS]; /* by the method of the committing attempt */
@@ -97,7 +98,8 @@ struct tks_counters {
     uint64_t cm_undecided;  /* conflict aborts a visible manager did not decide */
     uint64_t solo_commits;  /* transactions begun and committed on a parked clock (below) */
     uint64_t sw_commits;    /* software commits at the first attempt, not timed (below) */
-    uint64_t reserved[5];   /* zero */
+    uint64_t hw_commits;    /* hardware commits at the first attempt, not timed (below) */
+    uint64_t reserved[4];   /* zero */
 };                          /* 72 x 8 = 576 bytes */
 _Static_assert(sizeof(struct tks_counters) % 64 == 0, "tks_counters: whole cache lines");
 
@@ -106,16 +108,19 @@ _Static_assert(sizeof(struct tks_counters) % 64 == 0, "tks_counters: whole cache
  * solo_commits, one add instead of four (and no seqlock round). A software
  * commit at the first attempt (not a timed one) is counted in sw_commits
  * only, one add instead of two and the seqlock round (its begin counted it in
- * transactions). Readers fold both: call this on every record they copy,
- * before adding records up or looking at transactions or commits. Versions 3
- * (solo_commits) and 4 (sw_commits). */
+ * transactions), and a hardware one in hw_commits the same way. Readers fold
+ * them: call this on every record they copy, before adding records up or
+ * looking at transactions or commits. Versions 3 (solo_commits), 4
+ * (sw_commits) and 5 (hw_commits). */
 static inline void tks_fold(struct tks_counters *c) {
     c->transactions += c->solo_commits;
     c->commits[TKS_M_SERIAL] += c->solo_commits;
-    c->retries_hist[0] += c->solo_commits + c->sw_commits;
+    c->retries_hist[0] += c->solo_commits + c->sw_commits + c->hw_commits;
     c->commits[TKS_M_STM] += c->sw_commits;
+    c->commits[TKS_M_HTM] += c->hw_commits;
     c->solo_commits = 0;
     c->sw_commits = 0;
+    c->hw_commits = 0;
 }
 
 enum tks_thread_state { TKS_FREE = 0, TKS_LIVE = 1, TKS_EXITED = 2 };

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """craft_segment.py KIND OUT [PID] - write a hostile statistics file.
 
-The layout is src/stats/format.h, version 4 (a header of 328 bytes, 64-byte
+The layout is src/stats/format.h, version 5 (a header of 328 bytes, 64-byte
 thread slots, 264-byte sites, 576-byte counter records). Every file keeps the
 checks a careless reader would make (magic, version, record sizes, regions
 inside the file) and attacks the reader's work instead:
@@ -37,7 +37,7 @@ def page(n):
 
 def header(mt, ms, pid, thr, sites, uc, mat, size, nthreads, nsites, is_dump=0, shared_slot=0,
            nuc=0, max_uc=64):
-    return HDR.pack(b"TXKITSG1", 4, HDR.size, COUNTERS, THREAD.size, SITE, mt, ms, os.getuid(), pid,
+    return HDR.pack(b"TXKITSG1", 5, HDR.size, COUNTERS, THREAD.size, SITE, mt, ms, os.getuid(), pid,
                     1, 1, thr, sites, mat, size, nthreads, nsites, 0.4, is_dump, 0, b"crafted",
                     b"craft_segment.py", uc, max_uc, nuc, b"backoff", 0, shared_slot, 0, 0, 0)
 

@@ -251,7 +251,7 @@ corrupt)
   start_helper a --tx 10 --name good; a=$hpid
   start_helper b --tx 20 --name good2; b=$hpid
   src=$dir/$a.seg
-  # Header offsets (src/stats/format.h, version 4): version 8, header_size 12,
+  # Header offsets (src/stats/format.h, version 5): version 8, header_size 12,
   # max_sites 32, matrix_offset 80, nthreads 96, nsites 100.
   patch() { # patch NAME OFFSET FORMAT VALUE: a copy of a's segment with one field changed
     cp --sparse=always "$src" "$dir/$1" || fail "cp"
@@ -304,7 +304,7 @@ time.sleep(50)' $(for n in $locked; do echo "$dir/$n.seg"; done) >"$tmp/locker.o
   expect_msg half.seg "truncated: the header says $size bytes, the file has $((size / 2))"
   expect_msg magic.seg "not a txkit statistics file (bad magic)"
   expect_msg deadmagic.seg "not a txkit statistics file (bad magic)"
-  expect_msg version.seg "format version 99, this txkit reads version 4"
+  expect_msg version.seg "format version 99, this txkit reads version 5"
   expect_msg hdrsize.seg "header_size 7"
   expect_msg hugemax.seg "max_sites 2147483647 out of range"
   expect_msg bigmax.seg "max_sites 1000000 out of range (1..256)"
