@@ -259,10 +259,10 @@ static __attribute__((noinline)) uint32_t itm_begin_general(tk_thread *t, txkit_
     return itm_action(t, 0);
 }
 
-/* The software express begin, else the general path (out of line: the solo
- * express begin keeps no frame). */
-static __attribute__((noinline)) uint32_t itm_begin_sw(tk_thread *t, txkit_site_t *site,
-                                                       uint32_t props) {
+/* The hardware or the software express begin, as t->express says, else the
+ * general path (out of line: the solo express begin keeps no frame). */
+static __attribute__((noinline)) uint32_t itm_begin_next(tk_thread *t, txkit_site_t *site,
+                                                         uint32_t props) {
     if (t->express & TK_EXPRESS_HW) {
         /* the hardware express begin (the attempt may have aborted and
          * another begun: itm_action says what to run) */
@@ -298,7 +298,7 @@ uint32_t tk_itm_begin(uint32_t props) {
     }
     if (TXKIT_LIKELY(t->express) && t->ctl.props == props) {
         if (!(t->express & TK_EXPRESS))
-            return itm_begin_sw(t, site, props);
+            return itm_begin_next(t, site, props);
         if (tk_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM)) {
             t->itm.txid = 0;
             return itm_action_parked(t);

@@ -124,6 +124,15 @@ static inline const struct tk_method *tk_choose_method(tk_thread *t) {
     }
 }
 
+/* The auto method's own part of a first attempt's choice while other threads
+ * run transactions (tk_auto_solo): not yet time to look whether they went
+ * quiet, and no other thread irrevocable. The express begins' choices
+ * (below) take it, then count down. Owner thread. */
+static inline bool tk_auto_shared_on(const tk_thread *t) {
+    return __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) == TK_SOLO_SHARED &&
+           t->policy.solo_countdown != 0 && !tk_irr_other(t);
+}
+
 /* Would tk_choose_method give t's first attempt of a transaction at site to
  * software TM, with nothing else to decide? For the software express begin
  * (express.h), which also checked that the front end's code is instrumented
@@ -135,9 +144,7 @@ static inline bool tk_choose_stm_first(tk_thread *t, txkit_site_t *site) {
     int cfg = tk_configured_method(t);
     if (cfg == TXKIT_STM)
         return true;
-    if (cfg != TXKIT_AUTO || tk_g.hybrid ||
-        __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) != TK_SOLO_SHARED ||
-        t->policy.solo_countdown == 0 || tk_irr_other(t) ||
+    if (cfg != TXKIT_AUTO || tk_g.hybrid || !tk_auto_shared_on(t) ||
         (__atomic_load_n(&site->flags, __ATOMIC_RELAXED) & TK_SITE_FLAG_SERIAL))
         return false;
     t->policy.solo_countdown--; /* tk_auto_solo: not yet time to look */
@@ -157,8 +164,7 @@ static inline bool tk_choose_htm_first(tk_thread *t, txkit_site_t *site) {
         return false;
     if (cfg == TXKIT_HTM)
         return true;
-    if (cfg != TXKIT_AUTO || __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) != TK_SOLO_SHARED ||
-        t->policy.solo_countdown == 0 || tk_irr_other(t) ||
+    if (cfg != TXKIT_AUTO || !tk_auto_shared_on(t) ||
         TXKIT_UNLIKELY(t->policy.htm_pen_left && t->policy.htm_pen_site == site) ||
         (__atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED) & TK_SKIP_LEFT))
         return false;

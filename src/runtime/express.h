@@ -263,11 +263,4 @@ tk_express_next_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int
                                       : tk_sw_express_begin(t, site, stack_top, kind);
 }
 
-/* Either express begin, as t->express says. */
-__attribute__((always_inline)) static inline bool
-tk_express_any_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int kind) {
-    return t->express & TK_EXPRESS ? tk_express_begin(t, site, stack_top, kind)
-                                   : tk_express_next_begin(t, site, stack_top, kind);
-}
-
 #endif /* TK_EXPRESS_H */

@@ -344,7 +344,8 @@ static inline void hw_committed(tk_thread *t) {
 /* tk_finish_commit for a committed attempt that tk_hw_express_begin began
  * (first attempt, not timed, no fault injection, C or gcc front end) and that
  * is quiet (above): what the rest comes to for it. False, with nothing done,
- * for any other. Inline in TX_ATOMIC's commit (end_c). */
+ * for any other. Inline in TX_ATOMIC's hardware express commit (end_hw) and
+ * in tk_finish_commit (gcc's commit). */
 __attribute__((always_inline)) static inline bool hw_express_finish(tk_thread *t) {
     if (!t->ctl.hw_express || !express_quiet(t))
         return false;
@@ -568,7 +569,7 @@ static __attribute__((noinline)) int begin_c(tk_thread *t, txkit_site_t *site) {
 /* TX_ATOMIC's outermost begin after a commit that allows the software or
  * the hardware express one: out of line, so that the solo express path keeps
  * no frame. */
-static __attribute__((noinline)) int begin_c_sw(tk_thread *t, txkit_site_t *site) {
+static __attribute__((noinline)) int begin_c_next(tk_thread *t, txkit_site_t *site) {
     if (!tk_express_next_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
         return begin_c(t, site);
     return 1;
@@ -582,7 +583,7 @@ int tk_begin_c_outer(txkit_site_t *site, unsigned flags, tk_thread *t) {
         return 1;
     if (TXKIT_LIKELY(t->express)) {
         if (!(t->express & TK_EXPRESS))
-            return begin_c_sw(t, site);
+            return begin_c_next(t, site);
         if (tk_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_C))
             return 1;
     }
