@@ -154,6 +154,9 @@ assert proc(B)['commits_by_method'] == {'htm': 0, 'stm': 300, 'serial': 0}, proc
 "
   ;;
 multiproc)
+  # docs/stats.md's --json example states the format version (it went stale once)
+  docver=$(grep -o '"format_version": [0-9]*' "$(dirname "$0")/../../../docs/stats.md" | grep -o '[0-9]*$')
+  [ -n "$docver" ] || fail "docs/stats.md: no format_version in the --json example"
   start_helper a --tx 10 --name alpha; a=$hpid
   start_helper b --tx 25 --threads 2 --name beta; b=$hpid
   start_helper c --tx 7 --name alpha; c=$hpid
@@ -163,6 +166,7 @@ multiproc)
   [ "$(wc -l <"$tmp/out.json")" = 1 ] || fail "without INTERVAL: one document expected"
   check "$tmp/out.json" "
 assert d['command'] == 'stat' and d['since_start'] and d['seconds'] is None
+assert d['format_version'] == $docver, 'docs/stats.md shows format_version $docver, not %d' % d['format_version']
 assert sorted(p['pid'] for p in d['processes']) == sorted([$a, $b, $c, $d]), d['processes']
 names = {$a: 'alpha', $b: 'beta', $c: 'alpha', $d: 'gamma'}
 threads = {$a: 1, $b: 2, $c: 1, $d: 3}
