@@ -520,6 +520,20 @@ TK_EXPORT int cx_trylock(cx_lock_t *l) {
 TK_EXPORT void cx_unlock(cx_lock_t *l) {
     tk_thread *t = tk_cur;
     struct tk_cx *c = t ? &t->cx : NULL;
+    if (TXKIT_LIKELY(c && c->mode == CX_EXCL && c->depth == 1 && !c->txdepth && !t->doomed &&
+                     c->nheld && c->held[c->nheld - 1] == l)) {
+        /* The outermost exclusive section of the last lock taken: release
+         * first, then the bookkeeping (as in enter, outside the section). */
+        excl_release(l);
+        c->nheld--;
+        c->depth = 0;
+        __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
+        count_end(t, c->cnt, TXKIT_SERIAL);
+        adapt(c->lock, 1);
+        c->mode = CX_NONE;
+        c->lock = NULL;
+        return;
+    }
     if (t && t->doomed && (!c || c->depth == 0 || c->mode == CX_EXCL))
         return; /* C++ unwinding out of an aborted transaction: already reset */
     if (c && c->txdepth && _txkit_tls.depth > 0) {
