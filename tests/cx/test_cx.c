@@ -448,6 +448,22 @@ static int api(void) {
         cx_unlock(&many[i]);
     for (int i = 0; i < 40; i++)
         CHECK_EQ(cx_destroy(&many[i]), 0);
+    /* Out of order: the outer lock first (the general path), then the inner
+     * one, now the last held at depth 1 (cx_unlock's short path): both free,
+     * no section left. */
+    cx_exclusive(&many[0]);
+    cx_exclusive(&many[1]);
+    cx_unlock(&many[0]);
+    CHECK_EQ(cx_destroy(&many[0]), 0);
+    CHECK_EQ(cx_mode(), 2);
+    CHECK_EQ(cx_destroy(&many[1]), -EBUSY);
+    cx_unlock(&many[1]);
+    CHECK_EQ(cx_mode(), 0);
+    CHECK_EQ(cx_destroy(&many[1]), 0);
+    /* and a section can follow on either */
+    CHECK_EQ(cx_trylock(&many[1]), 0);
+    cx_unlock(&many[1]);
+    CHECK_EQ(cx_destroy(&many[1]), 0);
     printf("api: ok\n");
     return 0;
 }
