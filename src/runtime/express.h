@@ -173,16 +173,21 @@ __attribute__((always_inline)) static inline void tk_express_start(tk_thread *t,
     t->ctl.hw_express = hw;
 }
 
-/* Nothing but the method policy may decide t's next first attempt: no fault
- * injection, scheduler, visible readers (the contention manager's begin has
- * nothing to do: tk_cm_begin_quiet), parked clock, or front-end code that
- * software TM cannot run (the gcc block's properties: choose.h). Owner
- * thread, outside any transaction. */
-static inline bool tk_sw_express_ok(const tk_thread *t) {
-    return !tk_cfg.any_fault && !tk_sched_on && tk_cm_begin_quiet() && !t->sched.queue_held &&
-           t->slot && !tk_solo_parked() &&
-           (t->ctl.code & (TK_CODE_INSTRUMENTED | TK_CODE_GOES_IRREVOCABLE)) ==
-               TK_CODE_INSTRUMENTED;
+/* Must an express begin (software or hardware) leave t's next first attempt,
+ * of this kind, at the site with this id (n: t->ntx) to the general path?
+ * Only the method policy may decide it: so no fault injection, scheduler,
+ * visible readers (the contention manager's begin has nothing to do:
+ * tk_cm_begin_quiet), parked clock, or front-end code that software TM cannot
+ * run (the gcc block's properties: choose.h); a registered site of the same
+ * kind; and not a sampled transaction (solo_begin's rule). Owner thread,
+ * outside any transaction. */
+__attribute__((always_inline)) static inline bool
+tk_express_first_refused(const tk_thread *t, unsigned id, uint64_t n, int kind) {
+    return !id || t->ctl.kind != kind || tk_cfg.any_fault || tk_sched_on || !tk_cm_begin_quiet() ||
+           t->sched.queue_held || !t->slot || tk_solo_parked() ||
+           (t->ctl.code & (TK_CODE_INSTRUMENTED | TK_CODE_GOES_IRREVOCABLE)) !=
+               TK_CODE_INSTRUMENTED ||
+           TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off);
 }
 
 /* Begin t's next outermost transaction, of this kind, at site, as a first
@@ -196,8 +201,7 @@ __attribute__((always_inline)) static inline bool
 tk_sw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int kind) {
     unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
     uint64_t n = t->ntx;
-    if (!(t->express & TK_EXPRESS_SW) || !id || t->ctl.kind != kind || !tk_sw_express_ok(t) ||
-        TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off) ||
+    if (!(t->express & TK_EXPRESS_SW) || tk_express_first_refused(t, id, n, kind) ||
         !tk_choose_stm_first(t, site))
         return false;
     const struct tk_method *m = M_STM;
@@ -229,10 +233,8 @@ __attribute__((always_inline)) static inline bool
 tk_hw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int kind) {
     unsigned id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
     uint64_t n = t->ntx;
-    if (!(t->express & TK_EXPRESS_HW) || !id || t->ctl.kind != kind || !tk_sw_express_ok(t) ||
-        t->stm.sw_registered ||
-        TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0 && !tk_cfg.stats_off) ||
-        !tk_choose_htm_first(t, site))
+    if (!(t->express & TK_EXPRESS_HW) || tk_express_first_refused(t, id, n, kind) ||
+        t->stm.sw_registered || !tk_choose_htm_first(t, site))
         return false;
     const struct tk_method *m = M_HTM;
     tk_express_start(t, site, stack_top, id, n, m);
