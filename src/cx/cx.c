@@ -188,25 +188,25 @@ static bool list_has(struct cx_lock *const *v, unsigned n, const cx_lock_t *l) {
     return false;
 }
 
-static void list_push(struct cx_lock ***v, unsigned *n, unsigned *cap, cx_lock_t *l) {
-    if (*n == *cap) {
-        unsigned ncap = *cap ? 2 * *cap : 8;
-        struct cx_lock **nv = realloc(*v, ncap * sizeof *nv);
-        if (!nv)
-            TK_FATAL("out of memory recording the cx locks of a transaction");
-        *v = nv;
-        *cap = ncap;
-    }
+/* list_push's growth: out of line, so that an append is a store. */
+static __attribute__((noinline)) void list_grow(struct cx_lock ***v, unsigned *cap) {
+    unsigned ncap = *cap ? 2 * *cap : 8;
+    struct cx_lock **nv = realloc(*v, ncap * sizeof *nv);
+    if (!nv)
+        TK_FATAL("out of memory recording the cx locks of a transaction");
+    *v = nv;
+    *cap = ncap;
+}
+
+static inline void list_push(struct cx_lock ***v, unsigned *n, unsigned *cap, cx_lock_t *l) {
+    if (TXKIT_UNLIKELY(*n == *cap))
+        list_grow(v, cap);
     (*v)[(*n)++] = l;
 }
 
-/* No limit on the locks a thread holds at once (nested exclusive sections);
- * the list grows out of line. */
+/* No limit on the locks a thread holds at once (nested exclusive sections). */
 static inline void push_held(tk_thread *t, cx_lock_t *l) {
-    if (TXKIT_LIKELY(t->cx.nheld < t->cx.held_cap))
-        t->cx.held[t->cx.nheld++] = l;
-    else
-        list_push(&t->cx.held, &t->cx.nheld, &t->cx.held_cap, l);
+    list_push(&t->cx.held, &t->cx.nheld, &t->cx.held_cap, l);
 }
 
 static void push_txheld(tk_thread *t, cx_lock_t *l) {
@@ -517,19 +517,27 @@ TK_EXPORT int cx_trylock(cx_lock_t *l) {
     return 0;
 }
 
+/* The outermost section ended, in hardware (TXKIT_HTM) or holding its lock
+ * (TXKIT_SERIAL, released by now): its statistics and the lock's policy. */
+static void section_ended(tk_thread *t, struct tk_cx *c, int method) {
+    __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
+    count_end(t, c->cnt, method);
+    adapt(c->lock, method == TXKIT_SERIAL);
+}
+
 TK_EXPORT void cx_unlock(cx_lock_t *l) {
     tk_thread *t = tk_cur;
     struct tk_cx *c = t ? &t->cx : NULL;
     if (TXKIT_LIKELY(c && c->mode == CX_EXCL && c->depth == 1 && !c->txdepth && !t->doomed &&
                      c->nheld && c->held[c->nheld - 1] == l)) {
-        /* The outermost exclusive section of the last lock taken: release
-         * first, then the bookkeeping (as in enter, outside the section). */
+        /* The outermost exclusive section of the last lock taken: what the
+         * general path below does for it, with fewer tests before the release
+         * (cache of 1000 pages, 99.9% hits, 2 threads, without RTM:
+         * 1.10-1.14x against the general path alone). */
         excl_release(l);
         c->nheld--;
         c->depth = 0;
-        __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
-        count_end(t, c->cnt, TXKIT_SERIAL);
-        adapt(c->lock, 1);
+        section_ended(t, c, TXKIT_SERIAL);
         c->mode = CX_NONE;
         c->lock = NULL;
         return;
@@ -551,20 +559,15 @@ TK_EXPORT void cx_unlock(cx_lock_t *l) {
             if (__atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED))
                 tk_g.hw_commits++; /* transactional: atomic with the section */
             tk_section_end();
-            __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
-            count_end(t, c->cnt, TXKIT_HTM);
-            adapt(c->lock, 0);
+            section_ended(t, c, TXKIT_HTM);
             tk_section_backoff_ok(&c->backoff, c->tries);
         }
         break;
     case CX_EXCL:
         if (!pop_held(t, l))
             TK_FATAL("cx_unlock(%p): this thread does not hold that lock", (void *)l);
-        if (depth == 0) {
-            __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
-            count_end(t, c->cnt, TXKIT_SERIAL);
-            adapt(c->lock, 1);
-        }
+        if (depth == 0)
+            section_ended(t, c, TXKIT_SERIAL);
         break;
     default: /* CX_TXSUB: the attempt keeps its locks until it ends (subscribe) */
         break;
