@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # bench/run-apps.sh BUILD_DIR [OUTDIR] - the application corpus (tests/apps:
-# vacation, yada, bayes, genome, intruder, kmeans, labyrinth; gcc -fgnu-tm programs with
+# vacation, yada, bayes, genome, intruder, kmeans, labyrinth, ssca2; gcc -fgnu-tm programs with
 # an oracle each) on txkit's libitm drop-in against GCC's libitm, the same
 # binary on both (issue 14, "Applications").
 #
@@ -28,7 +28,7 @@ bench_settings 1 3
 OUT=${2:-$BUILD/bench-results/apps}
 APPDIR=$BUILD/tests/apps
 DROPIN=$BUILD/lib/txkit
-APPS=(vacation yada bayes genome intruder kmeans labyrinth)
+APPS=(vacation yada bayes genome intruder kmeans labyrinth ssca2)
 THREADS=(1 2)
 for a in "${APPS[@]}"; do
     [ -x "$APPDIR/app_$a" ] || bench_die "$APPDIR/app_$a not found (a build with tests and a system libitm: cmake --build $BUILD)"
