@@ -167,18 +167,6 @@ static int excl_try(cx_lock_t *l) {
 
 static void excl_release(cx_lock_t *l) { __atomic_store_n(&l->state.word, 0, __ATOMIC_RELEASE); }
 
-/* Release l if this thread holds it exclusively; 1 if it did. */
-static int pop_held(tk_thread *t, cx_lock_t *l) {
-    for (unsigned i = t->cx.nheld; i-- > 0;) {
-        if (t->cx.held[i] == l) {
-            t->cx.held[i] = t->cx.held[--t->cx.nheld];
-            excl_release(l);
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* Locks owned by the running transaction attempt (held for real, or
  * subscribed to): a growable list without duplicates. Owner thread only. */
 static bool list_has(struct cx_lock *const *v, unsigned n, const cx_lock_t *l) {
@@ -187,6 +175,22 @@ static bool list_has(struct cx_lock *const *v, unsigned n, const cx_lock_t *l) {
             return true;
     return false;
 }
+
+/* End one of this thread's exclusive sections of l, releasing l with the
+ * last of them (sections of a lock the thread holds re-enter it); 1 if the
+ * thread held l. */
+static int pop_held(tk_thread *t, cx_lock_t *l) {
+    for (unsigned i = t->cx.nheld; i-- > 0;) {
+        if (t->cx.held[i] == l) {
+            t->cx.held[i] = t->cx.held[--t->cx.nheld];
+            if (!list_has(t->cx.held, t->cx.nheld, l))
+                excl_release(l);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 
 /* list_push's growth: out of line, so that an append is a store. */
 static __attribute__((noinline)) void list_grow(struct cx_lock ***v, unsigned *cap) {
@@ -421,6 +425,8 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
                 tk_section_abort_busy();
         } else if (c->mode == CX_TXSUB) {
             subscribe(t, l, 0);
+        } else if (list_has(c->held, c->nheld, l)) {
+            push_held(t, l); /* held by this thread already: a re-entry */
         } else {
             excl_acquire(l);
             push_held(t, l);

@@ -464,7 +464,19 @@ static int api(void) {
     CHECK_EQ(cx_trylock(&many[1]), 0);
     cx_unlock(&many[1]);
     CHECK_EQ(cx_destroy(&many[1]), 0);
-    printf("api: ok\n");
+    /* A section of a lock this thread holds exclusively re-enters it (nested
+     * sections flatten), whatever it asks for: was a self-deadlock. */
+    cx_exclusive(&l);
+    cx_optimistic(&l);
+    cx_exclusive(&l);
+    CHECK_EQ(cx_mode(), 2);
+    cx_unlock(&l);
+    cx_unlock(&l);
+    CHECK_EQ(cx_destroy(&l), -EBUSY);
+    cx_unlock(&l);
+    CHECK_EQ(cx_mode(), 0);
+    CHECK_EQ(cx_destroy(&l), 0);
+    printf("api: ok (rtm %s)\n", txkit_htm_usable() ? "yes" : "no");
     return 0;
 }
 
