@@ -9,6 +9,9 @@
  *                  libtxkit-preload.so (LD_PRELOAD, `txkit run`). Both are
  *                  fixed at start-up, so each is its own process.
  *   cx             one cx_lock_t (cx_optimistic / cx_unlock), same code.
+ *   cx+shared      the same lock, with the hash set's lookups (and nothing
+ *                  else) entered by cx_shared: the same as cx with RTM;
+ *                  without, lookups hold the lock shared, side by side.
  * Workloads:
  *   hash           1024-bucket chained hash set (sorted chains), keys drawn
  *                  from [0, 2 x size), 90% lookups, 10% insert-or-delete
@@ -34,7 +37,7 @@
 #include <unistd.h>
 
 enum { W_HASH, W_COUNTER, W_UNCONTENDED, W_COUNT };
-enum { L_MUTEX, L_CX, L_COUNT };
+enum { L_MUTEX, L_CX, L_CXSHARED, L_COUNT };
 enum { OP_LOOKUP, OP_INSERT, OP_DELETE };
 
 static const char *const workload_names[W_COUNT] = {"hash", "counter", "uncontended"};
@@ -184,7 +187,10 @@ static void worker(struct bench_thread *t) {
                 delta += body(s, op, key);
                 pthread_mutex_unlock(&s->mutex);
             } else {
-                cx_optimistic(&s->cx);
+                if (s->lock == L_CXSHARED && op == OP_LOOKUP && !io)
+                    cx_shared(&s->cx);
+                else
+                    cx_optimistic(&s->cx);
                 if (io) {
                     cx_need_exclusive();
                     bad += (uint64_t)do_io(s);
@@ -340,7 +346,9 @@ static void detect_mutex(void) {
     snprintf(g_mutex_where, sizeof g_mutex_where, "%s", real);
 }
 
-static const char *lock_label(int lock) { return lock == L_CX ? "cx" : g_mutex_label; }
+static const char *lock_label(int lock) {
+    return lock == L_CX ? "cx" : lock == L_CXSHARED ? "cx+shared" : g_mutex_label;
+}
 
 /* --------------------------------------------------------------- report */
 
@@ -429,7 +437,7 @@ static int report(const struct cx_opts *o, const struct row_desc *descs,
             snprintf(ratio, sizeof ratio, "%.2fx", mops / base);
             snprintf(ratio_csv, sizeof ratio_csv, "%.3f", mops / base);
         }
-        if (d->lock == L_CX && sampled > 0)
+        if (d->lock != L_MUTEX && sampled > 0)
             snprintf(optpct, sizeof optpct, "%.1f", 100.0 * (double)opt / (double)sampled);
         int over = bench_oversubscribed(d->threads);
         printf("%-11s %4d %-22s %7d %10s %6s %10s %13s %8s  %s%s%s%s\n",
@@ -441,7 +449,7 @@ static int report(const struct cx_opts *o, const struct row_desc *descs,
                     ri->usable ? "usable" : "none", workload_names[d->workload],
                     lock_label(d->lock), d->threads, d->io_pct, r->nsamples && mops > 0 ? mo : "",
                     r->nsamples && mops > 0 ? ns : "", base > 0 && mops > 0 ? ratio_csv : "",
-                    d->lock == L_CX && sampled ? optpct : "", r->nsamples, status, mn, mx, over);
+                    d->lock != L_MUTEX && sampled ? optpct : "", r->nsamples, status, mn, mx, over);
     }
     printf("(ns/op: wall time per operation per thread, i.e. threads / throughput; for "
            "'uncontended' the cost of one lock + unlock with an empty section, loop included.\n"
@@ -456,17 +464,18 @@ static int report(const struct cx_opts *o, const struct row_desc *descs,
 /* ----------------------------------------------------------------- main */
 
 static void usage(FILE *f) {
-    fputs("usage: txkit-bench-cx [options]\n"
-          "  -w, --workload W[,W...] hash, counter, uncontended, or all (default all)\n"
-          "  -l, --lock L[,L...]     mutex, cx, or all (default all). mutex is labelled\n"
-          "                          mutex+elision under GLIBC_TUNABLES=glibc.elision.enable=1\n"
-          "                          and mutex+preload under LD_PRELOAD=libtxkit-preload.so\n"
-          "      --io P[,P...]       %% of operations doing a write(2) to /dev/null inside the\n"
-          "                          section (default 0,1,10,50)\n"
-          "      --size N            initial keys of the hash set (default 4096; range 2N)\n"
-          "      --buckets N         hash buckets (default 1024)\n"
-          "      --update P          %% insert-or-delete in the hash set (default 10)\n",
-          f);
+    fputs(
+        "usage: txkit-bench-cx [options]\n"
+        "  -w, --workload W[,W...] hash, counter, uncontended, or all (default all)\n"
+        "  -l, --lock L[,L...]     mutex, cx, cx+shared, or all (default all). mutex is labelled\n"
+        "                          mutex+elision under GLIBC_TUNABLES=glibc.elision.enable=1\n"
+        "                          and mutex+preload under LD_PRELOAD=libtxkit-preload.so\n"
+        "      --io P[,P...]       %% of operations doing a write(2) to /dev/null inside the\n"
+        "                          section (default 0,1,10,50)\n"
+        "      --size N            initial keys of the hash set (default 4096; range 2N)\n"
+        "      --buckets N         hash buckets (default 1024)\n"
+        "      --update P          %% insert-or-delete in the hash set (default 10)\n",
+        f);
     fputs("  -t, --threads N[,N...]  thread counts (default 1,2,4,8)\n"
           "  -s, --seconds S         duration of one measurement (default 0.5)\n"
           "  -r, --runs R            runs per measurement, median and spread (default 3)\n"
@@ -476,7 +485,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    static const char *const lock_names[L_COUNT] = {"mutex", "cx"};
+    static const char *const lock_names[L_COUNT] = {"mutex", "cx", "cx+shared"};
     struct cx_opts o;
     memset(&o, 0, sizeof o);
     bench_opts_init(&o.b);

@@ -11,8 +11,9 @@
  *         a store's or removal's plan (heap, counts) in plain code under a
  *         lock hits never take, only its chain edits as a transaction
  *         (core_insert_plan says why);
- *   cx:   plain code between cx_optimistic and cx_unlock (a hardware
- *         transaction where RTM works, the cx lock otherwise).
+ *   cx:   plain code between cx_optimistic (cx_shared for what only
+ *         reads: hits) and cx_unlock (a hardware transaction where RTM
+ *         works; otherwise the cx lock, held shared by hits).
  *
  * The hit path is the hot spot (every hit of mod_mem_cache's design updated
  * the heap under the process's one lock). Here a hit's section only reads:
@@ -430,7 +431,10 @@ static void legacy_unlock(txc_cache *c, int shared) {
             TXC_TX_CASE(BODY)             \
         case TXC_SYNC_CX:                 \
             txc_rd_enter();               \
-            cx_optimistic(&(c)->cx);      \
+            if (SHARED)                   \
+                cx_shared(&(c)->cx);      \
+            else                          \
+                cx_optimistic(&(c)->cx);  \
             BODY;                         \
             cx_unlock(&(c)->cx);          \
             txc_rd_exit();                \
@@ -488,7 +492,7 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
          * cache: look again. */
         for (int tries = 0;; tries++) {
             txc_rd_enter();
-            TXC_SECTION(c, e = core_lookup(c, h, key, klen, policy, NULL));
+            TXC_SECTION_RD(c, e = core_lookup(c, h, key, klen, policy, NULL));
             int ok = !e || txc_ref_found(e, s);
             txc_rd_exit();
             if (ok)

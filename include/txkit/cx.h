@@ -111,13 +111,27 @@ TXKIT_API void cx_optimistic(cx_lock_t *l);
 TXKIT_API void cx_exclusive(cx_lock_t *l);
 
 /**
+ * cx_shared() - enter a critical section that only reads what the lock
+ * protects. With RTM it is cx_optimistic(). Without, the lock is held shared:
+ * shared sections run side by side, each writing only a line of its own
+ * thread, and exclusive ones wait for them (and they for exclusive ones).
+ * Inside it, a cx_shared() section of the same lock nests; cx_optimistic(),
+ * cx_exclusive() or cx_trylock() of the same lock cannot (the first two end
+ * the program with a message, cx_trylock() returns -EBUSY); sections of other
+ * locks take them exclusively. A lock that a software transaction has
+ * depended on (cx_optimistic() inside TX_ATOMIC) is not held shared any more:
+ * its cx_shared() sections are exclusive from then on. Ends with cx_unlock().
+ */
+TXKIT_API void cx_shared(cx_lock_t *l);
+
+/**
  * cx_trylock() - take the lock exclusively if it is free now (inside a
  * TX_ATOMIC block: make the transaction depend on it, as cx_optimistic).
  * Return: 0 when taken (end with cx_unlock()), -EBUSY otherwise.
  */
 TXKIT_API int cx_trylock(cx_lock_t *l);
 
-/** cx_unlock() - end a section begun by cx_optimistic, cx_exclusive or cx_trylock. */
+/** cx_unlock() - end a section begun by cx_optimistic, cx_exclusive, cx_shared or cx_trylock. */
 TXKIT_API void cx_unlock(cx_lock_t *l);
 
 /**
@@ -134,12 +148,14 @@ enum cx_mode {
     CX_MODE_OPTIMISTIC = 1, /* optimistic (hardware) */
     CX_MODE_EXCLUSIVE = 2,  /* holds its lock */
     CX_MODE_SUBSCRIBED = 3, /* subscribed by a transaction */
+    CX_MODE_SHARED = 4,     /* holds its lock shared (cx_shared without RTM) */
 };
 
 /**
  * cx_mode() - how the calling thread's current section runs.
  * Return: an enum cx_mode: CX_MODE_NONE (0) outside any section,
- * CX_MODE_OPTIMISTIC (1), CX_MODE_EXCLUSIVE (2) or CX_MODE_SUBSCRIBED (3).
+ * CX_MODE_OPTIMISTIC (1), CX_MODE_EXCLUSIVE (2), CX_MODE_SUBSCRIBED (3) or
+ * CX_MODE_SHARED (4).
  */
 TXKIT_API int cx_mode(void);
 

@@ -35,6 +35,8 @@
 const cx_policy_t cx_policy_default = CX_POLICY_DEFAULT_INIT;
 
 #define CX_F_SUBSCRIBED 1u /* a software transaction depends on this lock */
+#define CX_F_SHARED 2u     /* a shared section held it (without RTM): writers look for readers */
+#define CX_F_NOSHARED 4u   /* subscribed, and no shared holder left: none will come again */
 
 
 #define SPINS_BEFORE_YIELD 1000u
@@ -45,17 +47,98 @@ enum {
     CX_SPEC = CX_MODE_OPTIMISTIC,
     CX_EXCL = CX_MODE_EXCLUSIVE,
     CX_TXSUB = CX_MODE_SUBSCRIBED,
+    CX_SHRD = CX_MODE_SHARED,
 };
 
 static inline bool is_free(const cx_lock_t *l) { return l->state.word == 0; }
+
+/* ------------------------------------------------ shared mode (without RTM)
+ *
+ * Without hardware sections, cx_shared() holds the lock shared: the thread
+ * names the lock in its reader record (a line of its own), then, after a full
+ * fence, finds the word free. A writer (every way of taking the word) takes
+ * the word first, then waits until no other record names the lock: a Dekker
+ * pair, so one of the two sees the other. Readers never write a line another
+ * thread writes. Records are never freed (writers walk them), only given back
+ * at thread exit and claimed again, like the cache's epoch records. With RTM
+ * there are no shared holders at all: cx_shared() is cx_optimistic() there, so
+ * hardware sections, which may write, never run beside a plain reader.
+ * A lock some software transaction subscribed to (CX_F_SUBSCRIBED) is not
+ * held shared any more: such a transaction writes without taking the word. */
+struct cx_reader {
+    cx_lock_t *reading;     /* held shared, or NULL: owner writes, writers read */
+    int in_use;             /* claimed by a live thread (CAS) */
+    struct cx_reader *next; /* immutable once pushed */
+} __attribute__((aligned(64)));
+
+static struct cx_reader *readers; /* push-only list (atomic head) */
+
+/* t's record (t->cx.rd), claimed at its first shared section; NULL without
+ * memory (the section is then exclusive). Owner thread. */
+static struct cx_reader *reader_get(tk_thread *t) {
+    struct cx_reader *r = t->cx.rd;
+    if (TXKIT_LIKELY(r != NULL))
+        return r;
+    for (r = __atomic_load_n(&readers, __ATOMIC_ACQUIRE); r; r = r->next) {
+        int zero = 0;
+        if (!__atomic_load_n(&r->in_use, __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&r->in_use, &zero, 1, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            break;
+    }
+    if (!r) {
+        if (posix_memalign((void **)&r, 64, sizeof *r) != 0)
+            return NULL;
+        memset(r, 0, sizeof *r);
+        r->in_use = 1;
+        r->next = __atomic_load_n(&readers, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&readers, &r->next, r, true, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED))
+            ;
+    }
+    t->cx.rd = r;
+    return r;
+}
+
+/* Whether a record other than self names l. Any thread. */
+static bool readers_in(const cx_lock_t *l, const struct cx_reader *self) {
+    for (struct cx_reader *r = __atomic_load_n(&readers, __ATOMIC_ACQUIRE); r; r = r->next)
+        if (r != self && __atomic_load_n(&r->reading, __ATOMIC_SEQ_CST) == l)
+            return true;
+    return false;
+}
+
+/* A writer that has taken l's word: wait for the shared holders to leave
+ * (none come while the word is taken). self: the caller's own record, which
+ * does not count (an exclusive section of another lock inside its shared one). */
+static void readers_drain(const cx_lock_t *l, const struct cx_reader *self) {
+    for (struct cx_reader *r = __atomic_load_n(&readers, __ATOMIC_ACQUIRE); r; r = r->next)
+        for (unsigned spins = 0; r != self && __atomic_load_n(&r->reading, __ATOMIC_SEQ_CST) == l;)
+            if (++spins < SPINS_BEFORE_YIELD)
+                tk_cpu_relax();
+            else
+                sched_yield();
+}
+
+static inline bool shared_used(const cx_lock_t *l) {
+    return (__atomic_load_n(&l->flags, __ATOMIC_SEQ_CST) & CX_F_SHARED) != 0;
+}
 
 /* --------------------------------------------------------------- statistics */
 
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void cx_atfork(tk_thread *me, int phase) {
-    (void)me;
     tk_atfork_mutex(&site_lock, phase);
+    if (phase != TK_FORK_CHILD)
+        return;
+    /* the other threads are gone: so are their shared sections and records */
+    const struct cx_reader *mine = me ? me->cx.rd : NULL;
+    for (struct cx_reader *r = __atomic_load_n(&readers, __ATOMIC_ACQUIRE); r; r = r->next)
+        if (r != mine) {
+            r->reading = NULL;
+            r->in_use = 0;
+        }
 }
 
 /* The lock's statistics entry: registered at its first entry, named by the
@@ -155,12 +238,20 @@ static void excl_acquire(cx_lock_t *l) {
             tk_cpu_relax();
         else
             sched_yield();
+    if (TXKIT_UNLIKELY(shared_used(l)))
+        readers_drain(l, tk_cur ? tk_cur->cx.rd : NULL);
     taken(l);
 }
+
+static void excl_release(cx_lock_t *l);
 
 static int excl_try(cx_lock_t *l) {
     if (!is_free(l) || !take(l))
         return -EBUSY;
+    if (TXKIT_UNLIKELY(shared_used(l)) && readers_in(l, tk_cur ? tk_cur->cx.rd : NULL)) {
+        excl_release(l);
+        return -EBUSY;
+    }
     taken(l);
     return 0;
 }
@@ -320,7 +411,7 @@ int cx_init(cx_lock_t *l, const cx_policy_t *policy) {
 int cx_destroy(cx_lock_t *l) {
     if (!l)
         return -EINVAL;
-    return is_free(l) ? 0 : -EBUSY;
+    return is_free(l) && !(shared_used(l) && readers_in(l, NULL)) ? 0 : -EBUSY;
 }
 
 /* Inside a txkit transaction: make the transaction depend on the lock.
@@ -364,8 +455,15 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
         return 0;
     }
     if (m->caps & TK_CAP_SOFTWARE) {
-        if (!(__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SUBSCRIBED))
-            __atomic_fetch_or(&l->flags, CX_F_SUBSCRIBED, __ATOMIC_SEQ_CST);
+        uint32_t f = __atomic_load_n(&l->flags, __ATOMIC_SEQ_CST);
+        if (!(f & CX_F_SUBSCRIBED))
+            f = __atomic_fetch_or(&l->flags, CX_F_SUBSCRIBED, __ATOMIC_SEQ_CST) | CX_F_SUBSCRIBED;
+        if (TXKIT_UNLIKELY((f & (CX_F_SHARED | CX_F_NOSHARED)) == CX_F_SHARED)) {
+            /* the first subscriptions: shared holders that entered before
+             * the flag leave first (later ones see it and go exclusive) */
+            readers_drain(l, t->cx.rd);
+            __atomic_fetch_or(&l->flags, CX_F_NOSHARED, __ATOMIC_SEQ_CST);
+        }
         if (TX_LOAD(&l->state.word) != 0) {
             if (trying)
                 return -EBUSY;
@@ -406,10 +504,39 @@ static int cx_hold_subscribed(tk_thread *t) {
     return 0;
 }
 
-static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
+/* How a section asks to run (enter). */
+enum { WANT_OPTIMISTIC, WANT_EXCLUSIVE, WANT_SHARED };
+
+/* Hold l shared (no RTM; outermost section, outside transactions): false
+ * when it cannot be (no record, or a software transaction subscribed to l),
+ * and the section goes exclusive. */
+static bool shared_begin(tk_thread *t, cx_lock_t *l) {
+    struct cx_reader *r = reader_get(t);
+    if (!r)
+        return false;
+    if (TXKIT_UNLIKELY(!(__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & CX_F_SHARED)))
+        __atomic_fetch_or(&l->flags, CX_F_SHARED, __ATOMIC_SEQ_CST);
+    for (;;) {
+        (void)__atomic_exchange_n(&r->reading, l, __ATOMIC_SEQ_CST); /* xchg: a full fence */
+        bool subscribed = __atomic_load_n(&l->flags, __ATOMIC_SEQ_CST) & CX_F_SUBSCRIBED;
+        if (TXKIT_LIKELY(!subscribed && __atomic_load_n(&l->state.word, __ATOMIC_SEQ_CST) == 0))
+            return true;
+        __atomic_store_n(&r->reading, NULL, __ATOMIC_RELEASE);
+        if (subscribed)
+            return false;
+        wait_free(l); /* a writer: it goes first */
+    }
+}
+
+static inline void shared_end(tk_thread *t) {
+    __atomic_store_n(&t->cx.rd->reading, NULL, __ATOMIC_RELEASE);
+}
+
+static void enter(cx_lock_t *l, int want, void *caller) {
     tk_thread *t = tk_self();
     struct tk_cx *c = &t->cx;
-    if (c->mode == CX_EXCL && _txkit_tls.depth > 0) {
+    int want_exclusive = want == WANT_EXCLUSIVE;
+    if ((c->mode == CX_EXCL || c->mode == CX_SHRD) && _txkit_tls.depth > 0) {
         /* A transaction inside an exclusive section: its sections are its
          * own (released with the attempt), the outer section's stay. */
         c->txdepth++;
@@ -425,6 +552,12 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
                 tk_section_abort_busy();
         } else if (c->mode == CX_TXSUB) {
             subscribe(t, l, 0);
+        } else if (c->mode == CX_SHRD && l == c->lock) {
+            if (want != WANT_SHARED)
+                TK_FATAL("cx_%s(%p) inside a cx_shared section of the same lock: a shared "
+                         "section cannot become exclusive",
+                         want_exclusive ? "exclusive" : "optimistic", (void *)l);
+            c->shnest++;
         } else if (list_has(c->held, c->nheld, l)) {
             push_held(t, l); /* held by this thread already: a re-entry */
         } else {
@@ -451,6 +584,14 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
             t->inside_sample_ctr = 0;
             tk_sample_inside(t, site, cnt);
         }
+    }
+    if (want == WANT_SHARED && !tk_g.hybrid && shared_begin(t, l)) {
+        c->depth = 1;
+        c->shnest = 0;
+        c->mode = CX_SHRD;
+        c->lock = l;
+        c->cnt = cnt;
+        return; /* held shared */
     }
     if (!want_exclusive && tk_section_try(&l->skip)) {
         unsigned busy = 0;
@@ -491,25 +632,32 @@ static void enter(cx_lock_t *l, int want_exclusive, void *caller) {
     excl_acquire(l);
 }
 
-TK_EXPORT void cx_optimistic(cx_lock_t *l) { enter(l, 0, __builtin_return_address(0)); }
+TK_EXPORT void cx_optimistic(cx_lock_t *l) {
+    enter(l, WANT_OPTIMISTIC, __builtin_return_address(0));
+}
 
-TK_EXPORT void cx_exclusive(cx_lock_t *l) { enter(l, 1, __builtin_return_address(0)); }
+TK_EXPORT void cx_exclusive(cx_lock_t *l) { enter(l, WANT_EXCLUSIVE, __builtin_return_address(0)); }
+
+TK_EXPORT void cx_shared(cx_lock_t *l) { enter(l, WANT_SHARED, __builtin_return_address(0)); }
 
 TK_EXPORT int cx_trylock(cx_lock_t *l) {
     tk_thread *t = tk_self();
     struct tk_cx *c = &t->cx;
     if (c->mode == CX_SPEC) /* a speculative section cannot hold a lock for real */
         tk_section_abort_exclusive();
-    if (c->mode == CX_TXSUB || (_txkit_tls.depth > 0 && (c->depth == 0 || c->mode == CX_EXCL))) {
+    if (c->mode == CX_TXSUB ||
+        (_txkit_tls.depth > 0 && (c->depth == 0 || c->mode == CX_EXCL || c->mode == CX_SHRD))) {
         /* inside a transaction: the attempt owns the lock (subscribe) */
         if (subscribe(t, l, 1) != 0)
             return -EBUSY;
-        if (c->mode == CX_EXCL)
+        if (c->mode == CX_EXCL || c->mode == CX_SHRD)
             c->txdepth++;
         else if (c->depth++ == 0)
             c->mode = CX_TXSUB;
         return 0;
     }
+    if (c->mode == CX_SHRD && l == c->lock)
+        return -EBUSY; /* held shared by this very section: it cannot become exclusive */
     if (excl_try(l) != 0)
         return -EBUSY;
     if (c->depth++ == 0) {
@@ -548,7 +696,17 @@ TK_EXPORT void cx_unlock(cx_lock_t *l) {
         c->lock = NULL;
         return;
     }
-    if (t && t->doomed && (!c || c->depth == 0 || c->mode == CX_EXCL))
+    if (TXKIT_LIKELY(c && c->mode == CX_SHRD && c->depth == 1 && !c->txdepth && !t->doomed &&
+                     c->lock == l)) {
+        /* the outermost shared section */
+        shared_end(t);
+        c->depth = 0;
+        section_ended(t, c, TXKIT_STM);
+        c->mode = CX_NONE;
+        c->lock = NULL;
+        return;
+    }
+    if (t && t->doomed && (!c || c->depth == 0 || c->mode == CX_EXCL || c->mode == CX_SHRD))
         return; /* C++ unwinding out of an aborted transaction: already reset */
     if (c && c->txdepth && _txkit_tls.depth > 0) {
         c->txdepth--; /* the attempt keeps its locks until it ends (subscribe) */
@@ -574,6 +732,23 @@ TK_EXPORT void cx_unlock(cx_lock_t *l) {
             TK_FATAL("cx_unlock(%p): this thread does not hold that lock", (void *)l);
         if (depth == 0)
             section_ended(t, c, TXKIT_SERIAL);
+        break;
+    case CX_SHRD:
+        if (l == c->lock && depth > 0 && c->shnest > 0) {
+            c->shnest--; /* a shared section of the same lock inside */
+        } else if (l == c->lock) {
+            if (depth > 0)
+                TK_FATAL("cx_unlock(%p): a shared section's lock unlocked before the %u "
+                         "sections inside it",
+                         (void *)l, depth);
+            shared_end(t);
+            section_ended(t, c, TXKIT_STM);
+        } else if (!pop_held(t, l)) {
+            TK_FATAL("cx_unlock(%p): this thread does not hold that lock", (void *)l);
+        } else if (depth == 0) {
+            TK_FATAL("cx_unlock(%p): the last section of a shared one is not its lock's",
+                     (void *)l);
+        }
         break;
     default: /* CX_TXSUB: the attempt keeps its locks until it ends (subscribe) */
         break;
@@ -627,6 +802,11 @@ static void cx_after_commit(tk_thread *t, int arg) {
 
 static void cx_thread_exit(tk_thread *t, int arg) {
     (void)arg;
+    if (t->cx.rd) { /* given back for another thread to claim */
+        __atomic_store_n(&t->cx.rd->reading, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&t->cx.rd->in_use, 0, __ATOMIC_RELEASE);
+        t->cx.rd = NULL;
+    }
     free(t->cx.txheld);
     free(t->cx.subs);
     free(t->cx.held);

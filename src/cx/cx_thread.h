@@ -25,6 +25,11 @@ struct tk_cx {
     struct cx_lock **txheld; /* held for real (serial, irrevocable) */
     unsigned nsubs, subs_cap;
     struct cx_lock **subs; /* a software transaction depends on */
+    /* Shared sections (without RTM): this thread's reader record, claimed at
+     * its first one and given back at exit; cx_shared sections of the
+     * outermost one's lock inside it. */
+    struct cx_reader *rd;
+    unsigned shnest;
 };
 
 #endif /* TK_CX_THREAD_H */

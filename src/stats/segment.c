@@ -518,20 +518,24 @@ void tk_seg_print_locks(FILE *f) {
             for (unsigned i = 0; i < nthreads; i++)
                 if (i == 0 || th[i].state == TKS_LIVE)
                     add_counters(&c, &tk_seg_row(i)[s]);
-            unsigned long long opt = c.commits[TXKIT_HTM], excl = c.commits[TXKIT_SERIAL], ab = 0;
+            unsigned long long opt = c.commits[TXKIT_HTM], shr = c.commits[TXKIT_STM],
+                               excl = c.commits[TXKIT_SERIAL], ab = 0;
             for (int m = 0; m < TKS_NMETHODS; m++)
                 ab += c.aborts[m];
-            if (!c.transactions && !opt && !excl && !ab)
+            if (!c.transactions && !opt && !shr && !excl && !ab)
                 continue;
             if (!shown++)
                 fprintf(f, "  locks (sections are not transactions):\n");
             const char *obj = strrchr(sites[s].file, '/');
+            char shared[48] = ""; /* cx_shared sections without RTM, when there were any */
+            if (shr)
+                snprintf(shared, sizeof shared, "shared %llu, ", shr);
             fprintf(f,
                     "    lock %#llx first taken in %s (%s): %llu sections (optimistic %llu, "
-                    "exclusive %llu), "
+                    "%sexclusive %llu), "
                     "%llu aborts, went exclusive after aborts %llu\n",
                     (unsigned long long)sites[s].key, sites[s].func, obj ? obj + 1 : sites[s].file,
-                    opt + excl, opt, excl, ab, (unsigned long long)c.to_serial);
+                    opt + shr + excl, opt, shared, excl, ab, (unsigned long long)c.to_serial);
         }
     }
     pthread_mutex_unlock(&seg_lock);

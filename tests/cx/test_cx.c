@@ -20,6 +20,12 @@
  *       the transaction ends (restarted, irrevocable, irrevocable after the
  *       section), deterministically; and sections that reenter one lock or
  *       use many locks in one transaction.
+ *   test_cx shared THREADS TX SECONDS  cx_shared readers check a pair that
+ *       exclusive, optimistic and trylock writers (TX 1: and subscribing
+ *       transactions) update; nested shared sections, a second lock inside.
+ *   test_cx shared-fork        fork while another thread holds a lock shared.
+ *   test_cx shared-subscribe   a transaction subscribes to a lock another
+ *       thread holds shared (without RTM): the reader's view stays whole.
  *   test_cx irrwindow SECONDS  a transaction that read under a lock becomes
  *       irrevocable while another thread enters the lock exclusively: its
  *       earlier reads must hold (no TK_ASSERT, no torn pair, no lost update).
@@ -35,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <txkit.h>
 #include <unistd.h>
@@ -476,7 +483,265 @@ static int api(void) {
     cx_unlock(&l);
     CHECK_EQ(cx_mode(), 0);
     CHECK_EQ(cx_destroy(&l), 0);
+    /* cx_shared: without RTM the lock is held shared (CX_MODE_SHARED); a
+     * shared section of it nests, trylock of it fails, here and in another
+     * thread; with RTM it runs as cx_optimistic. */
+    cx_shared(&l);
+    if (!txkit_htm_usable()) {
+        CHECK_EQ(cx_mode(), 4);
+        cx_shared(&l);
+        CHECK_EQ(cx_mode(), 4);
+        CHECK_EQ(cx_trylock(&l), -EBUSY);
+        cx_unlock(&l);
+        CHECK_EQ(cx_destroy(&l), -EBUSY);
+        CHECK(pthread_create(&th, NULL, (void *(*)(void *))(void *)cx_trylock, &l) == 0);
+        pthread_join(th, &ret);
+        CHECK_EQ((int)(intptr_t)ret, -EBUSY);
+        cx_exclusive(&many[2]); /* another lock inside: exclusive */
+        CHECK_EQ(cx_mode(), 4);
+        cx_unlock(&many[2]);
+        CHECK_EQ(cx_destroy(&many[2]), 0);
+    } else {
+        CHECK(cx_mode() == 1 || cx_mode() == 2);
+    }
+    cx_unlock(&l);
+    CHECK_EQ(cx_mode(), 0);
+    CHECK_EQ(cx_destroy(&l), 0);
+    CHECK_EQ(cx_trylock(&l), 0); /* and free for anyone */
+    cx_unlock(&l);
     printf("api: ok (rtm %s)\n", txkit_htm_usable() ? "yes" : "no");
+    return 0;
+}
+
+/* ------------------------------------------------------------ shared */
+
+/* Readers in cx_shared sections check a pair that writers (cx_exclusive,
+ * cx_optimistic, cx_trylock; with TX 1 also TX_ATOMIC blocks that subscribe,
+ * which turns the lock's shared mode off for good) update with a window
+ * between its halves; some readers nest a cx_shared of the same lock, some
+ * take a second lock inside (its own pair, exclusive). Without RTM the
+ * readers run side by side (cx_mode() 4 while the lock is not subscribed).
+ * Oracle: no reader or writer ever sees a torn pair; the pairs count every
+ * writer section; readers ran side by side at least once without RTM. */
+static cx_lock_t lsh = CX_LOCK_INITIALIZER, lsh2 = CX_LOCK_INITIALIZER;
+static volatile long sa, sb, s2a, s2b; /* under lsh (sa, sb), lsh2 (s2a, s2b) */
+static atomic_long s_writes, s_writes2, s_reads, s_bad, s_inside, s_overlap;
+static int s_with_tx;
+
+static void shared_read(unsigned *seed) {
+    long n = atomic_fetch_add(&s_inside, 1);
+    if (n > 0)
+        atomic_fetch_add(&s_overlap, 1);
+    long x = sa;
+    for (volatile int k = 0; k < 20; k++) /* widen the window */
+        ;
+    if (sb != x)
+        atomic_fetch_add(&s_bad, 1);
+    unsigned k = rnd(seed) % 8;
+    if (k == 0) { /* the same lock, nested */
+        cx_shared(&lsh);
+        if (sb != sa)
+            atomic_fetch_add(&s_bad, 1);
+        cx_unlock(&lsh);
+    } else if (k == 1) { /* another lock inside: exclusive */
+        cx_shared(&lsh2);
+        CHECK(cx_trylock(&lsh) == -EBUSY); /* held shared by this section */
+        long y = s2a;
+        if (s2b != y)
+            atomic_fetch_add(&s_bad, 1);
+        s2a = y + 1;
+        s2b = y + 1;
+        atomic_fetch_add(&s_writes2, 1);
+        cx_unlock(&lsh2);
+    } else if (k == 2) {
+        cx_need_exclusive(); /* a shared holder may do I/O as it is */
+    }
+    atomic_fetch_sub(&s_inside, 1);
+    atomic_fetch_add(&s_reads, 1);
+}
+
+static void shared_write(void) {
+    long x = sa;
+    if (sb != x)
+        atomic_fetch_add(&s_bad, 1);
+    sa = x + 1;
+    for (volatile int k = 0; k < 20; k++)
+        ;
+    sb = x + 1;
+    atomic_fetch_add(&s_writes, 1);
+}
+
+/* A writer that subscribes: from its first one on, the lock is not held
+ * shared any more. */
+static void shared_transaction(void) {
+    TX_ATOMIC {
+        cx_optimistic(&lsh);
+        long x = TX_LOAD(&sa), y = TX_LOAD(&sb);
+        if (x != y)
+            atomic_fetch_add(&s_bad, 1);
+        TX_STORE(&sa, x + 1);
+        TX_STORE(&sb, x + 1);
+        cx_unlock(&lsh);
+    }
+    atomic_fetch_add(&s_writes, 1);
+}
+
+static void *shared_thread(void *arg) {
+    unsigned seed = (unsigned)(torture_seed + (uintptr_t)arg * 104729u);
+    while (!atomic_load(&stop)) {
+        unsigned kind = rnd(&seed) % 16;
+        if (kind < 10) {
+            cx_shared(&lsh);
+            int m = cx_mode();
+            CHECK(m == 1 || m == 2 || m == 4);
+            if (m == 4)
+                CHECK(!txkit_htm_usable());
+            shared_read(&seed);
+            cx_unlock(&lsh);
+        } else if (kind < 12) {
+            cx_exclusive(&lsh);
+            shared_write();
+            cx_unlock(&lsh);
+        } else if (kind < 14) {
+            cx_optimistic(&lsh);
+            shared_write();
+            cx_unlock(&lsh);
+        } else if (kind == 14) {
+            if (cx_trylock(&lsh) != 0)
+                continue;
+            shared_write();
+            cx_unlock(&lsh);
+        } else if (s_with_tx && rnd(&seed) % 64 == 0) {
+            shared_transaction();
+        }
+        CHECK(cx_mode() == 0);
+    }
+    return NULL;
+}
+
+static int shared(int nthreads, int with_tx, double seconds) {
+    s_with_tx = with_tx;
+    pthread_t th[64];
+    CHECK(nthreads > 0 && nthreads <= 64);
+    for (int i = 0; i < nthreads; i++)
+        CHECK(pthread_create(&th[i], NULL, shared_thread, (void *)(uintptr_t)(i + 1)) == 0);
+    double end = tk_now() + seconds;
+    while (tk_now() < end)
+        usleep(10000);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+    printf("shared: %d threads%s, rtm %s: %ld reads (%ld began beside another), %ld + %ld "
+           "writes, sa=%ld sb=%ld, %ld torn\n",
+           nthreads, with_tx ? " and transactions" : "", txkit_htm_usable() ? "yes" : "no",
+           (long)s_reads, (long)s_overlap, (long)s_writes, (long)s_writes2, sa, sb, (long)s_bad);
+    CHECK_EQ(s_bad, 0);
+    CHECK_EQ(sa, sb);
+    CHECK_EQ(sa, s_writes);
+    CHECK_EQ(s2a, s_writes2);
+    CHECK(s_reads > 0);
+    if (!txkit_htm_usable() && !with_tx && nthreads > 1)
+        CHECK(s_overlap > 0); /* shared holders ran side by side */
+    CHECK_EQ(cx_destroy(&lsh), 0);
+    CHECK_EQ(cx_destroy(&lsh2), 0);
+    return 0;
+}
+
+/* A transaction subscribes to a lock that another thread holds shared, in
+ * the middle of its section: the reader's pair must stay whole (the first
+ * subscription waits for the shared holders; a serial attempt cannot take
+ * the lock until they leave). */
+static cx_lock_t lsub = CX_LOCK_INITIALIZER;
+static volatile long ua, ub; /* under lsub */
+static atomic_int su_phase;
+static atomic_long su_torn;
+
+static void *shared_subscribe_reader(void *arg) {
+    (void)arg;
+    cx_shared(&lsub);
+    CHECK_EQ(cx_mode(), 4);
+    long x = ua;
+    atomic_store(&su_phase, 1);
+    usleep(100000); /* the transaction runs now, or waits */
+    if (ub != x)
+        atomic_fetch_add(&su_torn, 1);
+    cx_unlock(&lsub);
+    return NULL;
+}
+
+static int shared_subscribe(void) {
+    if (txkit_htm_usable()) {
+        printf("shared subscribe: SKIP: needs TXKIT_RTM=off (no shared holders with RTM)\n");
+        return 77;
+    }
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, shared_subscribe_reader, NULL) == 0);
+    while (atomic_load(&su_phase) != 1)
+        usleep(1000);
+    double t0 = tk_now();
+    TX_ATOMIC {
+        cx_optimistic(&lsub);
+        TX_STORE(&ua, TX_LOAD(&ua) + 1);
+        TX_STORE(&ub, TX_LOAD(&ub) + 1);
+        cx_unlock(&lsub);
+    }
+    double waited = tk_now() - t0;
+    pthread_join(th, NULL);
+    printf("shared subscribe: the transaction took %.3f s, the reader saw %ld torn pairs\n", waited,
+           (long)su_torn);
+    CHECK_EQ(su_torn, 0);
+    CHECK_EQ(ua, 1);
+    CHECK_EQ(ub, 1);
+    /* A software transaction subscribed: from now on the lock's shared
+     * sections are exclusive. (A serial one took the lock for real instead,
+     * and auto may have run it so.) */
+    const char *m = getenv("TXKIT_METHOD");
+    cx_shared(&lsub);
+    if (m && strcmp(m, "stm") == 0)
+        CHECK_EQ(cx_mode(), 2);
+    else
+        CHECK(cx_mode() == 2 || cx_mode() == 4);
+    cx_unlock(&lsub);
+    return 0;
+}
+
+/* A fork while another thread holds a lock shared: the child has no such
+ * thread, so it takes the lock exclusively at once. */
+static atomic_int sf_phase;
+static void *shared_fork_holder(void *arg) {
+    (void)arg;
+    cx_shared(&lsh);
+    atomic_store(&sf_phase, 1);
+    while (atomic_load(&sf_phase) != 2)
+        usleep(1000);
+    cx_unlock(&lsh);
+    return NULL;
+}
+
+static int shared_fork(void) {
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, shared_fork_holder, NULL) == 0);
+    while (atomic_load(&sf_phase) != 1)
+        usleep(1000);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        alarm(20); /* a child that waits for the parent's reader dies */
+        cx_exclusive(&lsh);
+        sa++;
+        cx_unlock(&lsh);
+        _exit(0);
+    }
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    atomic_store(&sf_phase, 2);
+    pthread_join(th, NULL);
+    /* and here: exclusive after the reader left */
+    cx_exclusive(&lsh);
+    CHECK_EQ(cx_mode(), 2);
+    cx_unlock(&lsh);
+    printf("shared fork: ok (rtm %s)\n", txkit_htm_usable() ? "yes" : "no");
     return 0;
 }
 
@@ -556,7 +821,16 @@ int main(int argc, char **argv) {
         return release();
     if (argc >= 3 && strcmp(argv[1], "irrwindow") == 0)
         return irrwindow(tk_stress_seconds(atof(argv[2])));
+    if (argc >= 5 && strcmp(argv[1], "shared") == 0) {
+        torture_seed = tk_stress_seed("test_cx shared");
+        return shared(atoi(argv[2]), atoi(argv[3]), tk_stress_seconds(atof(argv[4])));
+    }
+    if (argc >= 2 && strcmp(argv[1], "shared-fork") == 0)
+        return shared_fork();
+    if (argc >= 2 && strcmp(argv[1], "shared-subscribe") == 0)
+        return shared_subscribe();
     fprintf(stderr, "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | "
-                    "api | release | irrwindow SECONDS\n");
+                    "api | release | irrwindow SECONDS | shared THREADS TX SECONDS | "
+                    "shared-fork | shared-subscribe\n");
     return 2;
 }

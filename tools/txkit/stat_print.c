@@ -171,7 +171,8 @@ static void site_pids(FILE *f, const struct st_site *s) {
     fprintf(f, "]\n");
 }
 
-/* A cx lock: sections end optimistic (hardware) or exclusive (holding it). */
+/* A cx lock: sections end optimistic (hardware), shared (cx_shared without
+ * RTM: commits[TXKIT_STM]) or exclusive (holding it). */
 static void lock_text(FILE *f, size_t rank, const struct st_site *s) {
     const struct tks_counters *c = &s->c;
     char label[512], sym[128], line[128];
@@ -180,8 +181,11 @@ static void lock_text(FILE *f, size_t rank, const struct st_site *s) {
     fprintf(f, "%3zu. %-5s %s, first taken in %s (%s)%s%s", rank, kind_name(s->kind), label, sym,
             base_name(s->file), line[0] ? " at " : "", line);
     site_pids(f, s);
-    fprintf(f, "       sections %llu (optimistic %llu, exclusive %llu) of %llu entries\n",
-            (ull)tkc_commits(c), (ull)c->commits[TXKIT_HTM], (ull)c->commits[TXKIT_SERIAL],
+    fprintf(f, "       sections %llu (optimistic %llu, ", (ull)tkc_commits(c),
+            (ull)c->commits[TXKIT_HTM]);
+    if (c->commits[TXKIT_STM])
+        fprintf(f, "shared %llu, ", (ull)c->commits[TXKIT_STM]);
+    fprintf(f, "exclusive %llu) of %llu entries\n", (ull)c->commits[TXKIT_SERIAL],
             (ull)c->transactions);
     fprintf(f, "       aborts %llu (", (ull)tkc_aborts(c));
     causes_text(f, c);

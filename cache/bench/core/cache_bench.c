@@ -370,7 +370,8 @@ int main(int argc, char **argv) {
                                                "streams, in-process");
     printf("tx mode runs on: %s, method %s [%s]\n", rtname, method, rtdesc);
     printf("cx mode: txkit cx lock (%s)\n",
-           ri.usable ? "hardware sections, lock fallback" : "no RTM: always the lock");
+           ri.usable ? "hardware sections, lock fallback"
+                     : "no RTM: hits hold it shared, the rest exclusive");
     printf("pages: %d (bodies 2-60 KB, mean %.1f KB), cache: max_objects %llu, max_bytes %llu, "
            "policy %s\n",
            g_npages, mean_size / 1024, (unsigned long long)cf.max_objects,
