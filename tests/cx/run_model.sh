@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Check the cx lock protocol model with spin: mutual exclusion (assertions)
-# and no deadlock (invalid end states). Then check that the model can fail:
-# without the abort of optimistic holders on an exclusive acquisition, spin
-# must find a violation. Skips (77) where spin is not installed.
-# usage: run_model.sh MODEL.pml
+# Check a cx protocol model with spin: its assertions (mutual exclusion) and
+# no deadlock (invalid end states). Then check that the model can fail: each
+# mutant (a sed expression that takes one rule out of the model) must make
+# spin find a violation. Skips (77) where spin is not installed.
+# usage: run_model.sh MODEL.pml [NAME SED_EXPRESSION]...
 set -euo pipefail
-model=$1
+model=$(realpath "$1")
+shift
 command -v spin >/dev/null || { echo "SKIP: spin is not installed (apt-get install spin)"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -20,14 +21,17 @@ check() { # check FILE.pml -> prints pan's summary, returns its error count
   sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.out | head -1
 }
 
+name=$(basename "$model" .pml)
 cp "$model" model.pml
 errors=$(check model.pml)
-[ "$errors" = 0 ] || { echo "FAIL: spin found $errors error(s) in the cx model"; cat pan.out; exit 1; }
-echo "cx model: mutual exclusion and deadlock freedom hold"
+[ "$errors" = 0 ] || { echo "FAIL: spin found $errors error(s) in $name"; cat pan.out; exit 1; }
+echo "$name: the assertions and deadlock freedom hold"
 
-sed 's/atomic { !locked -> locked = true; write_word() }/atomic { !locked -> locked = true }/' \
-    model.pml > mutant.pml
-cmp -s model.pml mutant.pml && { echo "FAIL: could not build the mutant model"; exit 1; }
-errors=$(check mutant.pml)
-[ "$errors" != 0 ] || { echo "FAIL: the mutant (no abort on exclusive acquisition) passed: the model checks nothing"; exit 1; }
-echo "mutant model: violation found, as it must"
+while [ $# -ge 2 ]; do
+  sed "$2" model.pml > mutant.pml
+  cmp -s model.pml mutant.pml && { echo "FAIL: could not build the mutant '$1'"; exit 1; }
+  errors=$(check mutant.pml)
+  [ "$errors" != 0 ] || { echo "FAIL: the mutant '$1' passed: the model checks nothing there"; exit 1; }
+  echo "mutant '$1': violation found, as it must"
+  shift 2
+done

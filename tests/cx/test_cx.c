@@ -92,6 +92,21 @@ static void one_transaction(void) {
 
 static uint64_t torture_seed; /* tk_stress_seed() */
 
+/* Run fn on nthreads threads (argument 1..nthreads) for seconds, then set
+ * stop and join them. */
+static void run_threads(int nthreads, void *(*fn)(void *), double seconds) {
+    pthread_t th[64];
+    CHECK(nthreads > 0 && nthreads <= 64);
+    for (int i = 0; i < nthreads; i++)
+        CHECK(pthread_create(&th[i], NULL, fn, (void *)(uintptr_t)(i + 1)) == 0);
+    double end = tk_now() + seconds;
+    while (tk_now() < end)
+        usleep(10000);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+}
+
 static void *torture_thread(void *arg) {
     unsigned seed = (unsigned)(torture_seed + (uintptr_t)arg * 7919u);
     long n = 0;
@@ -126,16 +141,7 @@ static int torture(int nthreads, int pct, double seconds) {
     io_pct = pct;
     devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
     CHECK(devnull >= 0);
-    pthread_t th[64];
-    CHECK(nthreads > 0 && nthreads <= 64);
-    for (int i = 0; i < nthreads; i++)
-        CHECK(pthread_create(&th[i], NULL, torture_thread, (void *)(uintptr_t)(i + 1)) == 0);
-    double end = tk_now() + seconds;
-    while (tk_now() < end)
-        usleep(10000);
-    atomic_store(&stop, 1);
-    for (int i = 0; i < nthreads; i++)
-        pthread_join(th[i], NULL);
+    run_threads(nthreads, torture_thread, seconds);
     printf("torture: %d threads, %d%% I/O: %ld sections, %ld with I/O, a=%ld b=%ld, %ld "
            "inconsistent\n",
            nthreads, pct, (long)sections, (long)io_done, ca, cb, (long)bad);
@@ -621,16 +627,7 @@ static void *shared_thread(void *arg) {
 
 static int shared(int nthreads, int with_tx, double seconds) {
     s_with_tx = with_tx;
-    pthread_t th[64];
-    CHECK(nthreads > 0 && nthreads <= 64);
-    for (int i = 0; i < nthreads; i++)
-        CHECK(pthread_create(&th[i], NULL, shared_thread, (void *)(uintptr_t)(i + 1)) == 0);
-    double end = tk_now() + seconds;
-    while (tk_now() < end)
-        usleep(10000);
-    atomic_store(&stop, 1);
-    for (int i = 0; i < nthreads; i++)
-        pthread_join(th[i], NULL);
+    run_threads(nthreads, shared_thread, seconds);
     printf("shared: %d threads%s, rtm %s: %ld reads (%ld began beside another), %ld + %ld "
            "writes, sa=%ld sb=%ld, %ld torn\n",
            nthreads, with_tx ? " and transactions" : "", txkit_htm_usable() ? "yes" : "no",
