@@ -53,7 +53,7 @@ COMMON=(--threads 1,2,4,8 --io 0,1,10,50 --seconds "$SECS" --runs "$RUNS" --time
 echo "txkit cx benchmark: $SECS s x $RUNS runs per measurement (TXKIT_BENCH_SECONDS, TXKIT_BENCH_RUNS)"
 
 # The plain run must not inherit elision or a preload from the caller.
-run "plain" env -u GLIBC_TUNABLES -u LD_PRELOAD "$BIN" --lock mutex,cx "${COMMON[@]}"
+run "plain" env -u GLIBC_TUNABLES -u LD_PRELOAD "$BIN" --lock mutex,cx,cx+shared "${COMMON[@]}"
 run "glibc elision" env -u LD_PRELOAD GLIBC_TUNABLES=glibc.elision.enable=1 \
     "$BIN" --lock mutex "${COMMON[@]}"
 if [ ${#PRELOAD[@]} -gt 0 ]; then
@@ -89,7 +89,8 @@ ELISION=$(grep -c ',hash,mutex+elision,' "$CSV" 2>/dev/null)
 echo
 echo "=== cx benchmark summary (all ratios from this run; hash set: 1024 buckets, 4096 keys, 10% updates) ==="
 if [ "$RTM" != "usable" ]; then
-    echo "NOTE: no usable RTM on this machine: cx sections all run exclusive (cx opt% = 0), glibc"
+    echo "NOTE: no usable RTM on this machine: cx sections all run exclusive (cx opt% = 0; cx+shared"
+    echo "      holds the lock shared for the hash set's lookups), glibc"
     echo "      elision and the preload library fall back to the plain mutex. The targets need RTM;"
     echo "      the ratios below only show the fallback's cost."
 fi
@@ -98,6 +99,8 @@ versus "hash, 2 threads" hash cx mutex 2 0 mops 3 ">="
 versus "hash, 2 threads" hash cx mutex+elision 2 0 mops 2 ">="
 versus "uncontended lock+unlock" uncontended cx mutex 1 0 ns_per_op 1.3 "<="
 echo "for reference (no target):"
+versus "hash, 2 threads" hash cx+shared mutex 2 0 mops - -
+versus "hash, 2 threads" hash cx+shared cx 2 0 mops - -
 versus "hash, 2 threads" hash cx mutex+preload 2 0 mops - -
 versus "hash, 2 threads" hash mutex+preload mutex 2 0 mops - -
 versus "counter, 2 threads" counter cx mutex 2 0 mops - -
@@ -113,7 +116,7 @@ done
 
 echo "Mops/s at io 0% (threads 1 / 2 / 4 / 8):"
 for w in hash counter; do
-    for l in mutex mutex+elision mutex+preload cx; do
+    for l in mutex mutex+elision mutex+preload cx cx+shared; do
         line=$(for t in 1 2 4 8; do v=$(get "$w" "$l" "$t" 0 mops); printf ' %9s' "${v:--}"; done)
         printf '  %-8s %-14s%s\n' "$w" "$l" "$line"
     done
