@@ -117,7 +117,7 @@ TXKIT_API void cx_exclusive(cx_lock_t *l);
  * thread, and exclusive ones wait for them (and they for exclusive ones).
  * Inside it, a cx_shared() section of the same lock nests; cx_optimistic(),
  * cx_exclusive() or cx_trylock() of the same lock cannot (the first two end
- * the program with a message, cx_trylock() returns -EBUSY); sections of other
+ * the program with a message, with RTM too; cx_trylock() returns -EBUSY); sections of other
  * locks take them exclusively. A lock that a software transaction has
  * depended on (cx_optimistic() inside TX_ATOMIC) is not held shared any more:
  * its cx_shared() sections are exclusive from then on. Ends with cx_unlock().

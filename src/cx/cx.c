@@ -544,6 +544,12 @@ static void enter(cx_lock_t *l, int want, void *caller) {
         return;
     }
     if (c->depth > 0) { /* nested: flatten into the outermost section */
+        if (TXKIT_UNLIKELY(c->shared_outer && l == c->lock && want != WANT_SHARED))
+            /* whatever the hardware: with RTM the shared section may be a
+             * hardware one and could nest it, without RTM it cannot */
+            TK_FATAL("cx_%s(%p) inside a cx_shared section of the same lock: a shared "
+                     "section cannot become exclusive",
+                     want_exclusive ? "exclusive" : "optimistic", (void *)l);
         c->depth++;
         if (c->mode == CX_SPEC) {
             if (want_exclusive)
@@ -553,10 +559,6 @@ static void enter(cx_lock_t *l, int want, void *caller) {
         } else if (c->mode == CX_TXSUB) {
             subscribe(t, l, 0);
         } else if (c->mode == CX_SHRD && l == c->lock) {
-            if (want != WANT_SHARED)
-                TK_FATAL("cx_%s(%p) inside a cx_shared section of the same lock: a shared "
-                         "section cannot become exclusive",
-                         want_exclusive ? "exclusive" : "optimistic", (void *)l);
             c->shnest++;
         } else if (list_has(c->held, c->nheld, l)) {
             push_held(t, l); /* held by this thread already: a re-entry */
@@ -569,9 +571,11 @@ static void enter(cx_lock_t *l, int want, void *caller) {
     if (_txkit_tls.depth > 0) {
         c->depth = 1;
         c->mode = CX_TXSUB;
+        c->shared_outer = 0;
         subscribe(t, l, 0);
         return;
     }
+    c->shared_outer = want == WANT_SHARED;
     struct tks_counters *cnt = lock_counters(t, l, caller);
     count_entry(cnt);
     c->tries = 0;
@@ -652,8 +656,10 @@ TK_EXPORT int cx_trylock(cx_lock_t *l) {
             return -EBUSY;
         if (c->mode == CX_EXCL || c->mode == CX_SHRD)
             c->txdepth++;
-        else if (c->depth++ == 0)
+        else if (c->depth++ == 0) {
             c->mode = CX_TXSUB;
+            c->shared_outer = 0;
+        }
         return 0;
     }
     if (c->mode == CX_SHRD && l == c->lock)
@@ -662,6 +668,7 @@ TK_EXPORT int cx_trylock(cx_lock_t *l) {
         return -EBUSY;
     if (c->depth++ == 0) {
         c->mode = CX_EXCL;
+        c->shared_outer = 0;
         c->lock = l;
         c->cnt = lock_counters(t, l, __builtin_return_address(0));
         c->tries = 0;

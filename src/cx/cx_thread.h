@@ -30,6 +30,7 @@ struct tk_cx {
      * outermost one's lock inside it. */
     struct cx_reader *rd;
     unsigned shnest;
+    int shared_outer; /* the outermost section was entered by cx_shared */
 };
 
 #endif /* TK_CX_THREAD_H */

@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -515,6 +516,29 @@ static int api(void) {
     CHECK_EQ(cx_destroy(&l), 0);
     CHECK_EQ(cx_trylock(&l), 0); /* and free for anyone */
     cx_unlock(&l);
+    /* cx_optimistic or cx_exclusive of a lock inside a cx_shared section of
+     * it ends the program with a message, with RTM (where the shared section
+     * may run in hardware and could have nested it) as without */
+    for (int want_exclusive = 0; want_exclusive < 2; want_exclusive++) {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            int fd = open("/dev/null", O_WRONLY);
+            if (fd >= 0)
+                dup2(fd, 2); /* the message */
+            cx_shared(&l);
+            if (want_exclusive)
+                cx_exclusive(&l);
+            else
+                cx_optimistic(&l);
+            _exit(0); /* not reached */
+        }
+        int st = 0;
+        CHECK(waitpid(pid, &st, 0) == pid);
+        CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+                  "cx_%s inside cx_shared of the same lock: status %#x, expected SIGABRT",
+                  want_exclusive ? "exclusive" : "optimistic", st);
+    }
     printf("api: ok (rtm %s)\n", txkit_htm_usable() ? "yes" : "no");
     return 0;
 }
