@@ -52,6 +52,15 @@ enum {
 
 static inline bool is_free(const cx_lock_t *l) { return l->state.word == 0; }
 
+/* One step of waiting for another thread: pause, and after SPINS_BEFORE_YIELD
+ * steps give the CPU away (the thread waited for may need it). */
+static inline void wait_step(unsigned *spins) {
+    if (++*spins < SPINS_BEFORE_YIELD)
+        tk_cpu_relax();
+    else
+        sched_yield();
+}
+
 /* ------------------------------------------------ shared mode (without RTM)
  *
  * Without hardware sections, cx_shared() holds the lock shared: the thread
@@ -100,28 +109,31 @@ static struct cx_reader *reader_get(tk_thread *t) {
     return r;
 }
 
-/* Whether a record other than self names l. Any thread. */
-static bool readers_in(const cx_lock_t *l, const struct cx_reader *self) {
+/* Whether a record names l, the calling thread's own aside with not_mine
+ * (the walk, out of line). */
+static __attribute__((noinline)) bool readers_named(const cx_lock_t *l, bool not_mine) {
+    const struct cx_reader *self = not_mine && tk_cur ? tk_cur->cx.rd : NULL;
     for (struct cx_reader *r = __atomic_load_n(&readers, __ATOMIC_ACQUIRE); r; r = r->next)
         if (r != self && __atomic_load_n(&r->reading, __ATOMIC_SEQ_CST) == l)
             return true;
     return false;
 }
 
-/* A writer that has taken l's word: wait for the shared holders to leave
- * (none come while the word is taken). self: the caller's own record, which
- * does not count (an exclusive section of another lock inside its shared one). */
-static void readers_drain(const cx_lock_t *l, const struct cx_reader *self) {
-    for (struct cx_reader *r = __atomic_load_n(&readers, __ATOMIC_ACQUIRE); r; r = r->next)
-        for (unsigned spins = 0; r != self && __atomic_load_n(&r->reading, __ATOMIC_SEQ_CST) == l;)
-            if (++spins < SPINS_BEFORE_YIELD)
-                tk_cpu_relax();
-            else
-                sched_yield();
+/* Whether a record names l (with not_mine: another thread's): never for a
+ * lock that was not held shared (CX_F_SHARED), whose records are not looked
+ * at. Any thread. */
+static inline bool readers_in(const cx_lock_t *l, bool not_mine) {
+    return TXKIT_UNLIKELY(__atomic_load_n(&l->flags, __ATOMIC_SEQ_CST) & CX_F_SHARED) &&
+           readers_named(l, not_mine);
 }
 
-static inline bool shared_used(const cx_lock_t *l) {
-    return (__atomic_load_n(&l->flags, __ATOMIC_SEQ_CST) & CX_F_SHARED) != 0;
+/* A writer that has taken l's word (or a first subscriber): wait for the
+ * other threads' shared holders to leave (none come in meanwhile; the
+ * caller's own record does not count: an exclusive section of another lock
+ * inside its shared one, or its transaction inside it). */
+static inline void readers_drain(const cx_lock_t *l) {
+    for (unsigned spins = 0; readers_in(l, true);)
+        wait_step(&spins);
 }
 
 /* --------------------------------------------------------------- statistics */
@@ -213,10 +225,7 @@ void tk_section_count_abort(struct tks_counters *c, int cause, int to_exclusive)
 
 static void wait_free(const cx_lock_t *l) {
     for (unsigned spins = 0; !is_free(l);)
-        if (++spins < SPINS_BEFORE_YIELD)
-            tk_cpu_relax();
-        else
-            sched_yield();
+        wait_step(&spins);
 }
 
 static inline bool take(cx_lock_t *l) {
@@ -234,21 +243,17 @@ static void taken(cx_lock_t *l) {
 
 static void excl_acquire(cx_lock_t *l) {
     for (unsigned spins = 0; !(is_free(l) && take(l));)
-        if (++spins < SPINS_BEFORE_YIELD)
-            tk_cpu_relax();
-        else
-            sched_yield();
-    if (TXKIT_UNLIKELY(shared_used(l)))
-        readers_drain(l, tk_cur ? tk_cur->cx.rd : NULL);
+        wait_step(&spins);
+    readers_drain(l);
     taken(l);
 }
 
-static void excl_release(cx_lock_t *l);
+static void excl_release(cx_lock_t *l) { __atomic_store_n(&l->state.word, 0, __ATOMIC_RELEASE); }
 
 static int excl_try(cx_lock_t *l) {
     if (!is_free(l) || !take(l))
         return -EBUSY;
-    if (TXKIT_UNLIKELY(shared_used(l)) && readers_in(l, tk_cur ? tk_cur->cx.rd : NULL)) {
+    if (readers_in(l, true)) {
         excl_release(l);
         return -EBUSY;
     }
@@ -256,10 +261,7 @@ static int excl_try(cx_lock_t *l) {
     return 0;
 }
 
-static void excl_release(cx_lock_t *l) { __atomic_store_n(&l->state.word, 0, __ATOMIC_RELEASE); }
-
-/* Locks owned by the running transaction attempt (held for real, or
- * subscribed to): a growable list without duplicates. Owner thread only. */
+/* Whether the lock list v (held, txheld, subs) has l. Owner thread only. */
 static bool list_has(struct cx_lock *const *v, unsigned n, const cx_lock_t *l) {
     for (unsigned i = 0; i < n; i++)
         if (v[i] == l)
@@ -411,7 +413,7 @@ int cx_init(cx_lock_t *l, const cx_policy_t *policy) {
 int cx_destroy(cx_lock_t *l) {
     if (!l)
         return -EINVAL;
-    return is_free(l) && !(shared_used(l) && readers_in(l, NULL)) ? 0 : -EBUSY;
+    return is_free(l) && !readers_in(l, false) ? 0 : -EBUSY;
 }
 
 /* Inside a txkit transaction: make the transaction depend on the lock.
@@ -461,7 +463,7 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
         if (TXKIT_UNLIKELY((f & (CX_F_SHARED | CX_F_NOSHARED)) == CX_F_SHARED)) {
             /* the first subscriptions: shared holders that entered before
              * the flag leave first (later ones see it and go exclusive) */
-            readers_drain(l, t->cx.rd);
+            readers_drain(l);
             __atomic_fetch_or(&l->flags, CX_F_NOSHARED, __ATOMIC_SEQ_CST);
         }
         if (TX_LOAD(&l->state.word) != 0) {
@@ -559,7 +561,7 @@ static void enter(cx_lock_t *l, int want, void *caller) {
         } else if (c->mode == CX_TXSUB) {
             subscribe(t, l, 0);
         } else if (c->mode == CX_SHRD && l == c->lock) {
-            c->shnest++;
+            /* a shared section of it: counted by the depth alone */
         } else if (list_has(c->held, c->nheld, l)) {
             push_held(t, l); /* held by this thread already: a re-entry */
         } else {
@@ -591,7 +593,6 @@ static void enter(cx_lock_t *l, int want, void *caller) {
     }
     if (want == WANT_SHARED && !tk_g.hybrid && shared_begin(t, l)) {
         c->depth = 1;
-        c->shnest = 0;
         c->mode = CX_SHRD;
         c->lock = l;
         c->cnt = cnt;
@@ -678,8 +679,9 @@ TK_EXPORT int cx_trylock(cx_lock_t *l) {
     return 0;
 }
 
-/* The outermost section ended, in hardware (TXKIT_HTM) or holding its lock
- * (TXKIT_SERIAL, released by now): its statistics and the lock's policy. */
+/* The outermost section ended, in hardware (TXKIT_HTM), holding its lock
+ * shared (TXKIT_STM) or exclusively (TXKIT_SERIAL), released by now: its
+ * statistics and the lock's policy. */
 static void section_ended(tk_thread *t, struct tk_cx *c, int method) {
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
     count_end(t, c->cnt, method);
@@ -741,20 +743,21 @@ TK_EXPORT void cx_unlock(cx_lock_t *l) {
             section_ended(t, c, TXKIT_SERIAL);
         break;
     case CX_SHRD:
-        if (l == c->lock && depth > 0 && c->shnest > 0) {
-            c->shnest--; /* a shared section of the same lock inside */
-        } else if (l == c->lock) {
-            if (depth > 0)
-                TK_FATAL("cx_unlock(%p): a shared section's lock unlocked before the %u "
-                         "sections inside it",
-                         (void *)l, depth);
+        /* inside the outermost (shared) section, each section of another
+         * lock has its entry in the held list; the rest of the depth are
+         * shared sections of the outermost one's lock */
+        if (l != c->lock) {
+            if (!pop_held(t, l))
+                TK_FATAL("cx_unlock(%p): this thread does not hold that lock", (void *)l);
+        } else if (depth > c->nheld) {
+            /* a shared section of the same lock inside */
+        } else if (depth > 0) {
+            TK_FATAL("cx_unlock(%p): a shared section's lock unlocked before the %u "
+                     "sections inside it",
+                     (void *)l, depth);
+        } else {
             shared_end(t);
             section_ended(t, c, TXKIT_STM);
-        } else if (!pop_held(t, l)) {
-            TK_FATAL("cx_unlock(%p): this thread does not hold that lock", (void *)l);
-        } else if (depth == 0) {
-            TK_FATAL("cx_unlock(%p): the last section of a shared one is not its lock's",
-                     (void *)l);
         }
         break;
     default: /* CX_TXSUB: the attempt keeps its locks until it ends (subscribe) */
@@ -810,7 +813,7 @@ static void cx_after_commit(tk_thread *t, int arg) {
 static void cx_thread_exit(tk_thread *t, int arg) {
     (void)arg;
     if (t->cx.rd) { /* given back for another thread to claim */
-        __atomic_store_n(&t->cx.rd->reading, NULL, __ATOMIC_RELEASE);
+        shared_end(t);
         __atomic_store_n(&t->cx.rd->in_use, 0, __ATOMIC_RELEASE);
         t->cx.rd = NULL;
     }

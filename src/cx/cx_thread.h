@@ -26,10 +26,8 @@ struct tk_cx {
     unsigned nsubs, subs_cap;
     struct cx_lock **subs; /* a software transaction depends on */
     /* Shared sections (without RTM): this thread's reader record, claimed at
-     * its first one and given back at exit; cx_shared sections of the
-     * outermost one's lock inside it. */
+     * its first one and given back at exit. */
     struct cx_reader *rd;
-    unsigned shnest;
     int shared_outer; /* the outermost section was entered by cx_shared */
 };
 
