@@ -766,12 +766,12 @@ txc_cache *txc_create(const struct txc_config *cfg, char *err, size_t errlen) {
         bad(err, errlen, "out of memory");
         return NULL;
     }
-    /* lock mode: the legacy design's plain mutex; tx mode: the lock of the
-     * stores' plans (txcache_core.c), short and never taken by hits, which
-     * spins a little before it sleeps */
+    /* lock mode: the legacy design's plain mutex; tx and cx modes: the lock
+     * of the stores' plans (txcache_core.c), short and never taken by hits,
+     * which spins a little before it sleeps */
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
-    if (cfg->sync == TXC_SYNC_TX)
+    if (cfg->sync == TXC_SYNC_TX || cfg->sync == TXC_SYNC_CX)
         pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
     pthread_mutex_init(&c->mu, &ma);
     pthread_mutexattr_destroy(&ma);

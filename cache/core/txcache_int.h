@@ -11,10 +11,11 @@
  *    period as well;
  *  - shared mutable fields (chains, heap, counts, states, dead_next): only
  *    inside a critical section of the cache's sync mode, never with atomics;
- *    in tx mode the chains only inside transactions and the others only
- *    under c->mu (stores' and removals' plans, statistics: txcache_core.c);
- *    except qclock, written in sections and read by tx and cx hits after
- *    theirs (a relaxed load of a hint that only grows: txc_lookup);
+ *    in tx and cx modes the chains only inside sections (transactions, cx
+ *    sections) and the others only under c->mu (stores' and removals' plans,
+ *    statistics: txcache_core.c, plans_apart); except qclock, written by
+ *    plans (lock mode: in sections) and read by tx and cx hits after their
+ *    sections (a relaxed load of a hint that only grows: txc_lookup);
  *  - the payload (meta + body): written only while the entry is private to
  *    its builder, read in place by reference holders outside any critical
  *    section, freed with the entry;
