@@ -553,7 +553,7 @@ static int api(void) {
  * readers run side by side (cx_mode() 4 while the lock is not subscribed).
  * Oracle: no reader or writer ever sees a torn pair; the pairs count every
  * writer section; readers ran side by side at least once without RTM. */
-static cx_lock_t lsh = CX_LOCK_INITIALIZER, lsh2 = CX_LOCK_INITIALIZER;
+static cx_lock_t lsh = CX_LOCK_INITIALIZER, lsh2 = CX_LOCK_INITIALIZER, lsh3 = CX_LOCK_INITIALIZER;
 static volatile long sa, sb, s2a, s2b; /* under lsh (sa, sb), lsh2 (s2a, s2b) */
 static atomic_long s_writes, s_writes2, s_reads, s_bad, s_inside, s_overlap;
 static int s_with_tx;
@@ -563,7 +563,7 @@ static void shared_read(unsigned *seed) {
     if (n > 0)
         atomic_fetch_add(&s_overlap, 1);
     long x = sa;
-    for (volatile int k = 0; k < 20; k++) /* widen the window */
+    for (volatile int k = 0; k < 60; k++) /* widen the window */
         ;
     if (sb != x)
         atomic_fetch_add(&s_bad, 1);
@@ -594,6 +594,8 @@ static void shared_write(void) {
     long x = sa;
     if (sb != x)
         atomic_fetch_add(&s_bad, 1);
+    for (volatile int k = 0; k < 20; k++) /* a reader may come in now */
+        ;
     sa = x + 1;
     for (volatile int k = 0; k < 20; k++)
         ;
@@ -632,10 +634,17 @@ static void *shared_thread(void *arg) {
             cx_exclusive(&lsh);
             shared_write();
             cx_unlock(&lsh);
-        } else if (kind < 14) {
+        } else if (kind < 13) {
             cx_optimistic(&lsh);
             shared_write();
             cx_unlock(&lsh);
+        } else if (kind < 14) {
+            /* a writer nested in a section of another lock */
+            cx_optimistic(&lsh3);
+            cx_optimistic(&lsh);
+            shared_write();
+            cx_unlock(&lsh);
+            cx_unlock(&lsh3);
         } else if (kind == 14) {
             if (cx_trylock(&lsh) != 0)
                 continue;
@@ -651,6 +660,10 @@ static void *shared_thread(void *arg) {
 
 static int shared(int nthreads, int with_tx, double seconds) {
     s_with_tx = with_tx;
+    /* never stop trying hardware sections (with RTM), so that writers of
+     * every kind keep running side by side */
+    const cx_policy_t always = {3, 64, 100, 1};
+    CHECK_EQ(cx_init(&lsh, &always), 0);
     run_threads(nthreads, shared_thread, seconds);
     printf("shared: %d threads%s, rtm %s: %ld reads (%ld began beside another), %ld + %ld "
            "writes, sa=%ld sb=%ld, %ld torn\n",
@@ -665,6 +678,7 @@ static int shared(int nthreads, int with_tx, double seconds) {
         CHECK(s_overlap > 0); /* shared holders ran side by side */
     CHECK_EQ(cx_destroy(&lsh), 0);
     CHECK_EQ(cx_destroy(&lsh2), 0);
+    CHECK_EQ(cx_destroy(&lsh3), 0);
     return 0;
 }
 
