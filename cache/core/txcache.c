@@ -771,7 +771,7 @@ txc_cache *txc_create(const struct txc_config *cfg, char *err, size_t errlen) {
      * which spins a little before it sleeps */
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
-    if (cfg->sync == TXC_SYNC_TX || cfg->sync == TXC_SYNC_CX)
+    if (txc_plans_apart(cfg->sync))
         pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
     pthread_mutex_init(&c->mu, &ma);
     pthread_mutexattr_destroy(&ma);

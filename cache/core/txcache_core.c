@@ -286,7 +286,7 @@ TXC_SAFE static int core_contains(txc_cache *c, uint64_t h, const void *key, siz
  * clock, statistics; every entry let go goes on dead) and core_relink (the
  * hash chains: out with what is on dead, in with the new entry). Lock mode
  * runs both in one section; tx and cx modes run the plan under c->mu, which
- * only stores, removals and statistics take (plans_apart), and only the
+ * only stores, removals and statistics take (txc_plans_apart), and only the
  * relink as a transaction or cx section: the chains are all a hit reads, and
  * the heap work of a miss (sifts of a few hundred words) then costs what it
  * costs in plain code, not a software transaction's logged accesses or a
@@ -455,12 +455,6 @@ static void legacy_unlock(txc_cache *c, int shared) {
 #define TXC_SECTION(c, BODY) TXC_SECTION_K(c, 0, BODY)
 #define TXC_SECTION_RD(c, BODY) TXC_SECTION_K(c, 1, BODY)
 
-/* Whether stores and removals run their plan under c->mu and only the
- * relink as a section (tx and cx modes: core_insert_plan says why). */
-static inline int plans_apart(const txc_cache *c) {
-    return c->cfg.sync == TXC_SYNC_TX || c->cfg.sync == TXC_SYNC_CX;
-}
-
 /* After a section: the cache lets go of what it dropped. */
 static void let_go(txc_entry *dead) {
     while (dead) {
@@ -574,7 +568,7 @@ int txc_insert(txc_cache *c, txc_entry *e) {
     uint64_t stamp = policy == TXC_POLICY_LRU ? txc_stamp() : 0;
     txc_ref_publish(e);
     txc_entry *dead = NULL;
-    if (plans_apart(c)) {
+    if (txc_plans_apart(c->cfg.sync)) {
         pthread_mutex_lock(&c->mu);
         r = core_insert_plan(c, e, s, stamp, policy, reject, &dead);
         if (r == 0 || dead != e || e->dead_next) /* anything to relink */
@@ -595,7 +589,7 @@ int txc_remove(txc_cache *c, const void *key, size_t klen) {
     unsigned s = txc_my_slot(c);
     int r;
     txc_entry *dead = NULL;
-    if (plans_apart(c)) {
+    if (txc_plans_apart(c->cfg.sync)) {
         pthread_mutex_lock(&c->mu);
         r = core_remove_plan(c, h, key, klen, s, &dead);
         if (dead)
@@ -621,7 +615,7 @@ void txc_stats_get(txc_cache *c, struct txc_stats *out) {
     txc_reclaim(0); /* live_entries counts what is due to be freed as freed */
     struct txc_stats st;
     memset(&st, 0, sizeof st);
-    if (plans_apart(c)) { /* what core_stats reads, the plans write under mu */
+    if (txc_plans_apart(c->cfg.sync)) { /* what core_stats reads, the plans write under mu */
         pthread_mutex_lock(&c->mu);
         core_stats(c, &st);
         pthread_mutex_unlock(&c->mu);

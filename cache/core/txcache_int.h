@@ -13,7 +13,7 @@
  *    inside a critical section of the cache's sync mode, never with atomics;
  *    in tx and cx modes the chains only inside sections (transactions, cx
  *    sections) and the others only under c->mu (stores' and removals' plans,
- *    statistics: txcache_core.c, plans_apart); except qclock, written by
+ *    statistics: txcache_core.c, txc_plans_apart); except qclock, written by
  *    plans (lock mode: in sections) and read by tx and cx hits after their
  *    sections (a relaxed load of a hint that only grows: txc_lookup);
  *  - the payload (meta + body): written only while the entry is private to
@@ -174,6 +174,11 @@ void txc_reclaim(int wait); /* settles what is due; wait: also what is pending n
  * a hit's reference taken under it and counted in e->refs. */
 static inline int txc_legacy(const txc_cache *c) {
     return c->cfg.sync == TXC_SYNC_LOCK || c->cfg.sync == TXC_SYNC_RWLOCK;
+}
+/* Tx and cx modes: stores and removals run their plan under c->mu and only
+ * the relink as a section (txcache_core.c, core_insert_plan says why). */
+static inline int txc_plans_apart(txc_sync_t sync) {
+    return sync == TXC_SYNC_TX || sync == TXC_SYNC_CX;
 }
 /* rwlock mode's lock (txcache.c): a word of reader count and writer bit;
  * writers first (a waiting writer stops new readers), spinning, then

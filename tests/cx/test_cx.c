@@ -634,17 +634,15 @@ static void *shared_thread(void *arg) {
             cx_exclusive(&lsh);
             shared_write();
             cx_unlock(&lsh);
-        } else if (kind < 13) {
-            cx_optimistic(&lsh);
-            shared_write();
-            cx_unlock(&lsh);
         } else if (kind < 14) {
-            /* a writer nested in a section of another lock */
-            cx_optimistic(&lsh3);
+            int nested = kind == 13; /* in a section of another lock */
+            if (nested)
+                cx_optimistic(&lsh3);
             cx_optimistic(&lsh);
             shared_write();
             cx_unlock(&lsh);
-            cx_unlock(&lsh3);
+            if (nested)
+                cx_unlock(&lsh3);
         } else if (kind == 14) {
             if (cx_trylock(&lsh) != 0)
                 continue;
