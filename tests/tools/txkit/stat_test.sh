@@ -237,7 +237,7 @@ gone)
   [ -f "$dir/$b.seg" ] || fail "a SIGKILLed process left no segment (nothing to test)"
   "$bin" stat --json >"$tmp/g.json" 2>"$tmp/err" || fail "txkit stat --json: $(cat "$tmp/err")"
   check "$tmp/g.json" "
-assert sorted(p['pid'] for p in d['processes']) == [$a, $c], d['processes']
+assert sorted(p['pid'] for p in d['processes']) == sorted([$a, $c]), d['processes']
 assert d['gone'] == [{'pid': $b, 'name': 'victim', 'file': '$b.seg', 'commits': 20, 'aborts': 60,
                       'removed': True}], d['gone']
 exact(proc($a), H[$a])
@@ -327,7 +327,7 @@ time.sleep(50)' $(for n in $locked; do echo "$dir/$n.seg"; done) >"$tmp/locker.o
   [ "$(wc -l <"$tmp/c.err")" = 16 ] || fail "unexpected messages"
   check "$tmp/c.json" "
 ps = d['processes']
-assert sorted(p['pid'] for p in ps if p['file'] != 'nsites.seg') == [$a, $b], ps
+assert sorted(p['pid'] for p in ps if p['file'] != 'nsites.seg') == sorted([$a, $b]), ps
 exact(proc($b), H[$b])
 # nsites.seg is a copy of a's segment with absurd counts: read, clamped.
 both = [p for p in ps if p['pid'] == $a]
@@ -572,7 +572,7 @@ s = site('c')
 assert len(s) == 1, d['sites']
 s = s[0]
 assert s['label'] == '%s:%d' % (h['file'], h['line']) and s['file'] == h['file'] and s['line'] == h['line'], s
-assert s['func'] == 'one_tx' and sorted(s['pids']) == [$a, $b], s
+assert s['func'] == 'one_tx' and sorted(s['pids']) == sorted([$a, $b]), s
 exact(s, {'tx': 20, 'itm': 0, 'transactions': 20, 'commits': 20, 'aborts': 60})
 assert s['irrevocable_pct'] == 0 and len(s['rset_hist']) == 8 and len(s['wset_hist']) == 8
 assert len(s['inside_hist']) == 8 and 'inside_max' in s
