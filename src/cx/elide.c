@@ -188,10 +188,17 @@ static struct tks_counters *counters_of(struct el_ent *e) {
     return t->row + (s - 1);
 }
 
-/* A section that ran (or runs) holding the mutex for real. */
+/* A section that ran (or runs) holding the mutex for real. At its first try
+ * (no hardware attempt aborted: every section without RTM), one add: a serial
+ * commit at the first attempt, which readers fold into transactions, serial
+ * commits and retries_hist[0] (stats/format.h: solo_commits). */
 static void count_exclusive(struct tks_counters *c, unsigned tries) {
     if (!c)
         return;
+    if (TXKIT_LIKELY(tries == 0)) {
+        TK_COUNT(c->solo_commits, 1);
+        return;
+    }
     tk_thread *t = tk_cur;
     tk_stats_open(t);
     TK_COUNT(c->transactions, 1);
@@ -385,7 +392,33 @@ static void count_inner(void) {
         count_optimistic(counters_of(lookup(el.inner[k], el.inner_caller[k])), 0, el.inner_n[k]);
 }
 
+/* _txkit_mutex_lock without RTM and without the lock report, for a default
+ * mutex of the program: the section is counted (before it is taken: a
+ * default mutex's lock does not fail) and the real lock called, with no
+ * frame of its own. NULL: the general path (another mutex than this
+ * thread's last one). */
+static inline struct tks_counters *lean_counters(const pthread_mutex_t *m) {
+    tk_thread *t = tk_cur;
+    return TXKIT_LIKELY(el.last_m == m) && t && el.last_row == t->row ? el.last_c : NULL;
+}
+
+__attribute__((noinline)) static int mutex_lock_general(pthread_mutex_t *m, tk_mutex_fn real,
+                                                        void *caller);
+
 TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
+    if (TXKIT_LIKELY(!tk_g.hybrid && !tk_lp_on) && !from_self(caller, m) && elidable(m)) {
+        if (TXKIT_UNLIKELY(tk_cfg.stats_off))
+            return real(m); /* what the general path comes to */
+        struct tks_counters *c = lean_counters(m);
+        if (TXKIT_LIKELY(c != NULL)) {
+            TK_COUNT(c->solo_commits, 1); /* count_exclusive(c, 0) */
+            return real(m);
+        }
+    }
+    return mutex_lock_general(m, real, caller);
+}
+
+static int mutex_lock_general(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (from_self(caller, m))
         return real(m);
     if (!elidable(m))
@@ -456,7 +489,17 @@ TK_EXPORT int _txkit_mutex_trylock(pthread_mutex_t *m, tk_mutex_fn real, void *c
     return rc;
 }
 
+__attribute__((noinline)) static int mutex_unlock_general(pthread_mutex_t *m, tk_mutex_fn real,
+                                                          void *caller);
+
 TK_EXPORT int _txkit_mutex_unlock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
+    /* no section elided and no lock report: the real unlock, with no frame */
+    if (TXKIT_LIKELY(el.depth == 0) && TXKIT_LIKELY(!tk_lp_on))
+        return real(m); /* also an unlocked mutex: glibc's answer */
+    return mutex_unlock_general(m, real, caller);
+}
+
+static int mutex_unlock_general(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
     if (TXKIT_LIKELY(el.depth == 0) || from_self(caller, m) || !elidable(m)) {
         if (TXKIT_UNLIKELY(tk_lp_on) && !from_self(caller, m))
             lp_given_up(m);
