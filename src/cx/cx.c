@@ -201,6 +201,16 @@ static void count_entry(struct tks_counters *c) {
 static void count_end(tk_thread *t, struct tks_counters *c, int method) {
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
+    if (TXKIT_LIKELY(t->cx.tries == 0) && method != TXKIT_SERIAL) {
+        /* at the first try, one add that readers fold into commits and
+         * retries_hist[0] (stats/format.h: tks_fold; count_entry counted the
+         * section in transactions) */
+        if (method == TXKIT_STM)
+            TK_COUNT(c->sw_commits, 1);
+        else
+            TK_COUNT(c->hw_commits, 1);
+        return;
+    }
     tk_stats_open(t);
     TK_COUNT(c->commits[method], 1);
     TK_COUNT(c->retries_hist[t->cx.tries < 3 ? t->cx.tries : 3], 1);
@@ -574,12 +584,17 @@ static void enter(cx_lock_t *l, int want, void *caller) {
         c->depth = 1;
         c->mode = CX_TXSUB;
         c->shared_outer = 0;
+        c->lean = 0;
         subscribe(t, l, 0);
         return;
     }
     c->shared_outer = want == WANT_SHARED;
     struct tks_counters *cnt = lock_counters(t, l, caller);
-    count_entry(cnt);
+    /* Without RTM a section that is not shared holds the lock from its first
+     * try: counted once, at its end, in one add (section_ended). */
+    c->lean = !tk_g.hybrid && want != WANT_SHARED;
+    if (!c->lean)
+        count_entry(cnt);
     c->tries = 0;
     if (!tk_cfg.stats_off) {
         /* Set outside any transaction, so that sampling threads can read it
@@ -660,6 +675,7 @@ TK_EXPORT int cx_trylock(cx_lock_t *l) {
         else if (c->depth++ == 0) {
             c->mode = CX_TXSUB;
             c->shared_outer = 0;
+            c->lean = 0;
         }
         return 0;
     }
@@ -670,6 +686,7 @@ TK_EXPORT int cx_trylock(cx_lock_t *l) {
     if (c->depth++ == 0) {
         c->mode = CX_EXCL;
         c->shared_outer = 0;
+        c->lean = 0;
         c->lock = l;
         c->cnt = lock_counters(t, l, __builtin_return_address(0));
         c->tries = 0;
@@ -684,7 +701,15 @@ TK_EXPORT int cx_trylock(cx_lock_t *l) {
  * statistics and the lock's policy. */
 static void section_ended(tk_thread *t, struct tk_cx *c, int method) {
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
-    count_end(t, c->cnt, method);
+    if (c->lean) {
+        /* a serial commit at the first attempt, which readers fold into
+         * transactions, serial commits and retries_hist[0] (tks_fold) */
+        if (TXKIT_LIKELY(!tk_cfg.stats_off))
+            TK_COUNT(c->cnt->solo_commits, 1);
+        c->lean = 0;
+    } else {
+        count_end(t, c->cnt, method);
+    }
     adapt(c->lock, method == TXKIT_SERIAL);
 }
 

@@ -29,6 +29,9 @@ struct tk_cx {
      * its first one and given back at exit. */
     struct cx_reader *rd;
     int shared_outer; /* the outermost section was entered by cx_shared */
+    /* the outermost section's entry is counted at its end, with its commit
+     * (cx.c: section_ended): a section without RTM that holds the lock */
+    int lean;
 };
 
 #endif /* TK_CX_THREAD_H */
