@@ -107,6 +107,30 @@ csv_get() {
         END { if (found) print out }' "$file"
 }
 
+# csv_median FILE FIELD [COLUMN=VALUE...]: the median of FIELD over every row
+# whose columns have those values (rows of alternating processes, each one
+# run; the mean of the middle two for an even count); nothing when none.
+csv_median() {
+    local file=$1 field=$2
+    shift 2
+    [ -f "$file" ] || return 0
+    awk -F, -v f="$field" -v want="$*" '
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; nw = split(want, W, " "); next }
+        {
+            for (k = 1; k <= nw; k++) {
+                eq = index(W[k], "="); c = substr(W[k], 1, eq - 1); v = substr(W[k], eq + 1)
+                if (!(c in col) || $col[c] != v) next
+            }
+            x[n++] = $col[f] + 0
+        }
+        END {
+            if (!n) exit
+            for (i = 1; i < n; i++)
+                for (j = i; j > 0 && x[j - 1] > x[j]; j--) { t = x[j]; x[j] = x[j - 1]; x[j - 1] = t }
+            printf "%.6f\n", n % 2 ? x[(n - 1) / 2] : (x[n / 2 - 1] + x[n / 2]) / 2
+        }' "$file"
+}
+
 # csv_cat FILE...: the files' rows under the first one's header.
 csv_cat() {
     local f first=1

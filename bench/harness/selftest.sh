@@ -24,6 +24,11 @@ expect() { # WHAT GOT WANTED
 printf 'method,threads,mops\nauto,1,2.0\nauto,2,3.5\nmutex,2,1.0\n' >"$T/a.csv"
 expect "csv_get by two columns" "$(csv_get "$T/a.csv" mops method=auto threads=2)" 3.5
 expect "csv_get without a match" "$(csv_get "$T/a.csv" mops method=stm threads=2)" ""
+printf 'method,threads,mops\nauto,1,5\nauto,1,1\nauto,2,9\nauto,1,3\nauto,1,2\n' >"$T/m.csv"
+expect "csv_median, even count" "$(csv_median "$T/m.csv" mops method=auto threads=1)" 2.500000
+expect "csv_median, odd count" "$(csv_median "$T/m.csv" mops method=auto)" 3.000000
+expect "csv_median, one row" "$(csv_median "$T/m.csv" mops threads=2)" 9.000000
+expect "csv_median without a match" "$(csv_median "$T/m.csv" mops method=stm)" ""
 expect "ratio_of" "$(ratio_of 3.5 1.0)" 3.5000
 expect "ratio_of without data" "$(ratio_of "" 1.0)" ""
 expect "target PASS" "$(target t 3.5 ">=" 2 | grep -c ': PASS  3.5')" 1
