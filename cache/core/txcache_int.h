@@ -95,23 +95,27 @@ struct txc_payload {
 };
 
 struct txc_entry {
+    /* The first line: what a lookup reads of each entry on its chain (hash,
+     * klen, key, next) and of the one it finds (pl, cache), written only
+     * when the chain changes (and state when it leaves), never by the heap's
+     * sifts (heap_pos, on the second line). */
     /* immutable once published */
-    void *block; /* txcache.c: what malloc returned, the header aligned inside it */
     uint64_t hash;
     size_t klen;
-    uint64_t size; /* charged: key + meta + body */
+    unsigned char *key; /* after the slots */
     struct txc_cache *cache;
     struct txc_payload *pl;
-    int64_t declared; /* body length given to txc_entry_new, or -1 */
+    uint64_t size;   /* charged: key + meta + body */
+    uint32_t nslots; /* the cache's */
     /* shared, inside critical sections only */
+    int state;                   /* enum txc_state */
     struct txc_entry *next;      /* hash chain */
     struct txc_entry *dead_next; /* let go by a section; then txcache.c's limbo */
     uint64_t heap_pos;
-    uint64_t born;      /* LRU: stamp at insert; GDSF: L at insert */
-    int state;          /* enum txc_state */
-    uint32_t nslots;    /* immutable: the cache's */
-    unsigned char *key; /* immutable: after the slots */
-    uint64_t retired;   /* txcache.c: epoch at retirement */
+    uint64_t born;    /* LRU: stamp at insert; GDSF: L at insert */
+    uint64_t retired; /* txcache.c: epoch at retirement */
+    void *block;      /* immutable: what malloc returned, the header aligned inside it */
+    int64_t declared; /* immutable: body length given to txc_entry_new, or -1 */
     /* txcache.c, atomic, never inside a section (read in sections only by
      * txc_check): the reference count in atomic mode (lock mode always; tx
      * and cx before publication and after the cache lets go), and whether
