@@ -2,6 +2,7 @@
 /* txcache.c - configuration, entry builders and memory of the cache core.
  * Nothing here touches shared structure: see txcache_core.c for that. */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +14,12 @@
 #include <unistd.h>
 
 #include "txcache_int.h"
+
+/* txcache_int.h: a lookup's fields on the header's first line, apart from
+ * what the heap's sifts write */
+_Static_assert(offsetof(struct txc_entry, next) + sizeof(void *) <= TXC_LINE &&
+                   offsetof(struct txc_entry, heap_pos) >= TXC_LINE,
+               "txc_entry: the first line is a lookup's");
 
 void txc_config_default(struct txc_config *c) {
     memset(c, 0, sizeof *c);
