@@ -89,9 +89,9 @@ run() {
     return 0
 }
 
-# csv_get FILE FIELD [COLUMN=VALUE...]: FIELD of the last row whose columns
-# (by the header's names) have those values; nothing when there is none.
-csv_get() {
+# csv_rows FILE FIELD [COLUMN=VALUE...]: FIELD of every row whose columns (by
+# the header's names) have those values, one per line, in file order.
+csv_rows() {
     local file=$1 field=$2
     shift 2
     [ -f "$file" ] || return 0
@@ -102,33 +102,20 @@ csv_get() {
                 eq = index(W[k], "="); c = substr(W[k], 1, eq - 1); v = substr(W[k], eq + 1)
                 if (!(c in col) || $col[c] != v) next
             }
-            out = $col[f]; found = 1
-        }
-        END { if (found) print out }' "$file"
+            print $col[f]
+        }' "$file"
 }
 
-# csv_median FILE FIELD [COLUMN=VALUE...]: the median of FIELD over every row
-# whose columns have those values (rows of alternating processes, each one
-# run; the mean of the middle two for an even count); nothing when none.
+# csv_get FILE FIELD [COLUMN=VALUE...]: FIELD of the last such row; nothing
+# when there is none.
+csv_get() { csv_rows "$@" | tail -n 1; }
+
+# csv_median FILE FIELD [COLUMN=VALUE...]: the median of FIELD over every such
+# row (rows of alternating processes, each one run; the mean of the middle two
+# for an even count); nothing when there is none.
 csv_median() {
-    local file=$1 field=$2
-    shift 2
-    [ -f "$file" ] || return 0
-    awk -F, -v f="$field" -v want="$*" '
-        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; nw = split(want, W, " "); next }
-        {
-            for (k = 1; k <= nw; k++) {
-                eq = index(W[k], "="); c = substr(W[k], 1, eq - 1); v = substr(W[k], eq + 1)
-                if (!(c in col) || $col[c] != v) next
-            }
-            x[n++] = $col[f] + 0
-        }
-        END {
-            if (!n) exit
-            for (i = 1; i < n; i++)
-                for (j = i; j > 0 && x[j - 1] > x[j]; j--) { t = x[j]; x[j] = x[j - 1]; x[j - 1] = t }
-            printf "%.6f\n", n % 2 ? x[(n - 1) / 2] : (x[n / 2 - 1] + x[n / 2]) / 2
-        }' "$file"
+    csv_rows "$@" | sort -g | awk '{ x[n++] = $1 + 0 }
+        END { if (n) printf "%.6f\n", n % 2 ? x[(n - 1) / 2] : (x[n / 2 - 1] + x[n / 2]) / 2 }'
 }
 
 # csv_cat FILE...: the files' rows under the first one's header.
