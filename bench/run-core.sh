@@ -128,10 +128,9 @@ versus() {
 # stats_cost THREADS: auto with statistics on / off at THREADS, medians of
 # the alternating one-run processes (all of them ok), as a TARGET line.
 stats_cost() {
-    local bad note=""
-    bad=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-        $c["threads"] == t && $c["status"] != "ok" { n++ } END { print n + 0 }' t="$1" "$STATS" 2>/dev/null)
-    [ -f "$STATS" ] && [ "${bad:-1}" = 0 ] || note="not a valid result: a run failed or is missing"
+    local note=""
+    [ -f "$STATS" ] && ! csv_rows "$STATS" status threads="$1" | grep -qv '^ok$' ||
+        note="not a valid result: a run failed or is missing"
     ratio "hash 4096 auto@$1 / auto+nostats@$1 (medians of $RUNS alternating pairs)" \
         "$(csv_median "$STATS" mops method=auto threads="$1")" \
         "$(csv_median "$STATS" mops method=auto+nostats threads="$1")" ">=" 0.95 "$note"

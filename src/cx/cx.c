@@ -201,6 +201,13 @@ static void count_entry(struct tks_counters *c) {
 static void count_end(tk_thread *t, struct tks_counters *c, int method) {
     if (TXKIT_UNLIKELY(tk_cfg.stats_off))
         return;
+    if (t->cx.lean) {
+        /* its entry was not counted (enter): a serial commit at the first
+         * attempt, which readers fold into transactions, serial commits and
+         * retries_hist[0] (tks_fold) */
+        TK_COUNT(c->solo_commits, 1);
+        return;
+    }
     if (TXKIT_LIKELY(t->cx.tries == 0) && method != TXKIT_SERIAL) {
         /* at the first try, one add that readers fold into commits and
          * retries_hist[0] (stats/format.h: tks_fold; count_entry counted the
@@ -701,15 +708,7 @@ TK_EXPORT int cx_trylock(cx_lock_t *l) {
  * statistics and the lock's policy. */
 static void section_ended(tk_thread *t, struct tk_cx *c, int method) {
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
-    if (c->lean) {
-        /* a serial commit at the first attempt, which readers fold into
-         * transactions, serial commits and retries_hist[0] (tks_fold) */
-        if (TXKIT_LIKELY(!tk_cfg.stats_off))
-            TK_COUNT(c->cnt->solo_commits, 1);
-        c->lean = 0;
-    } else {
-        count_end(t, c->cnt, method);
-    }
+    count_end(t, c->cnt, method);
     adapt(c->lock, method == TXKIT_SERIAL);
 }
 

@@ -30,7 +30,8 @@ struct tk_cx {
     struct cx_reader *rd;
     int shared_outer; /* the outermost section was entered by cx_shared */
     /* the outermost section's entry is counted at its end, with its commit
-     * (cx.c: section_ended): a section without RTM that holds the lock */
+     * (cx.c: count_end): a section without RTM that holds the lock; every
+     * outermost entry sets it */
     int lean;
 };
 

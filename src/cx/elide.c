@@ -192,7 +192,7 @@ static struct tks_counters *counters_of(struct el_ent *e) {
  * (no hardware attempt aborted: every section without RTM), one add: a serial
  * commit at the first attempt, which readers fold into transactions, serial
  * commits and retries_hist[0] (stats/format.h: solo_commits). */
-static void count_exclusive(struct tks_counters *c, unsigned tries) {
+static inline void count_exclusive(struct tks_counters *c, unsigned tries) {
     if (!c)
         return;
     if (TXKIT_LIKELY(tries == 0)) {
@@ -334,19 +334,25 @@ __attribute__((constructor(101))) static void elide_init(void) {
 
 /* ------------------------------------------------------------- the hooks */
 
+/* Is m the last mutex this thread looked up, el.last_e and el.last_c its
+ * entry and counters in the thread's current row? */
+static inline bool last_mutex_is(const pthread_mutex_t *m) {
+    tk_thread *t = tk_cur;
+    return TXKIT_LIKELY(el.last_m == m) && t && el.last_row == t->row;
+}
+
 /* The entry of pthread_mutex_lock: true when elided; otherwise the caller
  * locks for real and counts it in cnt, with tries hardware attempts. */
 static bool enter_elided(pthread_mutex_t *m, void *caller, struct el_ent **ent,
                          struct tks_counters **cnt, unsigned *tries) {
     *tries = 0;
-    tk_thread *t = tk_cur;
-    if (TXKIT_LIKELY(el.last_m == m) && t && el.last_row == t->row) {
+    if (last_mutex_is(m)) {
         *ent = el.last_e;
         *cnt = el.last_c;
     } else {
         *ent = TXKIT_UNLIKELY(tk_cfg.stats_off) && !tk_g.hybrid ? NULL : lookup(m, caller);
         *cnt = counters_of(*ent);
-        t = tk_cur;
+        tk_thread *t = tk_cur;
         if (*ent && t) {
             el.last_m = m;
             el.last_e = *ent;
@@ -392,26 +398,19 @@ static void count_inner(void) {
         count_optimistic(counters_of(lookup(el.inner[k], el.inner_caller[k])), 0, el.inner_n[k]);
 }
 
-/* _txkit_mutex_lock without RTM and without the lock report, for a default
- * mutex of the program: the section is counted (before it is taken: a
- * default mutex's lock does not fail) and the real lock called, with no
- * frame of its own. NULL: the general path (another mutex than this
- * thread's last one). */
-static inline struct tks_counters *lean_counters(const pthread_mutex_t *m) {
-    tk_thread *t = tk_cur;
-    return TXKIT_LIKELY(el.last_m == m) && t && el.last_row == t->row ? el.last_c : NULL;
-}
-
 __attribute__((noinline)) static int mutex_lock_general(pthread_mutex_t *m, tk_mutex_fn real,
                                                         void *caller);
 
 TK_EXPORT int _txkit_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller) {
+    /* Without RTM and without the lock report, a default mutex of the
+     * program that is this thread's last one: counted (before it is taken: a
+     * default mutex's lock does not fail) and the real lock called, with no
+     * frame of its own; the general path for the rest. */
     if (TXKIT_LIKELY(!tk_g.hybrid && !tk_lp_on) && !from_self(caller, m) && elidable(m)) {
         if (TXKIT_UNLIKELY(tk_cfg.stats_off))
             return real(m); /* what the general path comes to */
-        struct tks_counters *c = lean_counters(m);
-        if (TXKIT_LIKELY(c != NULL)) {
-            TK_COUNT(c->solo_commits, 1); /* count_exclusive(c, 0) */
+        if (TXKIT_LIKELY(last_mutex_is(m))) {
+            count_exclusive(el.last_c, 0);
             return real(m);
         }
     }
