@@ -115,7 +115,8 @@ run "bank 1024" "$BANK" --accounts 1024 --sum 1 \
 # ------------------------------------------------------------------ summary
 
 # versus LABEL FILE NUM_METHOD NUM_THREADS DEN_METHOD DEN_THREADS [GOAL]: the
-# ratio of two rows' medians; with a goal a TARGET line.
+# ratio of two rows' medians; with a goal a TARGET line; under it a note when
+# either row's runs spread by more than half their median (noisy_note).
 versus() {
     local label=$1 f=$2 nm=$3 nt=$4 dm=$5 dt=$6 goal=${7:--} sa sb note=""
     sa=$(csv_get "$f" status method="$nm" threads="$nt")
@@ -123,6 +124,8 @@ versus() {
     [ "$sa" = ok ] && [ "$sb" = ok ] || note="not a valid result: $nm is ${sa:-missing}, $dm is ${sb:-missing}"
     ratio "$label $nm@$nt / $dm@$dt" "$(csv_get "$f" mops method="$nm" threads="$nt")" \
         "$(csv_get "$f" mops method="$dm" threads="$dt")" ">=" "$goal" "$note"
+    noisy_note "$(csv_spread "$f" method="$nm" threads="$nt")" \
+        "$(csv_spread "$f" method="$dm" threads="$dt")" "$dm@$dt's"
 }
 
 # stats_cost THREADS: auto with statistics on / off at THREADS, medians of

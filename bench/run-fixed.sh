@@ -92,6 +92,8 @@ for s in $SHAPES; do
     f=$OUT/fixed-$s.csv
     ratio "$s auto@1 / mutex@1" "$(csv_get "$f" mops method=auto threads=1)" \
         "$(csv_get "$f" mops method=mutex threads=1)" ">=" 1
+    noisy_note "$(csv_spread "$f" method=auto threads=1)" \
+        "$(csv_spread "$f" method=mutex threads=1)" "the mutex's"
 done
 echo "for reference (no target):"
 for s in $SHAPES; do

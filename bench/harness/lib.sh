@@ -118,6 +118,30 @@ csv_median() {
         END { if (n) printf "%.6f\n", n % 2 ? x[(n - 1) / 2] : (x[n / 2 - 1] + x[n / 2]) / 2 }'
 }
 
+# csv_spread FILE [COLUMN=VALUE...]: how far the runs of the last such row
+# spread (mops_max - mops_min) as a whole percentage of their median (mops);
+# nothing when there is no such row or its median is not positive.
+csv_spread() {
+    local file=$1
+    shift
+    awk -v lo="$(csv_get "$file" mops_min "$@")" -v hi="$(csv_get "$file" mops_max "$@")" \
+        -v m="$(csv_get "$file" mops "$@")" \
+        'BEGIN { if (m > 0 && lo != "" && hi != "") printf "%.0f", 100 * (hi - lo) / m }'
+}
+
+# noisy_note SPREAD BASE_SPREAD [BASE_NAME]: under a TARGET or ratio line, one
+# line saying that the ratio is the machine's noise as much as the code's when
+# either row's runs spread by more than half their median (csv_spread);
+# nothing otherwise. BASE_NAME names the denominator's row (default "the
+# baseline's").
+noisy_note() {
+    local sp=$1 bp=$2 name=${3:-"the baseline's"}
+    if [ "${sp:-0}" -gt 50 ] || [ "${bp:-0}" -gt 50 ]; then
+        echo "    (a noisy point: its runs spread by ${sp:-?}% of their median, $name by ${bp:-?}%)"
+    fi
+    return 0
+}
+
 # csv_cat FILE...: the files' rows under the first one's header.
 csv_cat() {
     local f first=1

@@ -29,6 +29,13 @@ expect "csv_median, even count" "$(csv_median "$T/m.csv" mops method=auto thread
 expect "csv_median, odd count" "$(csv_median "$T/m.csv" mops method=auto)" 3.000000
 expect "csv_median, one row" "$(csv_median "$T/m.csv" mops threads=2)" 9.000000
 expect "csv_median without a match" "$(csv_median "$T/m.csv" mops method=stm)" ""
+printf 'method,threads,mops,mops_min,mops_max\nauto,1,4.0,3.0,5.0\nmutex,1,0,0,0\n' >"$T/s.csv"
+expect "csv_spread" "$(csv_spread "$T/s.csv" method=auto threads=1)" 50
+expect "csv_spread of a zero median" "$(csv_spread "$T/s.csv" method=mutex)" ""
+expect "csv_spread without a match" "$(csv_spread "$T/s.csv" method=stm)" ""
+expect "noisy_note when a row spreads by more than half" "$(noisy_note 10 51 "the lock's")" \
+    "    (a noisy point: its runs spread by 10% of their median, the lock's by 51%)"
+expect "noisy_note quiet at half" "$(noisy_note 50 "")" ""
 expect "ratio_of" "$(ratio_of 3.5 1.0)" 3.5000
 expect "ratio_of without data" "$(ratio_of "" 1.0)" ""
 expect "target PASS" "$(target t 3.5 ">=" 2 | grep -c ': PASS  3.5')" 1

@@ -69,14 +69,6 @@ fi
 csv_cat "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-nortm.csv "$OUT"/cache-libitm.csv \
     >"$OUT/cache.csv"
 
-# spread FILE SYNC S THREADS: (max - min) / median of the point's runs, in %.
-spread() {
-    awk -v lo="$(csv_get "$1" mops_min sync="$2" zipf="$3" threads="$4")" \
-        -v hi="$(csv_get "$1" mops_max sync="$2" zipf="$3" threads="$4")" \
-        -v m="$(csv_get "$1" mops sync="$2" zipf="$3" threads="$4")" \
-        'BEGIN { if (m > 0 && lo != "" && hi != "") printf "%.0f", 100 * (hi - lo) / m }'
-}
-
 # targets (issue 14): tx and cx against lock measured side by side in the
 # same run: >= 1.5x at 2 threads, s = 1 and 2; not below lock at 4 threads
 # (oversubscribed). GCC's libitm run: reference lines, no target. A point
@@ -100,17 +92,15 @@ spread() {
                     v=$(csv_get "$f" vs_lock sync=$sync zipf=$s threads=$t)
                     note=""
                     [ "$st" = ok ] || note="not a valid result: ${st:-missing}"
-                    sp=$(spread "$f" "$sync" "$s" "$t")
-                    lp=$(spread "$f" lock "$s" "$t")
+                    sp=$(csv_spread "$f" sync=$sync zipf=$s threads=$t)
+                    lp=$(csv_spread "$f" sync=lock zipf=$s threads=$t)
                     if [ "$run" = libitm ]; then
                         printf '  %-50s %s%s\n' "$label / lock, s=$s, $t threads" "${v:-no data}" \
                             "${note:+  [$note]}"
                     else
                         target "$label / lock, s=$s, $t threads" "$v" ">=" "$goal" "$note"
                     fi
-                    if [ "${sp:-0}" -gt 50 ] || [ "${lp:-0}" -gt 50 ]; then
-                        echo "    (a noisy point: its runs spread by ${sp:-?}% of their median, the lock's by ${lp:-?}%)"
-                    fi
+                    noisy_note "$sp" "$lp" "the lock's"
                 done
             done
         done
