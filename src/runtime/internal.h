@@ -277,7 +277,8 @@ enum tk_kind {
  * checks the hardware-commit counter (code built before that bit existed
  * takes the full barrier); with visible reads (a contention manager that
  * decides conflicts, vis.c) neither, the inline read would not mark them. */
-static inline unsigned tk_read_access(unsigned m_access, int visible) {
+__attribute__((always_inline)) static inline unsigned tk_read_access(unsigned m_access,
+                                                                     int visible) {
     if (!(m_access & TXKIT_ACC_FASTREAD))
         return m_access & ~TXKIT_ACC_NOLOG;
     if (visible)
