@@ -167,28 +167,102 @@ static uint64_t live_all; /* entries of every cache, not yet freed */
 #endif
 #define POOL_MIN 12 /* log2 of the smallest class, 4 KB */
 #define POOL_MAX 17 /* ... and of the largest, 128 KB */
+#define POOL_CLASSES (POOL_MAX - POOL_MIN + 1)
 #define POOL_KEEP 16
 #define POOL_BYTES ((size_t)1 << 20)
+/* A buffer goes back to the pool of the thread that took it (its home), not
+ * to the pool of whoever frees it. A miss copies a body into the buffer it
+ * gets; an entry the other thread built and filled a moment ago (at s = 1
+ * most entries stored are unpopular and evicted again soon) still has its
+ * lines in that thread's CPU cache, modified, so a buffer passed across
+ * threads made the copy fetch every line from the other core: the body copy
+ * took 1.6x as long per operation at 2 threads as at 1 (perf, cache
+ * benchmark, s = 1). A free by another thread pushes the buffer on its
+ * home's return stack (one CAS), which the home takes whole (one exchange)
+ * when its own classes run dry. Pools are records that outlive their
+ * threads: an exiting thread frees what its pool holds and leaves the record
+ * to the next thread that claims it, so a buffer's home is always valid. */
 struct pool {
-    void *buf[POOL_MAX - POOL_MIN + 1][POOL_KEEP];
-    unsigned n[POOL_MAX - POOL_MIN + 1];
-    size_t bytes; /* of all the buffers kept */
+    /* owner thread only */
+    void *buf[POOL_CLASSES][POOL_KEEP];
+    unsigned n[POOL_CLASSES];
+    size_t bytes; /* of all the buffers kept in buf */
+    /* other threads give buffers back here: a stack linked through the
+     * payloads' back_next (atomic head; pushed by anyone, taken whole by the
+     * owner), back_bytes its size in bytes (atomic, a bound, not exact) */
+    struct txc_payload *back __attribute__((aligned(TXC_LINE)));
+    uint64_t back_bytes;
+    /* the records' list: in_use claimed by a CAS, next immutable once pushed */
+    int in_use __attribute__((aligned(TXC_LINE)));
+    struct pool *next;
 };
-static __thread struct pool pool;
+static struct pool *g_pools; /* push-only list (atomic head) */
+static __thread struct pool *my_pool;
 static pthread_key_t pool_key; /* its destructor empties an exiting thread's pool */
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
+static size_t pool_size(int k) { return (size_t)1 << (k + POOL_MIN); }
+
+/* Free a list of returned buffers (linked through back_next). */
+static void pool_free_list(struct txc_payload *pl) {
+    while (pl) {
+        struct txc_payload *n = pl->back_next;
+        POOL_UNPOISON(pl, sizeof *pl + pl->cap);
+        free(pl);
+        pl = n;
+    }
+}
+
 static void pool_drain(void *arg) {
-    (void)arg;
-    for (int k = 0; k <= POOL_MAX - POOL_MIN; k++)
-        while (pool.n[k]) {
-            void *b = pool.buf[k][--pool.n[k]];
-            POOL_UNPOISON(b, (size_t)1 << (k + POOL_MIN));
+    struct pool *p = arg;
+    for (int k = 0; k < POOL_CLASSES; k++)
+        while (p->n[k]) {
+            void *b = p->buf[k][--p->n[k]];
+            POOL_UNPOISON(b, pool_size(k));
             free(b);
         }
-    pool.bytes = 0;
+    p->bytes = 0;
+    /* buffers given back after this wait for the record's next owner */
+    struct txc_payload *back = __atomic_exchange_n(&p->back, NULL, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&p->back_bytes, 0, __ATOMIC_RELAXED);
+    pool_free_list(back);
+    if (my_pool == p)
+        my_pool = NULL;
+    __atomic_store_n(&p->in_use, 0, __ATOMIC_RELEASE);
 }
-static void pool_init(void) { pthread_key_create(&pool_key, pool_drain); }
+static void pool_init(void) { (void)pthread_key_create(&pool_key, pool_drain); }
+
+/* This thread's pool, claimed or made on first use; NULL without memory. */
+static struct pool *pool_get(void) {
+    struct pool *p = my_pool;
+    if (__builtin_expect(p != NULL, 1))
+        return p;
+    if (pthread_once(&pool_once, pool_init) != 0)
+        return NULL;
+    for (p = __atomic_load_n(&g_pools, __ATOMIC_ACQUIRE); p; p = p->next) {
+        int zero = 0;
+        if (!__atomic_load_n(&p->in_use, __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&p->in_use, &zero, 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            break;
+    }
+    if (!p) {
+        if (posix_memalign((void **)&p, TXC_LINE, sizeof *p) != 0)
+            return NULL;
+        memset(p, 0, sizeof *p);
+        p->in_use = 1;
+        p->next = __atomic_load_n(&g_pools, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&g_pools, &p->next, p, 1, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED))
+            ;
+    }
+    if (pthread_setspecific(pool_key, p) != 0) { /* no destructor: do not keep one */
+        __atomic_store_n(&p->in_use, 0, __ATOMIC_RELEASE);
+        return NULL;
+    }
+    my_pool = p;
+    return p;
+}
 
 /* The class (log2 - POOL_MIN) of a block of size bytes, -1 when none. */
 static int pool_class(size_t size) {
@@ -198,35 +272,79 @@ static int pool_class(size_t size) {
     return k - POOL_MIN;
 }
 
+/* Keep pl (of class k) in the owner's pool p, or free it when p is full. */
+static void pool_keep(struct pool *p, int k, struct txc_payload *pl) {
+    size_t size = pool_size(k);
+    if (p->n[k] == POOL_KEEP || p->bytes + size > POOL_BYTES) {
+        free(pl);
+        return;
+    }
+    POOL_POISON(pl, size);
+    p->bytes += size;
+    p->buf[k][p->n[k]++] = pl;
+}
+
+/* The owner takes back what other threads returned to p. */
+static void pool_take_back(struct pool *p) {
+    struct txc_payload *pl = __atomic_exchange_n(&p->back, NULL, __ATOMIC_ACQUIRE);
+    while (pl) {
+        struct txc_payload *n = pl->back_next;
+        size_t size = sizeof *pl + pl->cap;
+        POOL_UNPOISON(pl, size);
+        __atomic_sub_fetch(&p->back_bytes, size, __ATOMIC_RELAXED);
+        pool_keep(p, pool_class(size), pl);
+        pl = n;
+    }
+}
+
 /* A payload with room for at least cap bytes of body (*cap: all it has). */
 static struct txc_payload *payload_alloc(size_t *cap) {
     int k = pool_class(sizeof(struct txc_payload) + *cap);
-    if (k < 0)
-        return malloc(sizeof(struct txc_payload) + *cap);
-    size_t size = (size_t)1 << (k + POOL_MIN);
-    *cap = size - sizeof(struct txc_payload);
-    if (pool.n[k]) {
-        void *b = pool.buf[k][--pool.n[k]];
-        pool.bytes -= size;
-        POOL_UNPOISON(b, size);
-        return b;
+    struct pool *p = k < 0 ? NULL : pool_get();
+    struct txc_payload *pl;
+    if (!p) {
+        if ((pl = malloc(sizeof *pl + *cap)) != NULL)
+            pl->home = NULL;
+        return pl;
     }
-    return malloc(sizeof(struct txc_payload) + *cap);
+    size_t size = pool_size(k);
+    *cap = size - sizeof *pl;
+    if (!p->n[k] && __atomic_load_n(&p->back, __ATOMIC_RELAXED))
+        pool_take_back(p);
+    if (p->n[k]) {
+        pl = p->buf[k][--p->n[k]];
+        p->bytes -= size;
+        POOL_UNPOISON(pl, size);
+    } else if (!(pl = malloc(size))) {
+        return NULL;
+    }
+    pl->home = p;
+    return pl;
 }
 
 static void payload_release(struct txc_payload *pl) {
     size_t size = sizeof *pl + pl->cap;
     int k = pool_class(size);
-    if (k < 0 || size != (size_t)1 << (k + POOL_MIN) || pool.n[k] == POOL_KEEP ||
-        pool.bytes + size > POOL_BYTES) {
+    struct pool *home = pl->home;
+    if (!home || k < 0 || size != pool_size(k)) { /* not a pool's (grown by realloc) */
         free(pl);
         return;
     }
-    if (pthread_once(&pool_once, pool_init) == 0 && !pthread_getspecific(pool_key))
-        pthread_setspecific(pool_key, &pool); /* (so that the destructor runs) */
-    POOL_POISON(pl, size);
-    pool.bytes += size;
-    pool.buf[k][pool.n[k]++] = pl;
+    if (home == my_pool) {
+        pool_keep(home, k, pl);
+        return;
+    }
+    /* another thread's: back to it, unless it has enough waiting already */
+    if (__atomic_add_fetch(&home->back_bytes, size, __ATOMIC_RELAXED) > POOL_BYTES) {
+        __atomic_sub_fetch(&home->back_bytes, size, __ATOMIC_RELAXED);
+        free(pl);
+        return;
+    }
+    pl->back_next = __atomic_load_n(&home->back, __ATOMIC_RELAXED);
+    POOL_POISON(pl->body, pl->cap);
+    while (!__atomic_compare_exchange_n(&home->back, &pl->back_next, pl, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+        ;
 }
 
 uint64_t txc_live_entries_all(void) {
@@ -702,6 +820,7 @@ int txc_entry_append(txc_entry *e, const void *data, size_t n) {
         if (!np)
             return -ENOMEM;
         np->cap = cap;
+        np->home = NULL; /* no pool's size any more: free()d */
         e->pl = pl = np;
     }
     if (n)

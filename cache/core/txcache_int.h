@@ -85,8 +85,11 @@ struct txc_cstats {
 
 /* Meta and body: one allocation for the body (grows while streaming), the
  * meta on its own. Freed as a unit by txc_payload_free(). */
+struct pool; /* txcache.c: a thread's buffers */
 struct txc_payload {
     struct txc_cache *cache;
+    struct pool *home;             /* txcache.c: the pool it goes back to, or NULL */
+    struct txc_payload *back_next; /* txcache.c: on a pool's return stack */
     unsigned char *meta;
     size_t meta_len;
     size_t body_len;

@@ -10,6 +10,7 @@
  * destroyed while referenced keeps its bytes until its last release.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,6 +513,61 @@ static void test_unlimited(void) {
     txc_destroy(c);
 }
 
+/* A body buffer goes back to the pool of the thread that took it: one freed
+ * by another thread is not handed out there (its lines are still in the
+ * builder's CPU cache), and its builder gets it again once the buffers its
+ * own pool holds of that size are taken. */
+#define HOME_BODY 5000
+#define HOME_TRIES 64 /* more than a pool keeps of a size */
+struct home_arg {
+    txc_cache *c;
+    txc_entry *theirs;
+    const void *theirs_body;
+    const void *mine_body;
+};
+
+static txc_entry *home_new(txc_cache *c) {
+    int err = 0;
+    txc_entry *e = txc_entry_new(c, "h", 1, HOME_BODY, &err);
+    CHECK(e != NULL);
+    CHECK(txc_entry_append(e, "h", 1) == 0);
+    return e;
+}
+
+static const void *body_of(txc_entry *e) {
+    size_t len;
+    return txc_entry_body(e, &len);
+}
+
+static void *home_thread(void *p) {
+    struct home_arg *a = p;
+    txc_entry_abandon(a->theirs); /* the last reference: freed here */
+    txc_entry *e = home_new(a->c);
+    a->mine_body = body_of(e);
+    txc_entry_abandon(e);
+    return NULL;
+}
+
+static void test_buffers_go_home(void) {
+    txc_cache *c = make(0, 0, 1, 10000, TXC_POLICY_GDSF);
+    txc_entry *e = home_new(c);
+    struct home_arg a = {c, e, body_of(e), NULL};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, home_thread, &a) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK(a.mine_body != a.theirs_body);
+    txc_entry *held[HOME_TRIES];
+    int found = 0;
+    for (int i = 0; i < HOME_TRIES; i++) {
+        held[i] = home_new(c);
+        found |= body_of(held[i]) == a.theirs_body;
+    }
+    CHECK(found);
+    for (int i = 0; i < HOME_TRIES; i++)
+        txc_entry_abandon(held[i]);
+    txc_destroy(c);
+}
+
 int main(int argc, char **argv) {
     txc_sync_t modes[4] = {TXC_SYNC_LOCK, TXC_SYNC_TX, TXC_SYNC_CX, TXC_SYNC_RWLOCK};
     int nmodes = 4;
@@ -555,6 +611,7 @@ int main(int argc, char **argv) {
             test_refcounts();
             test_unlimited();
         }
+        test_buffers_go_home();
         printf("[%s] ok\n", mode_name);
     }
     CHECK(txc_live_entries_all() == 0);
