@@ -515,18 +515,26 @@ static txc_entry *limbo_take_locked(void) {
 
 /* While an entry is cached in tx or cx mode it counts references per CPU:
  * a lookup adds 1 to acq in its CPU's slot, a release adds 1 to rel (the
- * slot of the releasing CPU), each a locked add on a line no other CPU
- * writes, so hits never bounce a shared line; refs holds TXC_BIAS for the
+ * slot of the releasing CPU), each a locked instruction on a line no other
+ * CPU writes, so hits never bounce a shared line; refs holds TXC_BIAS for the
  * cache's own reference. Sums are exact only when nobody counts, so zero is
  * never looked for while cached. When the cache lets the entry go,
- * txc_let_go switches it to atomic mode (percpu = 0) and retires it; every
- * count that read the old mode ran inside an epoch section, so after the
- * grace period the slots are final and fold() adds their sum, minus the
- * bias, to refs. From then on refs is the exact count and the release that
- * takes it to 0 frees the entry (no lookup can reach it: it left the cache
- * before the grace period began). Releases in atomic mode before the fold
- * cannot reach 0: refs is at least TXC_BIAS minus the references held. */
+ * txc_let_go switches it to atomic mode (percpu = 0) and retires it. Every
+ * acq count that read the old mode ran inside an epoch section, so after the
+ * grace period the acq slots are final; fold() then takes each rel slot with
+ * an exchange that leaves TXC_REL_FOLDED in it, and adds acq - rel, minus the
+ * bias, to refs. A release adds to its rel slot with a CAS unless it finds
+ * TXC_REL_FOLDED there, and then counts in refs instead: each release lands
+ * before the exchange (folded) or after it (in refs), so releases need no
+ * epoch section. From the fold on refs is the exact count and the release
+ * that takes it to 0 frees the entry (no lookup can reach it: it left the
+ * cache before the grace period began). Releases counted in refs before the
+ * fold cannot reach 0: refs is at least TXC_BIAS minus the references held.
+ * An entry that never counted per CPU (a builder's, never published) has
+ * TXC_REL_FOLDED in its rel slots from the start. */
+#define TXC_REL_FOLDED UINT64_MAX
 
+/* The references the slots hold (publication to let-go: no rel folded). */
 static int64_t slot_sum(const txc_entry *e) {
     uint64_t acq = 0, rel = 0;
     for (uint32_t s = 0; s < e->nslots; s++) {
@@ -545,11 +553,20 @@ static void refs_add(txc_entry *e, uint64_t delta) {
         txc_entry_free_now(e);
 }
 
+/* A new entry's rel slots: not counting per CPU yet (still private). */
+static void ref_unpublished(txc_entry *e) {
+    if (!is_lock(e))
+        for (uint32_t s = 0; s < e->nslots; s++)
+            e->slot[s].rel = TXC_REL_FOLDED;
+}
+
 void txc_ref_publish(txc_entry *e) {
     if (!is_lock(e)) {
         /* the builder's reference becomes the cache's (in the bias); extra
          * ones the builder took stay counted in refs */
         e->refs += TXC_BIAS - 1;
+        for (uint32_t s = 0; s < e->nslots; s++)
+            e->slot[s].rel = 0;
         e->percpu = 1;
     }
 }
@@ -578,16 +595,28 @@ void txc_ref_put(txc_entry *e, unsigned s) {
         refs_add(e, (uint64_t)-1);
         return;
     }
-    txc_rd_enter();
-    if (__atomic_load_n(&e->percpu, __ATOMIC_SEQ_CST))
-        __atomic_fetch_add(&e->slot[s].rel, 1, __ATOMIC_SEQ_CST);
-    else
-        refs_add(e, (uint64_t)-1); /* a free at 0 is done with e: fine inside */
-    txc_rd_exit();
+    /* release: the holder's reads of the payload before the count that may
+     * let the entry be freed */
+    uint64_t *rel = &e->slot[s].rel;
+    uint64_t v = __atomic_load_n(rel, __ATOMIC_RELAXED);
+    do {
+        if (v == TXC_REL_FOLDED) {
+            refs_add(e, (uint64_t)-1);
+            return;
+        }
+    } while (!__atomic_compare_exchange_n(rel, &v, v + 1, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
-/* After the grace period of a let-go entry: the slots are final. */
-static void fold(txc_entry *e) { refs_add(e, (uint64_t)slot_sum(e) - TXC_BIAS); }
+/* After the grace period of a let-go entry: the acq slots are final, the
+ * rel slots are taken for good. */
+static void fold(txc_entry *e) {
+    uint64_t acq = 0, rel = 0;
+    for (uint32_t s = 0; s < e->nslots; s++) {
+        acq += __atomic_load_n(&e->slot[s].acq, __ATOMIC_RELAXED);
+        rel += __atomic_exchange_n(&e->slot[s].rel, TXC_REL_FOLDED, __ATOMIC_ACQ_REL);
+    }
+    refs_add(e, acq - rel - TXC_BIAS);
+}
 
 static void fold_list(txc_entry *e) {
     while (e) {
@@ -780,6 +809,7 @@ txc_entry *txc_entry_new(txc_cache *c, const void *key, size_t klen, int64_t bod
     e->declared = body_len;
     e->state = TXC_BUILDING;
     e->refs = 1; /* the builder's, passed on to the cache by txc_insert */
+    ref_unpublished(e);
     pl->cache = c;
     pl->meta = NULL;
     pl->meta_len = 0;
