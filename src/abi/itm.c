@@ -288,15 +288,21 @@ uint32_t tk_itm_begin(uint32_t props) {
     uintptr_t rip = (uintptr_t)t->ctl.jb.rip;
     txkit_site_t *site =
         TXKIT_LIKELY(t->itm.last_rip == rip) ? t->itm.last_site : itm_site_remember(t, rip);
-    /* A block with the properties of the last one (so the same kind, code
-     * and resume as they were left), the same block or not: an express begin
-     * (express.h), which records the site. */
-    if (TXKIT_LIKELY(site == t->xsite) && t->ctl.props == props &&
+    /* A block with the properties of the last one, or with properties that
+     * differ only where txkit decides nothing (so the same kind, code and
+     * resume as they were left), the same block or not: an express begin
+     * (express.h), which records the site. (A cache's read-only lookups and
+     * its stores alternate pr_readOnly: they took the general path at every
+     * switch.) */
+    bool same_props = ((t->ctl.props ^ props) & TK_PR_DECIDES) == 0;
+    if (TXKIT_LIKELY(site == t->xsite) && same_props &&
         tk_express_begin_same(t, site, t->ctl.jb.rsp)) {
+        t->ctl.props = props;
         t->itm.txid = 0;
         return itm_action_parked(t);
     }
-    if (TXKIT_LIKELY(t->express) && t->ctl.props == props) {
+    if (TXKIT_LIKELY(t->express) && same_props) {
+        t->ctl.props = props; /* the rest of the state is as the last begin left it */
         if (!(t->express & TK_EXPRESS))
             return itm_begin_next(t, site, props);
         if (tk_express_begin(t, site, t->ctl.jb.rsp, TK_KIND_ITM)) {

@@ -12,6 +12,12 @@
 #define TK_PR_HAS_NO_ABORT 0x0008u
 #define TK_PR_DOES_GO_IRREVOCABLE 0x0040u
 #define TK_PR_READ_ONLY 0x4000u
+/* The properties txkit decides by (the code it may run, whether the block
+ * may be cancelled, whether it goes irrevocable): two blocks whose
+ * properties differ only in others (gcc marks a block that writes nothing
+ * pr_readOnly, for one) begin the same way. */
+#define TK_PR_DECIDES \
+    (TK_PR_INSTRUMENTED | TK_PR_UNINSTRUMENTED | TK_PR_HAS_NO_ABORT | TK_PR_DOES_GO_IRREVOCABLE)
 
 /* _ITM_actions */
 #define TK_A_RUN_INSTRUMENTED 0x01u
