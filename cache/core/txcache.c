@@ -375,6 +375,22 @@ void txc_entry_free_now(txc_entry *e) {
     txc_payload_free(pl);
 }
 
+static void header_retire(txc_entry *e); /* below */
+
+/* The last reference to e went: its payload is freed now (only reference
+ * holders read it), and its header too unless readers may still hold it
+ * without a reference (an entry published in a tx or cx cache): then after a
+ * grace period. */
+static void entry_last_ref(txc_entry *e) {
+    if (!e->shared) {
+        txc_entry_free_now(e);
+        return;
+    }
+    struct txc_payload *pl = e->pl;
+    txc_payload_free(pl);
+    header_retire(e); /* last: the header may be freed in there */
+}
+
 /* An entry header of size bytes, line-aligned (its slots are cache lines),
  * its first zero bytes cleared, e->block set. From malloc, not posix_memalign: a header is a few hundred
  * bytes, which glibc serves from the thread's own cache (tcache) without a
@@ -394,31 +410,61 @@ static txc_entry *header_alloc(size_t size, size_t zero) {
 
 /* ------------------------------------------------------ read-side epochs */
 
-/* Epoch-based reclamation for the tx and cx modes, one domain for every cache
- * of the process. A thread announces the global epoch in its record while it
- * may hold a pointer to an entry found without a reference (txc_rd_enter ..
- * txc_rd_exit); an entry whose last reference went is stamped with a new
- * epoch and freed once no record announces an older one. Retirement happens
- * only when an unreferenced entry leaves the cache, so the domain's lock and
- * its scan of the records are off the hit path. */
+/* Epoch-based reclamation of entry headers for the tx and cx modes, one
+ * domain for every cache of the process. A thread announces the global epoch
+ * in its record while it may hold a pointer to an entry found without a
+ * reference (txc_rd_enter .. txc_rd_exit). A header whose entry lost its last
+ * reference (after the cache let it go: no lookup can reach it any more) is
+ * retired: tagged with the epoch after the current one and kept on the
+ * retiring thread's record. Every TXC_RETIRE_BATCH of them, or in
+ * txc_reclaim, the thread moves its retired headers to the domain's limbo,
+ * increments the epoch (a section that announces the new value or a later
+ * one began after the increment, so after those entries left the cache),
+ * and frees every header in the limbo whose tag no running section's
+ * announced epoch is below. So the domain's lock, the increment and the scan
+ * of the records, which makes each announcing thread fetch its record's line
+ * back at its next section, come once per batch, not at every eviction; the
+ * payloads, which are what a miss reuses (txcache.c's pools), are freed at
+ * once (entry_last_ref). (Freeing whole entries a batch of 32 evictions late
+ * cost 10% at s = 1, 2 threads: the pools then handed out buffers long gone
+ * from the CPU's cache.) */
+#define TXC_RETIRE_BATCH 16
 struct txc_rec {
     uint64_t epoch;       /* 0: quiescent; else the global epoch at entry. Owner writes */
     unsigned depth;       /* owner only */
     int in_use;           /* claimed by a live thread (CAS) */
     struct txc_rec *next; /* immutable once pushed */
+    txc_entry *retired;   /* owner only: headers retired, not yet in the limbo */
+    unsigned nretired;    /* owner only: how many */
 } __attribute__((aligned(TXC_LINE)));
 
 static uint64_t g_epoch = 1;   /* atomic */
 static struct txc_rec *g_recs; /* push-only list (atomic head) */
 static pthread_mutex_t g_limbo_mu = PTHREAD_MUTEX_INITIALIZER;
-static txc_entry *g_limbo; /* under g_limbo_mu, linked by dead_next */
+static txc_entry *g_limbo; /* under g_limbo_mu, headers linked by dead_next */
 static pthread_key_t g_rec_key;
 static pthread_once_t g_rec_once = PTHREAD_ONCE_INIT;
 static __thread struct txc_rec *my_rec;
 
+/* Under g_limbo_mu: r's retired headers go to the limbo. */
+static void limbo_add_locked(struct txc_rec *r) {
+    while (r->retired) {
+        txc_entry *e = r->retired;
+        r->retired = e->dead_next;
+        e->dead_next = g_limbo;
+        g_limbo = e;
+    }
+    r->nretired = 0;
+}
+
 static void rec_release(void *arg) {
     struct txc_rec *r = arg;
     __atomic_store_n(&r->epoch, 0, __ATOMIC_RELEASE);
+    if (r->retired) { /* freed by the next thread that reclaims */
+        pthread_mutex_lock(&g_limbo_mu);
+        limbo_add_locked(r);
+        pthread_mutex_unlock(&g_limbo_mu);
+    }
     __atomic_store_n(&r->in_use, 0, __ATOMIC_RELEASE);
 }
 
@@ -448,6 +494,8 @@ static struct txc_rec *rec_get(void) {
     }
     r->depth = 0;
     r->epoch = 0;
+    r->retired = NULL; /* a record is released only with its list moved to the limbo */
+    r->nretired = 0;
     (void)pthread_setspecific(g_rec_key, r);
     my_rec = r;
     return r;
@@ -494,10 +542,13 @@ static uint64_t oldest_reader(void) {
     return m;
 }
 
-/* Under g_limbo_mu: unlink what no reader can still see. */
-static txc_entry *limbo_take_locked(void) {
+/* Under g_limbo_mu: a new epoch, then unlink from the limbo what no reader
+ * can still see; *left: whether headers tagged upto or before stay. */
+static txc_entry *limbo_take_locked(uint64_t upto, int *left) {
+    (void)__atomic_add_fetch(&g_epoch, 1, __ATOMIC_SEQ_CST); /* then the records */
     uint64_t m = oldest_reader();
     txc_entry *out = NULL, **pp = &g_limbo;
+    *left = 0;
     while (*pp) {
         txc_entry *e = *pp;
         if (e->retired <= m) {
@@ -505,36 +556,83 @@ static txc_entry *limbo_take_locked(void) {
             e->dead_next = out;
             out = e;
         } else {
+            *left |= e->retired <= upto;
             pp = &e->dead_next;
         }
     }
     return out;
 }
 
+static void headers_free(txc_entry *e) {
+    while (e) {
+        txc_entry *n = e->dead_next;
+        free(e->block);
+        e = n;
+    }
+}
+
+/* Move this thread's retired headers to the limbo and free what is due;
+ * wait: until those tagged upto or before are freed. Outside read-side
+ * sections (inside one, its own announcement keeps what it may see). */
+static void limbo_reclaim(uint64_t upto, int wait) {
+    struct txc_rec *r = my_rec;
+    for (;;) {
+        int left;
+        pthread_mutex_lock(&g_limbo_mu);
+        if (r)
+            limbo_add_locked(r);
+        txc_entry *done = limbo_take_locked(upto, &left);
+        pthread_mutex_unlock(&g_limbo_mu);
+        headers_free(done);
+        if (!wait || !left)
+            return;
+        sched_yield(); /* sections are short: a grace period is a few yields */
+    }
+}
+
+/* e's header, of an entry that left the cache and lost its last reference:
+ * freed after a grace period. Any thread, outside read-side sections. */
+static void header_retire(txc_entry *e) {
+    /* a section that announces this tag or a later one loaded g_epoch after
+     * an increment that followed this load, so after e left the cache */
+    e->retired = __atomic_load_n(&g_epoch, __ATOMIC_SEQ_CST) + 1;
+    struct txc_rec *r = rec_get();
+    if (__builtin_expect(!r, 0)) { /* no record (out of memory): straight to the limbo */
+        if (!rd_locked)
+            pthread_mutex_lock(&g_limbo_mu);
+        e->dead_next = g_limbo;
+        g_limbo = e;
+        if (!rd_locked)
+            pthread_mutex_unlock(&g_limbo_mu);
+        return;
+    }
+    e->dead_next = r->retired;
+    r->retired = e;
+    if (++r->nretired >= TXC_RETIRE_BATCH && r->depth == 0)
+        limbo_reclaim(0, 0);
+}
+
 /* ------------------------------------------------------------- references */
 
 /* While an entry is cached in tx or cx mode it counts references per CPU:
  * a lookup adds 1 to acq in its CPU's slot, a release adds 1 to rel (the
- * slot of the releasing CPU), each a locked instruction on a line no other
- * CPU writes, so hits never bounce a shared line; refs holds TXC_BIAS for the
- * cache's own reference. Sums are exact only when nobody counts, so zero is
- * never looked for while cached. When the cache lets the entry go,
- * txc_let_go switches it to atomic mode (percpu = 0) and retires it. Every
- * acq count that read the old mode ran inside an epoch section, so after the
- * grace period the acq slots are final; fold() then takes each rel slot with
- * an exchange that leaves TXC_REL_FOLDED in it, and adds acq - rel, minus the
- * bias, to refs. A release adds to its rel slot with a CAS unless it finds
- * TXC_REL_FOLDED there, and then counts in refs instead: each release lands
- * before the exchange (folded) or after it (in refs), so releases need no
- * epoch section. From the fold on refs is the exact count and the release
- * that takes it to 0 frees the entry (no lookup can reach it: it left the
- * cache before the grace period began). Releases counted in refs before the
- * fold cannot reach 0: refs is at least TXC_BIAS minus the references held.
- * An entry that never counted per CPU (a builder's, never published) has
- * TXC_REL_FOLDED in its rel slots from the start. */
-#define TXC_REL_FOLDED UINT64_MAX
+ * slot of the releasing CPU), each a CAS on a line no other CPU writes, so
+ * hits never bounce a shared line; refs holds TXC_BIAS for the cache's own
+ * reference. Sums are exact only when nobody counts, so zero is never looked
+ * for while cached. When the cache lets the entry go (txc_let_go, after the
+ * section that unlinked it), fold() takes every slot with an exchange that
+ * leaves TXC_FOLDED in it and adds acq - rel, minus the bias, to refs. A
+ * count adds to its slot with a CAS unless it finds TXC_FOLDED there, so each
+ * one lands before the exchange (folded) or after it: a release then counts
+ * in refs instead; a lookup, whose section found the entry before it left,
+ * takes no reference and looks again. From the fold on refs is the exact
+ * count, and the release that takes it to 0 frees the payload and retires
+ * the header (entry_last_ref: lookups that found the entry may still read
+ * it, never the payload). An entry that never counted per CPU (a builder's,
+ * never published) has TXC_FOLDED in its slots from the start. */
+#define TXC_FOLDED UINT64_MAX
 
-/* The references the slots hold (publication to let-go: no rel folded). */
+/* The references the slots hold (from publication to the fold). */
 static int64_t slot_sum(const txc_entry *e) {
     uint64_t acq = 0, rel = 0;
     for (uint32_t s = 0; s < e->nslots; s++) {
@@ -546,18 +644,28 @@ static int64_t slot_sum(const txc_entry *e) {
 
 static int is_lock(const txc_entry *e) { return txc_legacy(e->cache); }
 
-/* refs += delta in atomic mode; whoever takes it to 0 frees e (nobody can
- * reach it any more: see above). */
+/* refs += delta in atomic mode; whoever takes it to 0 frees e (no lookup can
+ * take a reference any more: see above). */
 static void refs_add(txc_entry *e, uint64_t delta) {
     if (__atomic_add_fetch(&e->refs, delta, __ATOMIC_ACQ_REL) == 0)
-        txc_entry_free_now(e);
+        entry_last_ref(e);
 }
 
-/* A new entry's rel slots: not counting per CPU yet (still private). */
+/* *slot += 1 unless it is folded: false then. */
+static inline int slot_add(uint64_t *slot) {
+    uint64_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    do {
+        if (v == TXC_FOLDED)
+            return 0;
+    } while (!__atomic_compare_exchange_n(slot, &v, v + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+    return 1;
+}
+
+/* A new entry's slots: not counting per CPU yet (still private). */
 static void ref_unpublished(txc_entry *e) {
     if (!is_lock(e))
         for (uint32_t s = 0; s < e->nslots; s++)
-            e->slot[s].rel = TXC_REL_FOLDED;
+            e->slot[s].acq = e->slot[s].rel = TXC_FOLDED;
 }
 
 void txc_ref_publish(txc_entry *e) {
@@ -566,17 +674,13 @@ void txc_ref_publish(txc_entry *e) {
          * ones the builder took stay counted in refs */
         e->refs += TXC_BIAS - 1;
         for (uint32_t s = 0; s < e->nslots; s++)
-            e->slot[s].rel = 0;
+            e->slot[s].acq = e->slot[s].rel = 0;
         e->percpu = 1;
+        e->shared = 1;
     }
 }
 
-int txc_ref_found(txc_entry *e, unsigned s) {
-    if (!__atomic_load_n(&e->percpu, __ATOMIC_SEQ_CST))
-        return 0;
-    __atomic_fetch_add(&e->slot[s].acq, 1, __ATOMIC_SEQ_CST);
-    return 1;
-}
+int txc_ref_found(txc_entry *e, unsigned s) { return slot_add(&e->slot[s].acq); }
 
 void txc_ref_get(txc_entry *e, unsigned s) {
     if (is_lock(e)) { /* atomic mode always; acq counts uses only (GDSF) */
@@ -584,46 +688,26 @@ void txc_ref_get(txc_entry *e, unsigned s) {
         __atomic_fetch_add(&e->slot[s].acq, 1, __ATOMIC_RELAXED);
         return;
     }
-    txc_rd_enter();
-    if (!txc_ref_found(e, s)) /* let go: the count is refs now */
+    /* the caller's reference keeps e: no epoch section */
+    if (!slot_add(&e->slot[s].acq)) /* folded: the count is refs now */
         __atomic_fetch_add(&e->refs, 1, __ATOMIC_RELAXED);
-    txc_rd_exit();
 }
 
 void txc_ref_put(txc_entry *e, unsigned s) {
-    if (is_lock(e)) {
+    /* (release: the holder's reads of the payload before the count that may
+     * let the entry be freed) */
+    if (is_lock(e) || !slot_add(&e->slot[s].rel))
         refs_add(e, (uint64_t)-1);
-        return;
-    }
-    /* release: the holder's reads of the payload before the count that may
-     * let the entry be freed */
-    uint64_t *rel = &e->slot[s].rel;
-    uint64_t v = __atomic_load_n(rel, __ATOMIC_RELAXED);
-    do {
-        if (v == TXC_REL_FOLDED) {
-            refs_add(e, (uint64_t)-1);
-            return;
-        }
-    } while (!__atomic_compare_exchange_n(rel, &v, v + 1, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
-/* After the grace period of a let-go entry: the acq slots are final, the
- * rel slots are taken for good. */
+/* The cache let e go (its section unlinked it): every slot taken for good. */
 static void fold(txc_entry *e) {
     uint64_t acq = 0, rel = 0;
     for (uint32_t s = 0; s < e->nslots; s++) {
-        acq += __atomic_load_n(&e->slot[s].acq, __ATOMIC_RELAXED);
-        rel += __atomic_exchange_n(&e->slot[s].rel, TXC_REL_FOLDED, __ATOMIC_ACQ_REL);
+        acq += __atomic_exchange_n(&e->slot[s].acq, TXC_FOLDED, __ATOMIC_ACQ_REL);
+        rel += __atomic_exchange_n(&e->slot[s].rel, TXC_FOLDED, __ATOMIC_ACQ_REL);
     }
     refs_add(e, acq - rel - TXC_BIAS);
-}
-
-static void fold_list(txc_entry *e) {
-    while (e) {
-        txc_entry *n = e->dead_next;
-        fold(e);
-        e = n;
-    }
 }
 
 void txc_let_go(txc_entry *e) {
@@ -631,17 +715,8 @@ void txc_let_go(txc_entry *e) {
         refs_add(e, (uint64_t)-1);
         return;
     }
-    /* counts from now on go to refs; the slots settle in a grace period */
-    __atomic_store_n(&e->percpu, 0, __ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&g_limbo_mu);
-    /* a section that announced an epoch >= this one loaded g_epoch after the
-     * increment, so after e left the cache and switched mode */
-    e->retired = __atomic_add_fetch(&g_epoch, 1, __ATOMIC_SEQ_CST);
-    e->dead_next = g_limbo;
-    g_limbo = e;
-    txc_entry *done = limbo_take_locked();
-    pthread_mutex_unlock(&g_limbo_mu);
-    fold_list(done);
+    __atomic_store_n(&e->percpu, 0, __ATOMIC_RELAXED); /* (txc_ref_count) */
+    fold(e);
 }
 
 int64_t txc_ref_count(const txc_entry *e) {
@@ -650,23 +725,11 @@ int64_t txc_ref_count(const txc_entry *e) {
 }
 
 void txc_reclaim(int wait) {
-    if (rd_locked)
+    if (rd_locked || (my_rec && my_rec->depth))
         return;
     /* waiting: for what is retired now, not for what other threads retire
      * while this one waits */
-    uint64_t upto = __atomic_load_n(&g_epoch, __ATOMIC_SEQ_CST);
-    for (;;) {
-        pthread_mutex_lock(&g_limbo_mu);
-        txc_entry *done = limbo_take_locked();
-        int left = 0;
-        for (txc_entry *e = g_limbo; e && !left; e = e->dead_next)
-            left = e->retired <= upto;
-        pthread_mutex_unlock(&g_limbo_mu);
-        fold_list(done);
-        if (!wait || !left)
-            return;
-        sched_yield(); /* sections are short: a grace period is a few yields */
-    }
+    limbo_reclaim(__atomic_load_n(&g_epoch, __ATOMIC_SEQ_CST) + 1, wait);
 }
 
 /* ------------------------------------------------------- rwlock mode's lock */

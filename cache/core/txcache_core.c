@@ -39,8 +39,9 @@
  * Entries the cache lets go (evicted, replaced, removed, rejected) are
  * collected by the section on a list and handed to txc_let_go() after it:
  * nothing is freed inside a section, in any mode. Lock mode frees an entry
- * at its last reference; tx and cx modes settle the per-CPU counts after a
- * grace period (txcache.c) and free at the last reference after that.
+ * at its last reference; tx and cx modes settle the per-CPU counts at once
+ * (txcache.c) and free the payload at the last reference, the header after
+ * a grace period.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -493,9 +494,9 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
         legacy_unlock(c, 1);
     } else {
         /* a read-only section; the reference after it, still inside the
-         * epoch section that keeps e allocated (TXC_SECTION's own nests in
-         * it). An entry that lost its last reference in between left the
-         * cache: look again. */
+         * epoch section that keeps e's header allocated (TXC_SECTION's own
+         * nests in it). An entry whose counts the cache folded in between
+         * left it: look again. */
         for (int tries = 0;; tries++) {
             txc_rd_enter();
             TXC_SECTION_RD(c, e = core_lookup(c, h, key, klen, policy, NULL));

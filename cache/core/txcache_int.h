@@ -7,8 +7,9 @@
  *    (transaction_pure helpers), which is safe because an entry is freed only
  *    once no section can reach it: in lock mode after the lock is released
  *    and the last reference went; in tx and cx modes, whose sections run
- *    inside read-side epoch sections (txc_rd_enter/exit), after a grace
- *    period as well;
+ *    inside read-side epoch sections (txc_rd_enter/exit), the header after
+ *    a grace period as well (the payload, which sections never read, at the
+ *    last reference);
  *  - shared mutable fields (chains, heap, counts, states, dead_next): only
  *    inside a critical section of the cache's sync mode, never with atomics;
  *    in tx and cx modes the chains only inside sections (transactions, cx
@@ -18,7 +19,7 @@
  *    sections (a relaxed load of a hint that only grows: txc_lookup);
  *  - the payload (meta + body): written only while the entry is private to
  *    its builder, read in place by reference holders outside any critical
- *    section, freed with the entry;
+ *    section, freed at the last reference;
  *  - e->refs, e->percpu, the slots' acq and rel, c->refs and the live count:
  *    atomics, never written inside a critical section; a slot's last and acq
  *    are read inside sections as hints that only grow (txcache.c,
@@ -113,10 +114,10 @@ struct txc_entry {
     /* shared, inside critical sections only */
     int state;                   /* enum txc_state */
     struct txc_entry *next;      /* hash chain */
-    struct txc_entry *dead_next; /* let go by a section; then txcache.c's limbo */
+    struct txc_entry *dead_next; /* let go by a section; then txcache.c's retired headers */
     uint64_t heap_pos;
     uint64_t born;    /* LRU: stamp at insert; GDSF: L at insert */
-    uint64_t retired; /* txcache.c: epoch at retirement */
+    uint64_t retired; /* txcache.c: the header's epoch tag once its last reference went */
     void *block;      /* immutable: what malloc returned, the header aligned inside it */
     int64_t declared; /* immutable: body length given to txc_entry_new, or -1 */
     /* txcache.c, atomic, never inside a section (read in sections only by
@@ -126,6 +127,10 @@ struct txc_entry {
      * from the fields every lookup reads. */
     uint64_t refs __attribute__((aligned(TXC_LINE)));
     int percpu;
+    /* txcache.c: published in a tx or cx cache, where lookups may hold the
+     * header without a reference: it is freed after a grace period. Set
+     * while private, then immutable */
+    int shared;
     struct txc_slot slot[]; /* nslots lines */
 };
 
@@ -163,8 +168,9 @@ unsigned txc_my_slot(const txc_cache *c);
 uint64_t txc_stamp(void); /* per thread strictly increasing, ns */
 uint64_t txc_hash(const void *key, size_t len);
 void txc_cache_unref_internal(txc_cache *c); /* drops the handle's or an entry's ref */
-/* Read-side epoch sections (nest; any thread): an entry the cache let go
- * meanwhile stays allocated until every section that began before ends. */
+/* Read-side epoch sections (nest; any thread): the header of an entry the
+ * cache let go meanwhile stays allocated until every section that began
+ * before ends. */
 void txc_rd_enter(void);
 void txc_rd_exit(void);
 /* References (txcache.c; any thread, outside sections). */
@@ -176,7 +182,8 @@ void txc_ref_get(txc_entry *e, unsigned s);  /* the caller holds one */
 void txc_ref_put(txc_entry *e, unsigned s);  /* frees e after the last */
 void txc_let_go(txc_entry *e);               /* the cache's (or builder's) reference */
 int64_t txc_ref_count(const txc_entry *e);   /* quiescent entries only (txc_check) */
-void txc_reclaim(int wait); /* settles what is due; wait: also what is pending now */
+void txc_reclaim(int wait); /* frees the headers due (this thread's retired ones too);
+                             * wait: also those retired now */
 /* Lock and rwlock modes, the legacy design: one lock around every section,
  * a hit's reference taken under it and counted in e->refs. */
 static inline int txc_legacy(const txc_cache *c) {
