@@ -428,7 +428,7 @@ static txc_entry *header_alloc(size_t size, size_t zero) {
  * once (entry_last_ref). (Freeing whole entries a batch of 32 evictions late
  * cost 10% at s = 1, 2 threads: the pools then handed out buffers long gone
  * from the CPU's cache.) */
-#define TXC_RETIRE_BATCH 16
+#define TXC_RETIRE_BATCH 8
 struct txc_rec {
     uint64_t epoch;       /* 0: quiescent; else the global epoch at entry. Owner writes */
     unsigned depth;       /* owner only */

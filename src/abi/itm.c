@@ -231,9 +231,12 @@ static TK_NORETURN void itm_resume(tk_thread *t, unsigned depth) {
 }
 
 /* The site of the block whose checkpoint holds rip, remembered as the
- * thread's last (out of line: most threads run the same block again). */
+ * thread's last, the last one as the one before (out of line: most threads
+ * run the same block again, or two in turn). */
 static __attribute__((noinline)) txkit_site_t *itm_site_remember(tk_thread *t, uintptr_t rip) {
-    txkit_site_t *site = itm_site_for(rip);
+    txkit_site_t *site = t->itm.prev_rip == rip && rip ? t->itm.prev_site : itm_site_for(rip);
+    t->itm.prev_rip = t->itm.last_rip;
+    t->itm.prev_site = t->itm.last_site;
     t->itm.last_rip = rip;
     t->itm.last_site = site;
     return site;

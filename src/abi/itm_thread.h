@@ -14,6 +14,8 @@ struct tk_itm_thread {
         txid_end;            /* this thread's block of transaction ids: refilled when used up */
     uintptr_t last_rip;      /* the last gcc transaction's call site ...: each outermost begin */
     txkit_site_t *last_site; /* ... and its site */
+    uintptr_t prev_rip;      /* the call site before it, another one ... */
+    txkit_site_t *prev_site; /* ... and its site (two blocks that alternate: a lookup, a store) */
 };
 
 #endif /* TK_ITM_THREAD_H */
