@@ -172,10 +172,13 @@ static void nolog_lost(tk_thread *t) {
  * move the clock), not irrevocable (other writers' give-backs move the clock
  * under it), not timed (the read-set histogram samples those). Owner thread,
  * in stm_begin after the visibility and irrevocability are decided. */
-static inline bool nolog_ok(const tk_thread *t) {
+static inline bool nolog_wanted(const tk_thread *t) {
     int mode = tk_cfg.stm_nolog; /* TXKIT_STM_NOLOG */
     return (mode == TK_NOLOG_ON || (mode == TK_NOLOG_AUTO && t->stm.calm >= t->stm.calm_need)) &&
-           !t->vis.active && !tk_g.hybrid && !t->ctl.irrevocable && !t->ctl.attempt_tsc;
+           !t->ctl.attempt_tsc;
+}
+static inline bool nolog_ok(const tk_thread *t) {
+    return nolog_wanted(t) && !t->vis.active && !tk_g.hybrid && !t->ctl.irrevocable;
 }
 
 /* The attempt committed: count it calm if it never moved its snapshot (no
@@ -586,11 +589,16 @@ static inline void begin_snapshot(tk_thread *t) {
 }
 
 /* stm_begin's last step, once the attempt's visibility and irrevocability
- * are known: how it reads, how far the inline store may append. */
-static inline void begin_reads(tk_thread *t) {
-    t->stm.nolog = nolog_ok(t);
+ * are known: how it reads, how far the inline store may append. plain: the
+ * attempt is neither visible nor irrevocable, and not hybrid (stm_begin's
+ * common case), which a constant true lets the compiler drop from the tests. */
+static inline void begin_reads(tk_thread *t, bool plain) {
+    t->stm.nolog = plain ? nolog_wanted(t) : nolog_ok(t);
     t->ctl.acc_add = t->stm.nolog ? TXKIT_ACC_NOLOG : 0;
-    ws_arm_end(t); /* wcur: ws_clear */
+    if (plain) /* ws_arm_end (wcur: ws_clear) */
+        _txkit_tls.wend = t->captured.len ? NULL : t->stm.wlim;
+    else
+        ws_arm_end(t);
 }
 
 /* stm_begin's common case holds for good once this is set (by its general
@@ -642,7 +650,7 @@ static __attribute__((noinline)) int stm_begin_general(tk_thread *t) {
     } else {
         t->vis.active = 0;
     }
-    begin_reads(t);
+    begin_reads(t, false);
     return TK_OK;
 }
 
@@ -665,7 +673,7 @@ static int stm_begin(tk_thread *t) {
     _txkit_tls.hsnap = 0;
     t->ctl.irrevocable = 0;
     t->vis.active = 0;
-    begin_reads(t);
+    begin_reads(t, true);
     return TK_OK;
 }
 

@@ -324,7 +324,15 @@ static inline bool sw_express_quiet(const tk_thread *t) {
  * hw_express_finish): a first-attempt commit counted, the attempt over, its
  * frees and allocations applied, and the next begin may be express again. */
 __attribute__((always_inline)) static inline void express_finished(tk_thread *t, unsigned next) {
-    count_commit(t, t->ctl.m, 0);
+    /* count_commit's case (a first attempt, not timed: the express begins'),
+     * its method known here: software for TK_EXPRESS_SW, else hardware */
+    if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
+        if (next == TK_EXPRESS_SW)
+            TK_COUNT(t->cnt->sw_commits, 1);
+        else
+            TK_COUNT(t->cnt->hw_commits, 1);
+        __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
+    }
     tk_attempt_ended(t);
     if (t->frees.len | t->allocs.len)
         tk_discard_effects(t, 1);
