@@ -142,6 +142,45 @@ uint64_t txc_stamp(void) {
 
 static uint64_t live_all; /* entries of every cache, not yet freed */
 
+/* Per-thread records that outlive their threads (the pools of payload
+ * buffers, the read-side epoch records): a push-only list of blocks, each
+ * claimed by one live thread at a time and left on the list for the next
+ * thread when its own exits, so that other threads may keep pointers to
+ * it. A record embeds a struct txc_claim. */
+struct txc_claim {
+    int in_use;             /* claimed by a live thread (CAS; released by its exit) */
+    struct txc_claim *next; /* immutable once pushed */
+};
+
+/* A record of size bytes whose claim is at offset off: one on the list at
+ * *head that no live thread holds, else a new one (line-aligned, zeroed)
+ * pushed on it; claimed for the calling thread. NULL without memory. Any
+ * thread. */
+static void *record_claim(struct txc_claim **head, size_t size, size_t off) {
+    for (struct txc_claim *c = __atomic_load_n(head, __ATOMIC_ACQUIRE); c; c = c->next) {
+        int zero = 0;
+        if (!__atomic_load_n(&c->in_use, __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&c->in_use, &zero, 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            return (char *)c - off;
+    }
+    void *r;
+    if (posix_memalign(&r, TXC_LINE, size) != 0)
+        return NULL;
+    memset(r, 0, size);
+    struct txc_claim *c = (struct txc_claim *)((char *)r + off);
+    c->in_use = 1;
+    c->next = __atomic_load_n(head, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(head, &c->next, c, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        ;
+    return r;
+}
+
+/* The calling thread's record goes back to the list (its last access). */
+static void record_release(struct txc_claim *c) {
+    __atomic_store_n(&c->in_use, 0, __ATOMIC_RELEASE);
+}
+
 /* Payload buffers. A payload is large (an HTTP response: kilobytes), beyond
  * malloc's per-thread caches, so every malloc and free of one takes an arena
  * lock, and freeing one that another thread built takes that thread's arena
@@ -192,11 +231,9 @@ struct pool {
      * owner), back_bytes its size in bytes (atomic, a bound, not exact) */
     struct txc_payload *back __attribute__((aligned(TXC_LINE)));
     uint64_t back_bytes;
-    /* the records' list: in_use claimed by a CAS, next immutable once pushed */
-    int in_use __attribute__((aligned(TXC_LINE)));
-    struct pool *next;
+    struct txc_claim claim __attribute__((aligned(TXC_LINE))); /* on g_pools */
 };
-static struct pool *g_pools; /* push-only list (atomic head) */
+static struct txc_claim *g_pools; /* the pools (record_claim) */
 static __thread struct pool *my_pool;
 static pthread_key_t pool_key; /* its destructor empties an exiting thread's pool */
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -228,7 +265,7 @@ static void pool_drain(void *arg) {
     pool_free_list(back);
     if (my_pool == p)
         my_pool = NULL;
-    __atomic_store_n(&p->in_use, 0, __ATOMIC_RELEASE);
+    record_release(&p->claim);
 }
 static void pool_init(void) { (void)pthread_key_create(&pool_key, pool_drain); }
 
@@ -237,27 +274,11 @@ static struct pool *pool_get(void) {
     struct pool *p = my_pool;
     if (__builtin_expect(p != NULL, 1))
         return p;
-    if (pthread_once(&pool_once, pool_init) != 0)
+    if (pthread_once(&pool_once, pool_init) != 0 ||
+        !(p = record_claim(&g_pools, sizeof *p, offsetof(struct pool, claim))))
         return NULL;
-    for (p = __atomic_load_n(&g_pools, __ATOMIC_ACQUIRE); p; p = p->next) {
-        int zero = 0;
-        if (!__atomic_load_n(&p->in_use, __ATOMIC_RELAXED) &&
-            __atomic_compare_exchange_n(&p->in_use, &zero, 1, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED))
-            break;
-    }
-    if (!p) {
-        if (posix_memalign((void **)&p, TXC_LINE, sizeof *p) != 0)
-            return NULL;
-        memset(p, 0, sizeof *p);
-        p->in_use = 1;
-        p->next = __atomic_load_n(&g_pools, __ATOMIC_RELAXED);
-        while (!__atomic_compare_exchange_n(&g_pools, &p->next, p, 1, __ATOMIC_RELEASE,
-                                            __ATOMIC_RELAXED))
-            ;
-    }
     if (pthread_setspecific(pool_key, p) != 0) { /* no destructor: do not keep one */
-        __atomic_store_n(&p->in_use, 0, __ATOMIC_RELEASE);
+        record_release(&p->claim);
         return NULL;
     }
     my_pool = p;
@@ -430,16 +451,15 @@ static txc_entry *header_alloc(size_t size, size_t zero) {
  * from the CPU's cache.) */
 #define TXC_RETIRE_BATCH 8
 struct txc_rec {
-    uint64_t epoch;       /* 0: quiescent; else the global epoch at entry. Owner writes */
-    unsigned depth;       /* owner only */
-    int in_use;           /* claimed by a live thread (CAS) */
-    struct txc_rec *next; /* immutable once pushed */
-    txc_entry *retired;   /* owner only: headers retired, not yet in the limbo */
-    unsigned nretired;    /* owner only: how many */
+    uint64_t epoch;         /* 0: quiescent; else the global epoch at entry. Owner writes */
+    unsigned depth;         /* owner only */
+    struct txc_claim claim; /* on g_recs */
+    txc_entry *retired;     /* owner only: headers retired, not yet in the limbo */
+    unsigned nretired;      /* owner only: how many */
 } __attribute__((aligned(TXC_LINE)));
 
-static uint64_t g_epoch = 1;   /* atomic */
-static struct txc_rec *g_recs; /* push-only list (atomic head) */
+static uint64_t g_epoch = 1;     /* atomic */
+static struct txc_claim *g_recs; /* the records (record_claim) */
 static pthread_mutex_t g_limbo_mu = PTHREAD_MUTEX_INITIALIZER;
 static txc_entry *g_limbo; /* under g_limbo_mu, headers linked by dead_next */
 static pthread_key_t g_rec_key;
@@ -465,7 +485,7 @@ static void rec_release(void *arg) {
         limbo_add_locked(r);
         pthread_mutex_unlock(&g_limbo_mu);
     }
-    __atomic_store_n(&r->in_use, 0, __ATOMIC_RELEASE);
+    record_release(&r->claim);
 }
 
 static void rec_key_init(void) { (void)pthread_key_create(&g_rec_key, rec_release); }
@@ -475,23 +495,8 @@ static struct txc_rec *rec_get(void) {
     if (__builtin_expect(r != NULL, 1))
         return r;
     pthread_once(&g_rec_once, rec_key_init);
-    for (r = __atomic_load_n(&g_recs, __ATOMIC_ACQUIRE); r; r = r->next) {
-        int zero = 0;
-        if (!__atomic_load_n(&r->in_use, __ATOMIC_RELAXED) &&
-            __atomic_compare_exchange_n(&r->in_use, &zero, 1, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED))
-            break;
-    }
-    if (!r) {
-        if (posix_memalign((void **)&r, TXC_LINE, sizeof *r) != 0)
-            return NULL; /* txc_rd_enter falls back to the domain lock */
-        memset(r, 0, sizeof *r);
-        r->in_use = 1;
-        r->next = __atomic_load_n(&g_recs, __ATOMIC_RELAXED);
-        while (!__atomic_compare_exchange_n(&g_recs, &r->next, r, 1, __ATOMIC_RELEASE,
-                                            __ATOMIC_RELAXED))
-            ;
-    }
+    if (!(r = record_claim(&g_recs, sizeof *r, offsetof(struct txc_rec, claim))))
+        return NULL; /* txc_rd_enter falls back to the domain lock */
     r->depth = 0;
     r->epoch = 0;
     r->retired = NULL; /* a record is released only with its list moved to the limbo */
@@ -534,7 +539,9 @@ void txc_rd_exit(void) {
 /* The oldest epoch a thread announces now, or UINT64_MAX. */
 static uint64_t oldest_reader(void) {
     uint64_t m = UINT64_MAX;
-    for (struct txc_rec *r = __atomic_load_n(&g_recs, __ATOMIC_ACQUIRE); r; r = r->next) {
+    for (struct txc_claim *c = __atomic_load_n(&g_recs, __ATOMIC_ACQUIRE); c; c = c->next) {
+        const struct txc_rec *r =
+            (const struct txc_rec *)((const char *)c - offsetof(struct txc_rec, claim));
         uint64_t e = __atomic_load_n(&r->epoch, __ATOMIC_ACQUIRE);
         if (e && e < m)
             m = e;
