@@ -150,15 +150,19 @@ static inline bool tk_express_commit(tk_thread *t) {
  * start_count not parked) and of attempt_prepare (no fault injection, not
  * timed: not sampled, first attempt) that differ per transaction; the rest is
  * as the last commit left it (TK_EXPRESS_SW, TK_EXPRESS_HW). id: the site's;
- * n: t->ntx before. Owner thread, before the method's begin. */
+ * n: t->ntx before; hw: whether m is hardware (a constant at each caller).
+ * Owner thread, before the method's begin. */
 __attribute__((always_inline)) static inline void tk_express_start(tk_thread *t, txkit_site_t *site,
                                                                    uintptr_t stack_top, unsigned id,
                                                                    uint64_t n,
-                                                                   const struct tk_method *m) {
+                                                                   const struct tk_method *m,
+                                                                   bool hw) {
     t->express = 0; /* xsite: NULL with TK_EXPRESS_SW and TK_EXPRESS_HW */
-    t->ctl.site = site;
+    if (site != t->ctl.site) { /* else t->cnt is its entry already */
+        t->ctl.site = site;
+        t->cnt = t->row + (id - 1);
+    }
     tk_stack_enter(t, stack_top);
-    t->cnt = t->row + (id - 1);
     t->ntx = n + 1;
     if (TXKIT_LIKELY(!tk_cfg.stats_off)) {
         TK_COUNT(t->cnt->transactions, 1);
@@ -168,7 +172,6 @@ __attribute__((always_inline)) static inline void tk_express_start(tk_thread *t,
     t->ctl.m = m;
     t->ctl.inject = 0;
     t->ctl.attempt_tsc = 0;
-    int hw = (m->caps & TK_CAP_HARDWARE) != 0;
     t->ctl.sw_express = !hw;
     t->ctl.hw_express = hw;
 }
@@ -205,7 +208,7 @@ tk_sw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int k
         !tk_choose_stm_first(t, site))
         return false;
     const struct tk_method *m = M_STM;
-    tk_express_start(t, site, stack_top, id, n, m);
+    tk_express_start(t, site, stack_top, id, n, m, false);
     int r = m->begin(t); /* software: always TK_OK */
     TK_ASSERT(r == TK_OK);
     _txkit_tls.access = tk_read_access(m->access | t->ctl.acc_add, t->vis.active);
@@ -237,7 +240,7 @@ tk_hw_express_begin(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, int k
         t->stm.sw_registered || !tk_choose_htm_first(t, site))
         return false;
     const struct tk_method *m = M_HTM;
-    tk_express_start(t, site, stack_top, id, n, m);
+    tk_express_start(t, site, stack_top, id, n, m, true);
     /* attempt_running's access bits, known before XBEGIN (hardware adds none
      * at its begin: acc_add stays 0), so that the attempt only stores them */
     unsigned acc = tk_read_access(m->access, t->vis.active);
