@@ -152,12 +152,10 @@ static inline bool tk_express_commit(tk_thread *t) {
  * as the last commit left it (TK_EXPRESS_SW, TK_EXPRESS_HW). id: the site's;
  * n: t->ntx before; hw: whether m is hardware (a constant at each caller).
  * Owner thread, before the method's begin. */
-__attribute__((always_inline)) static inline void tk_express_start(tk_thread *t, txkit_site_t *site,
-                                                                   uintptr_t stack_top, unsigned id,
-                                                                   uint64_t n,
-                                                                   const struct tk_method *m,
-                                                                   bool hw) {
-    t->express = 0; /* xsite: NULL with TK_EXPRESS_SW and TK_EXPRESS_HW */
+__attribute__((always_inline)) static inline void
+tk_express_start(tk_thread *t, txkit_site_t *site, uintptr_t stack_top, unsigned id, uint64_t n,
+                 const struct tk_method *m, bool hw) {
+    t->express = 0;            /* xsite: NULL with TK_EXPRESS_SW and TK_EXPRESS_HW */
     if (site != t->ctl.site) { /* else t->cnt is its entry already */
         t->ctl.site = site;
         t->cnt = t->row + (id - 1);
