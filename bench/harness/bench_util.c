@@ -1019,6 +1019,79 @@ const char *bench_stamp(void) {
 
 int bench_oversubscribed(int threads) { return threads > bench_ncpus(); }
 
+/* ---------------------------------------------------- cross-CPU transfers */
+
+#define RTT_ROUNDS 4000
+#define RTT_LIMIT_S 0.2 /* a peer that cannot run (a busy CPU): give up */
+struct rtt_pair {
+    uint64_t word __attribute__((aligned(BENCH_CACHELINE)));
+    int stop __attribute__((aligned(BENCH_CACHELINE)));
+    int cpu;
+};
+
+static int pin_self(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set);
+}
+
+static void *rtt_peer(void *arg) {
+    struct rtt_pair *p = arg;
+    if (pin_self(p->cpu) != 0)
+        return NULL;
+    for (uint64_t i = 1; !__atomic_load_n(&p->stop, __ATOMIC_RELAXED);) {
+        if (__atomic_load_n(&p->word, __ATOMIC_ACQUIRE) == i) {
+            __atomic_store_n(&p->word, i + 1, __ATOMIC_RELEASE);
+            i += 2;
+        } else {
+            __builtin_ia32_pause();
+        }
+    }
+    return NULL;
+}
+
+double bench_line_rtt_ns(void) {
+    load_cpus();
+    if (g_ncpus < 2)
+        return -1;
+    cpu_set_t saved;
+    if (sched_getaffinity(0, sizeof saved, &saved) != 0 || pin_self(g_cpus[0]) != 0)
+        return -1;
+    struct rtt_pair *p = aligned_alloc(BENCH_CACHELINE, sizeof *p);
+    double best = -1;
+    pthread_t th;
+    if (p) {
+        memset(p, 0, sizeof *p);
+        p->cpu = g_cpus[1];
+        if (pthread_create(&th, NULL, rtt_peer, p) == 0) {
+            /* 3 passes, the fastest: the first also wakes the peer's CPU */
+            double limit = bench_now() + RTT_LIMIT_S;
+            uint64_t v = 1;
+            for (int pass = 0; pass < 3; pass++) {
+                double t0 = bench_now();
+                int n = 0;
+                for (; n < RTT_ROUNDS; n++, v += 2) {
+                    __atomic_store_n(&p->word, v, __ATOMIC_RELEASE);
+                    unsigned spins = 0;
+                    while (__atomic_load_n(&p->word, __ATOMIC_ACQUIRE) != v + 1)
+                        if ((++spins & 0xfff) == 0 && bench_now() > limit)
+                            goto out;
+                }
+                double ns = (bench_now() - t0) * 1e9 / n;
+                if (best < 0 || ns < best)
+                    best = ns;
+            }
+        out:
+            __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+            pthread_join(th, NULL);
+        }
+        free(p);
+    }
+    (void)sched_setaffinity(0, sizeof saved, &saved);
+    return best;
+}
+
 double bench_print_machine(FILE *f, const char *title) {
     char cpu[256], load[64];
     struct utsname un;
@@ -1041,6 +1114,13 @@ double bench_print_machine(FILE *f, const char *title) {
     fprintf(f, "txkit     %s%s%s\n", txkit_version(), envm ? ", TXKIT_METHOD=" : "",
             envm ? envm : "");
     fprintf(f, "when      %s, load average %s\n", bench_stamp(), load);
+    double rtt = bench_line_rtt_ns();
+    if (rtt > 0)
+        fprintf(f,
+                "cpu-cpu   %.0f ns: a cache line's round trip between CPUs %d and %d (what "
+                "threads that share lines pay; on a VM it can change severalfold while "
+                "the host moves vCPUs)\n",
+                rtt, g_cpus[0], g_cpus[1]);
     return load1;
 }
 

@@ -386,7 +386,8 @@ void bench_print_header(FILE *f, const struct bench_desc *d, const struct bench_
 
 /**
  * bench_print_machine() - the first lines of every benchmark's header:
- * "=== title ===", host, cpu, rtm, txkit (and TXKIT_METHOD), when and load.
+ * "=== title ===", host, cpu, rtm, txkit (and TXKIT_METHOD), when and load,
+ * and cpu-cpu (bench_line_rtt_ns, when there are 2 CPUs).
  * Also takes the host name and time stamp bench_host() and bench_stamp() give.
  * Return: the 1-minute load average (-1 if unknown).
  */
@@ -399,6 +400,12 @@ double bench_print_machine(FILE *f, const char *title);
  */
 void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, int runs,
                      int nofork);
+
+/* The time a cache line takes to go from one usable CPU to another and back
+ * (two threads pinned on the first two, the fastest of 3 passes of ping-pong,
+ * about a millisecond), ns; -1 with fewer than 2 CPUs or when the peer thread
+ * does not get to run. The caller's CPU affinity is restored. */
+double bench_line_rtt_ns(void);
 
 /* A warning line when the load average says the machine is busy. */
 void bench_print_load_warning(FILE *f, double load1);

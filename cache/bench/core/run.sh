@@ -77,6 +77,10 @@ csv_cat "$OUT"/cache-auto.csv "$OUT"/cache-stm.csv "$OUT"/cache-nortm.csv "$OUT"
 {
     echo
     echo "=== cache core summary: Mops/s median of $RUNS x $SECS s, ratio to lock in the same run ==="
+    # each run's header measured how long a cache line takes between the two
+    # CPUs: where that changed during the script, so did the 2-thread rates
+    rtts=$(sed -n 's/^cpu-cpu *\([0-9][0-9]*\) ns.*/\1/p' "$LOG" | sort -n | tr '\n' ' ')
+    [ -n "$rtts" ] && echo "cross-CPU line round trips at the runs' starts (ns): $rtts"
     for run in auto stm nortm libitm; do
         f=$OUT/cache-$run.csv
         [ -f "$f" ] || continue
