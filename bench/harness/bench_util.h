@@ -403,7 +403,7 @@ void bench_print_run(FILE *f, const int *threads, int nthreads, double seconds, 
 
 /* The time a cache line takes to go from one usable CPU to another and back
  * (two threads pinned on the first two, the fastest of 3 passes of ping-pong,
- * about a millisecond), ns; -1 with fewer than 2 CPUs or when the peer thread
+ * a few milliseconds), ns; -1 with fewer than 2 CPUs or when the peer thread
  * does not get to run. The caller's CPU affinity is restored. */
 double bench_line_rtt_ns(void);
 
