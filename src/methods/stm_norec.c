@@ -591,14 +591,12 @@ static inline void begin_snapshot(tk_thread *t) {
 /* stm_begin's last step, once the attempt's visibility and irrevocability
  * are known: how it reads, how far the inline store may append. plain: the
  * attempt is neither visible nor irrevocable, and not hybrid (stm_begin's
- * common case), which a constant true lets the compiler drop from the tests. */
+ * common case): a constant true drops those tests from the choice of
+ * unlogged reads (hybrid is a global the compiler cannot know). */
 static inline void begin_reads(tk_thread *t, bool plain) {
     t->stm.nolog = plain ? nolog_wanted(t) : nolog_ok(t);
     t->ctl.acc_add = t->stm.nolog ? TXKIT_ACC_NOLOG : 0;
-    if (plain) /* ws_arm_end (wcur: ws_clear) */
-        _txkit_tls.wend = t->captured.len ? NULL : t->stm.wlim;
-    else
-        ws_arm_end(t);
+    ws_arm_end(t); /* wcur: ws_clear */
 }
 
 /* stm_begin's common case holds for good once this is set (by its general

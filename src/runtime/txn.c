@@ -619,21 +619,15 @@ void tk_express_commit_rest(tk_thread *t) {
 /* TX_ATOMIC's outermost commit but the express one: out of line, so that
  * the express commit keeps no frame. */
 static __attribute__((noinline)) void end_c(tk_thread *t) {
-    if (t->ctl.sw_express) {
-        /* the software express begin's attempt: of TX_ATOMIC (not doomed,
-         * which only C++ attempts are), on no parked clock (it refused one) */
-        int r = t->ctl.m->commit(t);
-        if (r != TK_OK)
-            tk_abort(t, r);
-        if (!sw_express_finish(t))
-            tk_finish_commit(t);
-        return;
-    }
-    if (t->doomed)
-        return;
-    if (tk_solo_commit_ok(t)) {
-        tk_solo_commit(t);
-        return;
+    /* (the software express begin's attempt is of TX_ATOMIC, so not doomed,
+     * which only C++ attempts are, and on no parked clock: it refused one) */
+    if (!t->ctl.sw_express) {
+        if (t->doomed)
+            return;
+        if (tk_solo_commit_ok(t)) {
+            tk_solo_commit(t);
+            return;
+        }
     }
     int r = t->ctl.m->commit(t);
     if (r != TK_OK)
