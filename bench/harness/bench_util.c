@@ -620,17 +620,20 @@ double bench_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Run the calling thread on cpu only: 0, or -1 (errno) when it may not. */
+static int pin_self(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set);
+}
+
 static pthread_barrier_t g_start;
 
 static void *thread_main(void *arg) {
     struct bench_thread *t = arg;
-    if (t->cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(t->cpu, &set);
-        if (sched_setaffinity(0, sizeof set, &set) != 0)
-            t->cpu = -1;
-    }
+    if (t->cpu >= 0 && pin_self(t->cpu) != 0)
+        t->cpu = -1;
     pthread_barrier_wait(&g_start);
     t->fn(t);
     return NULL;
@@ -1028,13 +1031,6 @@ struct rtt_pair {
     int stop __attribute__((aligned(BENCH_CACHELINE)));
     int cpu;
 };
-
-static int pin_self(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return sched_setaffinity(0, sizeof set, &set);
-}
 
 static void *rtt_peer(void *arg) {
     struct rtt_pair *p = arg;
