@@ -613,7 +613,6 @@ static void add_hits(txc_cache *c, struct txc_stats *st) {
 }
 
 void txc_stats_get(txc_cache *c, struct txc_stats *out) {
-    txc_reclaim(0); /* live_entries counts what is due to be freed as freed */
     struct txc_stats st;
     memset(&st, 0, sizeof st);
     if (txc_plans_apart(c->cfg.sync)) { /* what core_stats reads, the plans write under mu */
@@ -646,7 +645,7 @@ void txc_destroy(txc_cache *c) {
     }
     c->heap_len = c->objects = c->bytes = 0;
     let_go(dead);
-    txc_reclaim(1); /* the entries retired by this cache's last operations */
+    txc_reclaim(1); /* the headers retired by this cache's last operations */
     free(c->table);
     free(c->heap);
     c->table = NULL;
