@@ -91,7 +91,8 @@ typedef struct tk_handler {
 
 /* Saved by arch/x86_64/checkpoint.S: enough to return from _txkit_begin (or
  * _ITM_beginTransaction) again. ssp: the CET shadow-stack pointer to return
- * to, 0 when shadow stacks are off. */
+ * to, 0 when shadow stacks are off; written and read (longjmp.S) only in a
+ * build with shadow-stack support (__CET__ & 2). */
 typedef struct tk_jmpbuf {
     uint64_t rsp, rbx, rbp, r12, r13, r14, r15, rip, ssp;
 } tk_jmpbuf;

@@ -25,7 +25,7 @@
 TK_HIDDEN TK_NORETURN void tk_longjmp(const tk_jmpbuf *jb, int value);
 TK_HIDDEN int tk_begin_c(txkit_site_t *site, unsigned flags);
 TK_HIDDEN tk_jmpbuf *tk_jb_slot(void);
-TK_HIDDEN int tk_begin_c_outer(txkit_site_t *site, unsigned flags, tk_thread *t);
+TK_HIDDEN int tk_begin_c_outer(tk_thread *t, txkit_site_t *site);
 
 
 /* How many threads are inside this site now (this one included)? Reads the
@@ -585,8 +585,7 @@ static __attribute__((noinline)) int begin_c_next(tk_thread *t, txkit_site_t *si
 
 /* TX_ATOMIC's outermost begin (depth 0), t the caller's descriptor:
  * checkpoint.S's common case jumps here, tk_begin_c calls it. */
-int tk_begin_c_outer(txkit_site_t *site, unsigned flags, tk_thread *t) {
-    (void)flags;
+int tk_begin_c_outer(tk_thread *t, txkit_site_t *site) {
     if (TXKIT_LIKELY(site == t->xsite) && tk_express_begin_same(t, site, t->ctl.jb.rsp))
         return 1;
     if (TXKIT_LIKELY(t->express)) {
@@ -604,7 +603,8 @@ int tk_begin_c(txkit_site_t *site, unsigned flags) {
         _txkit_tls.depth = depth + 1;
         return 1;
     }
-    return tk_begin_c_outer(site, flags, tk_cur); /* created by tk_jb_slot */
+    (void)flags;
+    return tk_begin_c_outer(tk_cur, site); /* created by tk_jb_slot */
 }
 
 void tk_express_commit_rest(tk_thread *t) {

@@ -34,15 +34,17 @@
     movq %r15, 48(%rax)
     movq (%rsp), %rcx           /* return address */
     movq %rcx, 56(%rax)
-    xorl %ecx, %ecx
 #if defined(__CET__) && (__CET__ & 2)
+    xorl %ecx, %ecx
     rdsspq %rcx                 /* stays 0 when shadow stacks are off */
     testq %rcx, %rcx
     jz 1f
     addq $8, %rcx               /* as it will be once we have returned */
 1:
-#endif
     movq %rcx, 64(%rax)
+#endif
+    /* (without shadow-stack support in this build ssp is never read:
+     * longjmp.S's only reader is under the same condition) */
 .endm
 
     .text
@@ -63,8 +65,9 @@ _txkit_begin:
     cmpl $0, %fs:4(%rcx)
     jne 9f
     SAVE_CHECKPOINT
-    movq %rax, %rdx
-    jmp tk_begin_c_outer        /* tk_begin_c_outer(site, flags, t) returns to our caller */
+    movq %rdi, %rsi
+    movq %rax, %rdi
+    jmp tk_begin_c_outer        /* tk_begin_c_outer(t, site) returns to our caller */
 9:  /* the others: tk_jb_slot creates the descriptor, or picks the nested slot */
     pushq %rdi
     .cfi_adjust_cfa_offset 8
