@@ -29,7 +29,8 @@ TK_HIDDEN int tk_begin_c_outer(tk_thread *t, txkit_site_t *site);
 
 
 /* How many threads are inside this site now (this one included)? Reads the
- * other threads' slots, so only sampled entries (TK_SAMPLE_EVERY) do it;
+ * other threads' slots, so only sampled entries do it (transactions: one in
+ * TK_INSIDE_EVERY; cx sections: one in TK_SAMPLE_EVERY);
  * counted in c (the site's entry of this thread's row). Also used by cx locks. */
 void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c) {
     struct tks_thread *th = tk_seg_threads();
@@ -174,11 +175,15 @@ static inline void start_reset(tk_thread *t, txkit_site_t *site, uintptr_t stack
     t->ctl.serial_injected = 0;
 }
 
-/* A sampled transaction (start_count): its first attempt is timed, the
- * threads inside its site counted, the clock calibrated for readers. Cold. */
-__attribute__((noinline, cold)) static void sample_transaction(tk_thread *t, uint64_t site) {
+/* A sampled transaction (start_count; n: t->ntx before it): its first
+ * attempt is timed, the clock calibrated for readers, and one in
+ * TK_INSIDE_EVERY counts the threads inside its site. Cold. */
+__attribute__((noinline, cold)) static void sample_transaction(tk_thread *t, uint64_t site,
+                                                               uint64_t n) {
+    _Static_assert(TK_INSIDE_EVERY % TK_SAMPLE_EVERY == 0, "internal.h: a sampled one");
     t->time_first = 1;
-    tk_sample_inside(t, site, t->cnt);
+    if ((n & (TK_INSIDE_EVERY - 1)) == 0)
+        tk_sample_inside(t, site, t->cnt);
     tk_calibrate_maybe();
 }
 
@@ -194,7 +199,7 @@ static inline void start_count(tk_thread *t, txkit_site_t *site, bool parked) {
             TK_COUNT(t->cnt->transactions, 1);
         __atomic_store_n(&t->slot->cur_site, idx + 1, __ATOMIC_RELAXED);
         if (TXKIT_UNLIKELY((n & (TK_SAMPLE_EVERY - 1)) == 0))
-            sample_transaction(t, idx + 1);
+            sample_transaction(t, idx + 1, n);
     }
 }
 

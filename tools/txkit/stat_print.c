@@ -233,7 +233,7 @@ static void site_text(FILE *f, size_t rank, const struct st_site *s) {
     hist_text(f, "read set (words)", c->rset_hist, set_buckets, "(software commits only)");
     hist_text(f, "write set (words)", c->wset_hist, set_buckets, "(software commits only)");
     hist_text(f, "threads inside", c->inside_hist, inside_buckets,
-              "(sampled every 64th transaction)");
+              "(sampled every 1024th transaction)");
     hist_text(f, "retries per commit", c->retries_hist, retry_buckets, "");
 }
 

@@ -670,6 +670,24 @@ assert p['transactions'] == 6001 and p['commits'] == 6001, p
   done
   ;;
 
+inside)
+  # The threads inside a transaction's site are counted at one transaction in
+  # 1024 (runtime/internal.h, TK_INSIDE_EVERY: the scan moves every other
+  # thread's slot line), the thread's numbers 0, 1024 and 2048 of 3000: a lone
+  # thread, so each count is 1, in the histogram's first bucket.
+  for m in auto stm; do
+    TXKIT_METHOD=$m start_helper $m --tx 3000 --no-fault --name "inside$m"; p=$hpid
+    "$bin" stat --sites --json -p "$p" >"$tmp/s.$m.json" || fail "txkit stat --sites --json -p $p"
+    check "$tmp/s.$m.json" "
+s = site('c')
+assert len(s) == 1 and s[0]['transactions'] == 3000, s
+h = s[0]['inside_hist']
+assert h[0] == 3 and sum(h) == 3 and s[0]['inside_max'] == 1, ('$m', h, s[0]['inside_max'])
+"
+    stop_helper "$p" TERM
+  done
+  ;;
+
 args)
   bad() { # bad ARGS...: exit 2, a message naming the problem, then the usage
     "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
