@@ -616,16 +616,8 @@ TK_HIDDEN void tk_calibrate_maybe(void);
 TK_HIDDEN void tk_sample_inside(tk_thread *t, uint64_t site, struct tks_counters *c);
 /* One transaction (and one cx section) in TK_SAMPLE_EVERY is sampled: its
  * first attempt timed; a cx section's sample also counts the threads inside
- * its lock's sections. A power of 2. */
+ * its lock's sections (a transaction's: one in TKS_INSIDE_EVERY, a multiple,
+ * stats/format.h). A power of 2. */
 #define TK_SAMPLE_EVERY 64
-/* ... and one transaction in TK_INSIDE_EVERY (a multiple: a sampled one)
- * counts the threads inside its site (tk_sample_inside). That reads every
- * other thread's slot line, which each owner writes at every begin and
- * commit, so each scan moves those lines between CPUs: scanning at every
- * 64th transaction, the statistics cost 5.3% at 2 threads where a line takes
- * 330 ns between the CPUs and 3.3% where it takes 60 (hash set 4096, auto,
- * medians of 80-95 alternating on/off pairs each); at every 1024th, 2.3% and
- * 2.4%. A power of 2. */
-#define TK_INSIDE_EVERY 1024
 
 #endif /* TK_INTERNAL_H */

@@ -57,6 +57,10 @@
 #define TKS_M_SERIAL 3 /* TXKIT_SERIAL: the index of serial commits */
 #define TKS_NCAUSES 12 /* room for txkit_cause_t (9 today) */
 #define TKS_HIST 8
+/* A transaction site's inside_hist and inside_max: the threads inside the
+ * site, counted at one transaction in TKS_INSIDE_EVERY of each thread (the
+ * runtime, runtime/txn.c; the readers' text). A power of 2. */
+#define TKS_INSIDE_EVERY 1024
 #define TKS_MAX_UCOUNTERS 64u /* TXKIT_MAX_COUNTERS */
 
 /* Site 0 collects transactions of sites beyond max_sites, site 1 (a lock

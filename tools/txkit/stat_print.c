@@ -232,8 +232,9 @@ static void site_text(FILE *f, size_t rank, const struct st_site *s) {
         fprintf(f, "       max threads inside at once: not sampled yet\n");
     hist_text(f, "read set (words)", c->rset_hist, set_buckets, "(software commits only)");
     hist_text(f, "write set (words)", c->wset_hist, set_buckets, "(software commits only)");
-    hist_text(f, "threads inside", c->inside_hist, inside_buckets,
-              "(sampled every 1024th transaction)");
+    char inside_note[48];
+    snprintf(inside_note, sizeof inside_note, "(sampled every %dth transaction)", TKS_INSIDE_EVERY);
+    hist_text(f, "threads inside", c->inside_hist, inside_buckets, inside_note);
     hist_text(f, "retries per commit", c->retries_hist, retry_buckets, "");
 }
 

@@ -672,7 +672,7 @@ assert p['transactions'] == 6001 and p['commits'] == 6001, p
 
 inside)
   # The threads inside a transaction's site are counted at one transaction in
-  # 1024 (runtime/internal.h, TK_INSIDE_EVERY: the scan moves every other
+  # 1024 (stats/format.h, TKS_INSIDE_EVERY: the scan moves every other
   # thread's slot line), the thread's numbers 0, 1024 and 2048 of 3000: a lone
   # thread, so each count is 1, in the histogram's first bucket.
   for m in auto stm; do
