@@ -403,14 +403,16 @@ TXC_SAFE static void core_stats(txc_cache *c, struct txc_stats *out) {
  * modes inside a read-side epoch section (txcache.c), so that no entry it
  * reaches is freed under it (entries are retired outside any section). */
 #ifdef TXC_HAVE_GNU_TM
-#define TXC_TX_CASE(BODY)              \
+#define TXC_TX_CASE(EPOCH, BODY)       \
     case TXC_SYNC_TX:                  \
-        txc_rd_enter();                \
+        if (EPOCH)                     \
+            txc_rd_enter();            \
         __transaction_atomic { BODY; } \
-        txc_rd_exit();                 \
+        if (EPOCH)                     \
+            txc_rd_exit();             \
         break;
 #else
-#define TXC_TX_CASE(BODY)
+#define TXC_TX_CASE(EPOCH, BODY)
 #endif
 /* The legacy design's lock (lock and rwlock modes: txc_legacy); shared: a
  * section that only reads, which rwlock mode lets run side by side. */
@@ -432,29 +434,34 @@ static void legacy_unlock(txc_cache *c, int shared) {
         txc_rw_wrunlock(&c->rw);
 }
 
-#define TXC_SECTION_K(c, SHARED, BODY)    \
-    do {                                  \
-        switch ((c)->cfg.sync) {          \
-            TXC_TX_CASE(BODY)             \
-        case TXC_SYNC_CX:                 \
-            txc_rd_enter();               \
-            if (SHARED)                   \
-                cx_shared(&(c)->cx);      \
-            else                          \
-                cx_optimistic(&(c)->cx);  \
-            BODY;                         \
-            cx_unlock(&(c)->cx);          \
-            txc_rd_exit();                \
-            break;                        \
-        default:                          \
-            legacy_lock((c), (SHARED));   \
-            BODY;                         \
-            legacy_unlock((c), (SHARED)); \
-            break;                        \
-        }                                 \
+#define TXC_SECTION_K(c, SHARED, EPOCH, BODY) \
+    do {                                      \
+        switch ((c)->cfg.sync) {              \
+            TXC_TX_CASE(EPOCH, BODY)          \
+        case TXC_SYNC_CX:                     \
+            if (EPOCH)                        \
+                txc_rd_enter();               \
+            if (SHARED)                       \
+                cx_shared(&(c)->cx);          \
+            else                              \
+                cx_optimistic(&(c)->cx);      \
+            BODY;                             \
+            cx_unlock(&(c)->cx);              \
+            if (EPOCH)                        \
+                txc_rd_exit();                \
+            break;                            \
+        default:                              \
+            legacy_lock((c), (SHARED));       \
+            BODY;                             \
+            legacy_unlock((c), (SHARED));     \
+            break;                            \
+        }                                     \
     } while (0)
-#define TXC_SECTION(c, BODY) TXC_SECTION_K(c, 0, BODY)
-#define TXC_SECTION_RD(c, BODY) TXC_SECTION_K(c, 1, BODY)
+#define TXC_SECTION(c, BODY) TXC_SECTION_K(c, 0, 1, BODY)
+#define TXC_SECTION_RD(c, BODY) TXC_SECTION_K(c, 1, 1, BODY)
+/* TXC_SECTION_RD for a caller already inside a read-side epoch section (the
+ * lookup, which takes its reference after the section): no nested one. */
+#define TXC_SECTION_RD_IN_EPOCH(c, BODY) TXC_SECTION_K(c, 1, 0, BODY)
 
 /* After a section: the cache lets go of what it dropped. */
 static void let_go(txc_entry *dead) {
@@ -494,12 +501,12 @@ txc_entry *txc_lookup(txc_cache *c, const void *key, size_t klen) {
         legacy_unlock(c, 1);
     } else {
         /* a read-only section; the reference after it, still inside the
-         * epoch section that keeps e's header allocated (TXC_SECTION's own
-         * nests in it). An entry whose counts the cache folded in between
-         * left it: look again. */
+         * epoch section that keeps e's header allocated (the section runs
+         * in it, with no epoch section of its own). An entry whose counts
+         * the cache folded in between left it: look again. */
         for (int tries = 0;; tries++) {
             txc_rd_enter();
-            TXC_SECTION_RD(c, e = core_lookup(c, h, key, klen, policy, NULL));
+            TXC_SECTION_RD_IN_EPOCH(c, e = core_lookup(c, h, key, klen, policy, NULL));
             int ok = !e || txc_ref_found(e, s);
             txc_rd_exit();
             if (ok)
