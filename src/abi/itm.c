@@ -230,11 +230,12 @@ static TK_NORETURN void itm_resume(tk_thread *t, unsigned depth) {
     tk_longjmp(&t->ctl.jb, (int)itm_action(t, 1));
 }
 
-/* The site of the block whose checkpoint holds rip, remembered as the
- * thread's last, the last one as the one before (out of line: most threads
- * run the same block again, or two in turn). */
+/* The site of the block whose checkpoint holds rip, neither of the two the
+ * thread remembers: remembered as the last, the last one as the one before
+ * (out of line: most threads run the same block again, or two in turn, which
+ * tk_itm_begin finds without a call). */
 static __attribute__((noinline)) txkit_site_t *itm_site_remember(tk_thread *t, uintptr_t rip) {
-    txkit_site_t *site = t->itm.prev_rip == rip && rip ? t->itm.prev_site : itm_site_for(rip);
+    txkit_site_t *site = itm_site_for(rip);
     t->itm.prev_rip = t->itm.last_rip;
     t->itm.prev_site = t->itm.last_site;
     t->itm.last_rip = rip;
@@ -287,10 +288,12 @@ uint32_t tk_itm_begin(uint32_t props) {
     unsigned depth = _txkit_tls.depth;
     if (depth > 0)
         return nested_begin(t, props, depth);
-    /* Most threads run the same transaction again and again: remember the last. */
+    /* Most threads run the same transaction again and again, or two in turn
+     * (a cache's lookups and its stores): remember the last two. */
     uintptr_t rip = (uintptr_t)t->ctl.jb.rip;
-    txkit_site_t *site =
-        TXKIT_LIKELY(t->itm.last_rip == rip) ? t->itm.last_site : itm_site_remember(t, rip);
+    txkit_site_t *site = TXKIT_LIKELY(t->itm.last_rip == rip) ? t->itm.last_site
+                         : t->itm.prev_rip == rip && rip      ? t->itm.prev_site
+                                                              : itm_site_remember(t, rip);
     /* A block with the properties of the last one, or with properties that
      * differ only where txkit decides nothing (so the same kind, code and
      * resume as they were left), the same block or not: an express begin
