@@ -7,7 +7,9 @@
 #                           there at configure time), man2html, wrk, curl,
 #                           groff-base and man-db (the manual pages),
 #                           clang-format (docs.format), python3-matplotlib
-#                           (bench.plot: the figures of every benchmark)
+#                           (bench.plot: the figures of every benchmark),
+#                           libjemalloc2 and libtcmalloc-minimal4
+#                           (preload.mallocs: programs with another malloc)
 #   scripts/deps.sh demo    + python3-matplotlib (bench/plot.py, the figures)
 #   scripts/deps.sh results + memcached, libmemcached-tools (memcaslap), pigz,
 #                           xz-utils (bench/run-locks.sh, make results)
@@ -22,7 +24,8 @@ if_root=0
 want=(build-essential cmake pkg-config)
 case "$mode" in
   build) ;;
-  test) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db clang-format python3-matplotlib) ;;
+  test) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db clang-format python3-matplotlib
+               libjemalloc2 libtcmalloc-minimal4) ;;
   demo) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db python3-matplotlib) ;;
   results) want+=(spin apache2 apache2-dev man2html wrk curl groff-base man-db python3-matplotlib
                   memcached libmemcached-tools pigz xz-utils) ;;

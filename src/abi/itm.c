@@ -71,7 +71,7 @@ static txkit_site_t *itm_site_for(uintptr_t rip) {
         if (r == 0)
             break;
     }
-    pthread_mutex_lock(&itm_sites_lock);
+    tk_mutex_lock(&itm_sites_lock);
     txkit_site_t *site = &itm_overflow;
     h = (unsigned)((rip * 0x9e3779b97f4a7c15ull) >> 54) & (ITM_SITES - 1);
     for (unsigned i = 0; i < ITM_SITES - 1; i++, h = (h + 1) & (ITM_SITES - 1)) {
@@ -86,7 +86,7 @@ static txkit_site_t *itm_site_for(uintptr_t rip) {
             break;
         }
     }
-    pthread_mutex_unlock(&itm_sites_lock);
+    tk_mutex_unlock(&itm_sites_lock);
     return site;
 }
 
@@ -609,14 +609,14 @@ TK_EXPORT void _ITM_deregisterTMCloneTable(void *table) {
 static void itm_atfork(tk_thread *me, int phase) {
     (void)me;
     if (phase == TK_FORK_PREPARE) {
-        pthread_mutex_lock(&itm_sites_lock);
+        tk_mutex_lock(&itm_sites_lock);
         pthread_rwlock_rdlock(&clone_lock); /* no table half-registered */
     } else if (phase == TK_FORK_PARENT) {
         pthread_rwlock_unlock(&clone_lock);
-        pthread_mutex_unlock(&itm_sites_lock);
+        tk_mutex_unlock(&itm_sites_lock);
     } else { /* the only thread left: fresh locks */
         pthread_rwlock_init(&clone_lock, NULL);
-        pthread_mutex_init(&itm_sites_lock, NULL);
+        tk_mutex_child(&itm_sites_lock);
     }
 }
 
@@ -650,6 +650,6 @@ TK_EXPORT void *_ITM_getTMCloneOrIrrevocable(void *fn) {
     return fn;
 }
 
-__attribute__((constructor)) static void itm_hooks(void) {
+TK_CONSTRUCTOR static void itm_hooks(void) {
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_ITM, itm_atfork);
 }

@@ -159,7 +159,7 @@ static __attribute__((noinline)) struct tks_counters *
 lock_counters_first(tk_thread *t, cx_lock_t *l, void *caller) {
     uint32_t s = __atomic_load_n(&l->site, __ATOMIC_ACQUIRE);
     if (!s) {
-        pthread_mutex_lock(&site_lock);
+        tk_mutex_lock(&site_lock);
         if (!(s = l->site)) {
             Dl_info info;
             char func[80] = "?";
@@ -176,7 +176,7 @@ lock_counters_first(tk_thread *t, cx_lock_t *l, void *caller) {
             s = tk_seg_site_register(TKS_SITE_LOCK, (uint64_t)(uintptr_t)l, file, func, 0) + 1;
             __atomic_store_n(&l->site, s, __ATOMIC_RELEASE);
         }
-        pthread_mutex_unlock(&site_lock);
+        tk_mutex_unlock(&site_lock);
     }
     if (!t->slot)
         tk_seg_thread_attach(t);
@@ -849,7 +849,7 @@ static void cx_thread_exit(tk_thread *t, int arg) {
     t->cx.nheld = t->cx.held_cap = 0;
 }
 
-__attribute__((constructor)) static void cx_hooks(void) {
+TK_CONSTRUCTOR static void cx_hooks(void) {
     tk_hold_subscribed = cx_hold_subscribed;
     tk_hook_add(TK_HOOK_ABORTED, 10, cx_after_abort);
     tk_hook_add(TK_HOOK_COMMITTED, 10, cx_after_commit);

@@ -159,7 +159,9 @@ static struct el_ent *lookup(pthread_mutex_t *m, void *caller) {
         if (cur == 0) {
             if (__atomic_compare_exchange_n(&tab[h].key, &cur, k, false, __ATOMIC_ACQ_REL,
                                             __ATOMIC_ACQUIRE)) {
+                tk_self_enter(); /* dladdr, the segment: locks they take are glibc's */
                 register_site(&tab[h], m, caller);
+                tk_self_exit();
                 return &tab[h];
             }
             if (cur == k)
@@ -182,9 +184,14 @@ static struct tks_counters *counters_of(struct el_ent *e) {
     }
     if (s == EL_NOSITE)
         return NULL;
-    tk_thread *t = tk_self();
-    if (TXKIT_UNLIKELY(!t->slot))
-        tk_seg_thread_attach(t);
+    tk_thread *t = tk_cur;
+    if (TXKIT_UNLIKELY(!t || !t->slot)) { /* a new descriptor, a slot: they allocate */
+        tk_self_enter();
+        t = tk_self();
+        if (!t->slot)
+            tk_seg_thread_attach(t);
+        tk_self_exit();
+    }
     return t->row + (s - 1);
 }
 

@@ -51,7 +51,6 @@
  * none: CGI scripts must not pay), afresh in a fork's child. */
 static struct lp_file *lp_head;
 static struct lp_lock *lp_tab; /* LP_TAB_SIZE entries after lp_head; NULL until made */
-static int lp_fd = -1;         /* the published file's (its flock), -1: anonymous */
 static char lp_live[256];      /* its path, "" when not published */
 static int lp_making;          /* a thread is making the table */
 static int lp_quiet;           /* a fork's child: its parent said why it could not publish */
@@ -133,14 +132,15 @@ static void lp_fill(void *map, size_t size) {
 static struct lp_lock *lp_make(void) {
     while (__atomic_exchange_n(&lp_making, 1, __ATOMIC_ACQUIRE))
         tk_cpu_relax();
+    tk_self_enter(); /* the file (opendir's malloc), stderr: their locks are glibc's */
     struct lp_lock *t = lp_tab;
     if (!t) {
         char why[320] = "";
         const char *mode = getenv("TXKIT_STATS");
         void *m = NULL;
         if (!(mode && (!strcmp(mode, "private") || !strcmp(mode, "off"))))
-            m = tk_seg_publish("locks", LP_FILE_BYTES, lp_fill, lp_live, sizeof lp_live, &lp_fd,
-                               why, sizeof why);
+            m = tk_seg_publish("locks", LP_FILE_BYTES, lp_fill, lp_live, sizeof lp_live, why,
+                               sizeof why);
         else
             snprintf(why, sizeof why, "TXKIT_STATS=%s", mode);
         if (!m) {
@@ -164,6 +164,7 @@ static struct lp_lock *lp_make(void) {
             __atomic_store_n(&lp_tab, t, __ATOMIC_RELEASE);
         }
     }
+    tk_self_exit();
     __atomic_store_n(&lp_making, 0, __ATOMIC_RELEASE);
     return t;
 }
@@ -178,9 +179,6 @@ static void lp_bump(unsigned *count, uint32_t *mirror) {
 static void lp_fork_child(void) {
     if (lp_head)
         munmap(lp_head, LP_FILE_BYTES);
-    if (lp_fd >= 0)
-        close(lp_fd); /* the parent keeps its lock through its own descriptor */
-    lp_fd = -1;
     lp_head = NULL;
     lp_tab = NULL;
     lp_live[0] = 0;
@@ -371,7 +369,13 @@ static uintptr_t lp_main_base(void) {
 
 /* Attribute a contended wait through a library wrapper to the first frame
  * outside that library (and outside txkit). */
+static void lp_deep_count_in(struct lp_lock *e, void *caller, uint64_t wait_ticks);
 static void lp_deep_count(struct lp_lock *e, void *caller, uint64_t wait_ticks) {
+    tk_self_enter(); /* dladdr, backtrace (its first call loads libgcc_s) */
+    lp_deep_count_in(e, caller, wait_ticks);
+    tk_self_exit();
+}
+static void lp_deep_count_in(struct lp_lock *e, void *caller, uint64_t wait_ticks) {
     Dl_info ci;
     if (!dladdr(caller, &ci) || (uintptr_t)ci.dli_fbase == lp_main_base())
         return; /* the program's own call: the site says it all */
@@ -426,6 +430,10 @@ typedef int (*lp_lock_fn)(void *);
 /* The acquisition whose try failed (rc): wait in the blocking call, timed. */
 static __attribute__((noinline)) int lp_take_contended(const void *lock, unsigned kind, int rc,
                                                        lp_lock_fn block_fn, void *caller) {
+    if (rc == EOWNERDEAD) { /* a robust mutex's dead owner: the try took it */
+        lp_taken(lock, kind, caller);
+        return rc;
+    }
     if (rc != EBUSY && rc != EAGAIN) /* EDEADLK and the like: the blocking call's answer */
         return block_fn((void *)lock);
     struct lp_lock *e = lp_entry(lock, kind);
@@ -465,6 +473,18 @@ TK_EXPORT void _txkit_lp_set_mutex_trylock(tk_mutex_fn f) { lp_mutex_try = f; }
 int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller, int inside) {
     if (!lp_mutex_try)
         return real(m);
+    /* Robust, priority-inheritance and priority-protect mutexes (glibc's
+     * __kind bits 16, 32, 64): the blocking call alone, untimed. Their
+     * trylock answers apart from their lock (EOWNERDEAD takes the mutex; a
+     * priority-protect one's ceiling is checked by the lock only), so a try
+     * first changed what pthread_mutex_lock returned: a robust mutex whose
+     * owner died deadlocked on itself, a recursive one was taken twice. */
+    if (__atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) & (16 | 32 | 64)) {
+        int rc = real(m);
+        if (rc == 0 || rc == EOWNERDEAD)
+            lp_taken(m, LP_MUTEX | (inside ? LP_INSIDE : 0), caller);
+        return rc;
+    }
     return lp_take(m, LP_MUTEX | (inside ? LP_INSIDE : 0), (lp_lock_fn)lp_mutex_try,
                    (lp_lock_fn)real, caller);
 }
@@ -585,11 +605,18 @@ static void lp_where(FILE *f, uintptr_t a, void *arg) {
     }
 }
 
+static void lock_report(void);
 /* Write PREFIX.PID and remove the live table's file (at exit; also callable
- * to flush, e.g. by a test). */
+ * to flush, e.g. by a test). The locks that writing it takes (stdio's,
+ * malloc's) are glibc's, not the report's. */
 TK_EXPORT void _txkit_lock_report(void) {
     if (!__atomic_load_n(&tk_lp_on, __ATOMIC_ACQUIRE))
         return;
+    tk_self_enter();
+    lock_report();
+    tk_self_exit();
+}
+static void lock_report(void) {
     if (lp_live[0]) {
         unlink(lp_live);
         lp_live[0] = 0;

@@ -51,7 +51,7 @@ static void methods_thread_fini(tk_thread *t, int arg) {
             tk_method_table[i]->thread_fini(t);
 }
 
-__attribute__((constructor)) static void methods_hooks(void) {
+TK_CONSTRUCTOR static void methods_hooks(void) {
     tk_hook_add(TK_HOOK_THREAD_INIT, 10, methods_thread_init);
     tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_METHODS, methods_thread_fini);
 }

@@ -216,7 +216,7 @@ static void cm_thread_init(tk_thread *t, int arg) {
     tk_prio_refresh(t);
 }
 
-__attribute__((constructor)) static void cm_hooks(void) {
+TK_CONSTRUCTOR static void cm_hooks(void) {
     tk_hook_add(TK_HOOK_THREAD_INIT, 20, cm_thread_init);
     tk_seg_set_cm(tk_cm->name); /* the name a new statistics segment shows */
 }

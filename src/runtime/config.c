@@ -309,7 +309,7 @@ void tk_config_init(void) {
     parse_cm();
 }
 
-__attribute__((constructor)) static void txkit_init(void) {
+TK_CONSTRUCTOR static void txkit_init(void) {
     tk_config_init();
     atexit(tk_stats_at_exit);
 }

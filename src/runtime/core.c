@@ -174,7 +174,7 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-__attribute__((constructor)) static void stats_clock_init(void) {
+TK_CONSTRUCTOR static void stats_clock_init(void) {
     base_ns = now_ns();
     base_tsc = tk_rdtsc();
 }

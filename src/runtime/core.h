@@ -25,6 +25,12 @@
 #define TK_EXPORT __attribute__((visibility("default")))
 #define TK_HIDDEN __attribute__((visibility("hidden")))
 #define TK_NORETURN __attribute__((noreturn))
+/* Every module's constructor: a priority, so that the linker runs them all
+ * before cx/self.c's, the one constructor of the library without a priority
+ * (prioritized ones come first), which lets the preload hooks see the
+ * program's locks only once the library is set up (cx/self.h). elide.c's and
+ * lockprof.c's keep 101 and 102. */
+#define TK_CONSTRUCTOR __attribute__((constructor(200)))
 #define TK_CACHELINE 64
 
 /* Broken invariants abort with file and line; never compiled away. */

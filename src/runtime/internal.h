@@ -339,6 +339,33 @@ static inline void tk_stack_enter(tk_thread *t, uintptr_t stack_top) {
     }
 }
 
+/* Nonzero while libtxkit's own code runs on this thread in a way that may
+ * call back into the preload hooks (cx/self.h): one of its own mutexes held
+ * (tk_mutex_lock), a hook's slow path (cx/elide.c, cx/lockprof.c), a fork
+ * between the runtime's PREPARE and its PARENT or CHILD. A lock that whatever
+ * the runtime calls takes meanwhile (a replacement malloc's own, as jemalloc
+ * takes at its first allocations) goes straight to glibc, uncounted: a hook
+ * would need the runtime's locks again (the statistics' lock, held while the
+ * segment is made, which reads its directory: opendir's malloc). Owner
+ * thread. */
+extern __thread unsigned tk_in_self TK_HIDDEN;
+static inline void tk_self_enter(void) { tk_in_self++; }
+static inline void tk_self_exit(void) { tk_in_self--; }
+/* libtxkit's own mutexes, held with tk_in_self counted; tk_mutex_child: in
+ * a fork's child, a mutex that the runtime's PREPARE took, made fresh. */
+static inline void tk_mutex_lock(pthread_mutex_t *m) {
+    tk_in_self++;
+    pthread_mutex_lock(m);
+}
+static inline void tk_mutex_unlock(pthread_mutex_t *m) {
+    pthread_mutex_unlock(m);
+    tk_in_self--;
+}
+static inline void tk_mutex_child(pthread_mutex_t *m) {
+    pthread_mutex_init(m, NULL);
+    tk_in_self--;
+}
+
 /* fork(): each module that has locks or per-thread global state gets these
  * calls from the one set of fork handlers (thread.c), in a fixed order:
  * PREPARE (take its locks, in the forking thread), then PARENT (give them
@@ -348,11 +375,11 @@ enum tk_fork_phase { TK_FORK_PREPARE, TK_FORK_PARENT, TK_FORK_CHILD };
 /* The usual part of it for one mutex: lock, unlock, or a fresh one. */
 static inline void tk_atfork_mutex(pthread_mutex_t *m, int phase) {
     if (phase == TK_FORK_PREPARE)
-        pthread_mutex_lock(m);
+        tk_mutex_lock(m);
     else if (phase == TK_FORK_PARENT)
-        pthread_mutex_unlock(m);
+        tk_mutex_unlock(m);
     else
-        pthread_mutex_init(m, NULL);
+        tk_mutex_child(m);
 }
 /* Order numbers of the fork hooks (TK_HOOK_FORK; PREPARE runs them up, PARENT
  * and CHILD down): the locks of a lower number are taken first. */
@@ -396,11 +423,12 @@ TK_HIDDEN int tk_seg_dir(char *buf, size_t len);
 /* Publish a file DIR/<pid>.SUFFIX in the statistics directory (the
  * segment's rules: private directory, owner's flock held for life, made
  * under a temporary name, fill(map, size) run before it appears): its shared
- * mapping, its path and descriptor; NULL and why when it cannot be. Any
+ * mapping (which holds the file's lock: no descriptor stays open) and its
+ * path; NULL and why when it cannot be. Any
  * thread; the caller serializes calls for one suffix. */
 TK_HIDDEN void *tk_seg_publish(const char *suffix, size_t size,
                                void (*fill)(void *map, size_t size), char *path, size_t plen,
-                               int *fd_out, char *why, size_t wlen);
+                               char *why, size_t wlen);
 
 /* A group of counter updates that a reader must see whole (seqlock). */
 static inline void tk_stats_open(tk_thread *t) {

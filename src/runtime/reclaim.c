@@ -58,7 +58,7 @@ struct tk_limbo {
 
 int tk_membarrier_ok;
 
-__attribute__((constructor)) static void reclaim_init(void) {
+TK_CONSTRUCTOR static void reclaim_init(void) {
     tk_membarrier_ok =
         syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
@@ -171,6 +171,6 @@ static void reclaim_all(tk_thread *t, int arg) {
     t->limbo_spare = NULL;
 }
 
-__attribute__((constructor)) static void reclaim_hooks(void) {
+TK_CONSTRUCTOR static void reclaim_hooks(void) {
     tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_RECLAIM, reclaim_all);
 }

@@ -180,7 +180,7 @@ static void sched_thread_exit(tk_thread *t, int arg) {
     tk_sched_release(t);
 }
 
-__attribute__((constructor)) static void sched_hooks(void) {
+TK_CONSTRUCTOR static void sched_hooks(void) {
     tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_SCHED, sched_thread_exit);
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_SCHED, sched_atfork);
 }

@@ -115,12 +115,12 @@ void tk_solo_revoke(tk_thread *self) {
         s = fenced;
     }
     bool ours = false;
-    pthread_mutex_lock(&solo_lock);
+    tk_mutex_lock(&solo_lock);
     if (__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) == s &&
         !__atomic_load_n(&((tk_thread *)owner)->solo_in, __ATOMIC_ACQUIRE))
         ours = __atomic_compare_exchange_n(&tk_g.solo, &s, TK_SOLO_SHARED, false, __ATOMIC_ACQUIRE,
                                            __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&solo_lock);
+    tk_mutex_unlock(&solo_lock);
     if (ours)
         release_clock();
 }
@@ -147,9 +147,9 @@ uint64_t tk_wait_clock_even(void) {
 /* A thread that parked the clock gives it back before its descriptor goes. */
 static void solo_exit(tk_thread *t, int arg) {
     (void)arg;
-    pthread_mutex_lock(&solo_lock);
+    tk_mutex_lock(&solo_lock);
     tk_solo_unpark(t);
-    pthread_mutex_unlock(&solo_lock);
+    tk_mutex_unlock(&solo_lock);
 }
 
 static void solo_atfork(tk_thread *me, int phase) {
@@ -165,7 +165,7 @@ static void solo_atfork(tk_thread *me, int phase) {
     }
 }
 
-__attribute__((constructor)) static void solo_hooks(void) {
+TK_CONSTRUCTOR static void solo_hooks(void) {
     tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_SOLO, solo_exit);
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_SOLO, solo_atfork);
 }

@@ -22,7 +22,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static void thread_exit(void *p) {
     tk_thread *t = p;
     tk_hooks_run(TK_HOOK_THREAD_EXIT, t, 0);
-    pthread_mutex_lock(&reg_lock);
+    tk_mutex_lock(&reg_lock);
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -30,7 +30,7 @@ static void thread_exit(void *p) {
     if (t->next)
         t->next->prev = t->prev;
     __atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&reg_lock);
+    tk_mutex_unlock(&reg_lock);
     uintptr_t me = (uintptr_t)t;
     __atomic_compare_exchange_n(&tk_g.solo, &me, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     tk_vec_free(&t->ulog);
@@ -75,10 +75,13 @@ static bool holds_clock(const tk_thread *t) {
 }
 
 static void fork_prepare(void) {
-    /* Registered before reg_lock is taken below: an elided lock in a prefork
-     * handler that runs after this one (registered before libtxkit's) would
-     * otherwise register the thread with reg_lock held, and hang. */
-    tk_thread *me = tk_thread_get();
+    /* No descriptor is made here: that allocates (pthread_getattr_np reads
+     * /proc), and a replacement malloc whose prefork handler ran before this
+     * one holds its locks until the fork is over: the fork hung (jemalloc,
+     * preload.mallocs). A lock that a prefork handler running after this one
+     * takes goes to glibc (tk_in_self: the runtime's mutexes are held by
+     * then), so nothing registers this thread with reg_lock held. */
+    tk_thread *me = tk_cur;
     fork_took_clock = 0;
     if (!holds_clock(me)) {
         for (;;) {
@@ -169,7 +172,7 @@ static void make_key(void) {
         TK_FATAL("pthread_key_create failed");
 }
 
-__attribute__((constructor)) static void thread_init(void) {
+TK_CONSTRUCTOR static void thread_init(void) {
     pthread_once(&key_once, make_key);
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_REGISTRY, registry_atfork);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -202,13 +205,13 @@ tk_thread *tk_thread_get(void) {
     t->rng = tk_rdtsc() ^ ((uint64_t)(uintptr_t)t << 17) ^ (uint64_t)gettid();
     if (!t->rng)
         t->rng = 0x9e3779b97f4a7c15ull;
-    pthread_mutex_lock(&reg_lock);
+    tk_mutex_lock(&reg_lock);
     t->next = reg_head;
     if (reg_head)
         reg_head->prev = t;
     reg_head = t;
     __atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&reg_lock);
+    tk_mutex_unlock(&reg_lock);
     pthread_setspecific(exit_key, t);
     tk_seg_thread_attach(t);
     tk_cur = t;
@@ -220,22 +223,22 @@ unsigned tk_thread_count(void) { return __atomic_load_n(&live_threads, __ATOMIC_
 
 uint64_t tk_threads_min_epoch(const tk_thread *self) {
     uint64_t min = UINT64_MAX;
-    pthread_mutex_lock(&reg_lock);
+    tk_mutex_lock(&reg_lock);
     for (tk_thread *t = reg_head; t; t = t->next) {
         uint64_t e = t == self ? 0 : __atomic_load_n(&t->epoch, __ATOMIC_RELAXED);
         if (e && e - 1 < min)
             min = e - 1; /* e == 1: begun, snapshot not known yet: 0 */
     }
-    pthread_mutex_unlock(&reg_lock);
+    tk_mutex_unlock(&reg_lock);
     return min;
 }
 
 uint64_t tk_others_transactions(const tk_thread *self) {
     uint64_t n = 0;
-    pthread_mutex_lock(&reg_lock);
+    tk_mutex_lock(&reg_lock);
     for (tk_thread *t = reg_head; t; t = t->next)
         if (t != self)
             n += __atomic_load_n(&t->ntx, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&reg_lock);
+    tk_mutex_unlock(&reg_lock);
     return n;
 }

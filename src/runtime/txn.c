@@ -535,7 +535,7 @@ static void txn_atfork(tk_thread *me, int phase) {
     tk_atfork_mutex(&site_lock, phase);
 }
 
-__attribute__((constructor)) static void txn_hooks(void) {
+TK_CONSTRUCTOR static void txn_hooks(void) {
     tk_set_abort(engine_abort);
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_TXN, txn_atfork);
 }
@@ -543,7 +543,7 @@ __attribute__((constructor)) static void txn_hooks(void) {
 void tk_site_init(txkit_site_t *site, const char *file, const char *func, int line) {
     if (__atomic_load_n(&site->id, __ATOMIC_ACQUIRE))
         return;
-    pthread_mutex_lock(&site_lock);
+    tk_mutex_lock(&site_lock);
     if (!site->id) {
         if (file && !site->file) {
             site->file = file;
@@ -557,7 +557,7 @@ void tk_site_init(txkit_site_t *site, const char *file, const char *func, int li
                                             site->line);
         __atomic_store_n(&site->id, idx + 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&site_lock);
+    tk_mutex_unlock(&site_lock);
 }
 
 /* checkpoint.S's inline case reads these two offsets. */

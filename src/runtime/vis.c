@@ -73,7 +73,7 @@ static inline unsigned sig_bit(uintptr_t word) {
 static int slot_get(tk_thread *t) {
     if (TXKIT_LIKELY(t->vis.slot))
         return t->vis.slot - 1;
-    pthread_mutex_lock(&slot_lock);
+    tk_mutex_lock(&slot_lock);
     for (int i = 0; i < VIS_SLOTS; i++) {
         if (!slots[i].used) {
             slots[i].used = 1;
@@ -83,7 +83,7 @@ static int slot_get(tk_thread *t) {
             break;
         }
     }
-    pthread_mutex_unlock(&slot_lock);
+    tk_mutex_unlock(&slot_lock);
     if (!t->vis.slot)
         t->vis.slot = -1; /* all taken: this thread stays invisible */
     return t->vis.slot - 1;
@@ -92,9 +92,9 @@ static int slot_get(tk_thread *t) {
 static void vis_thread_exit(tk_thread *t, int arg) {
     (void)arg;
     if (t->vis.slot > 0) {
-        pthread_mutex_lock(&slot_lock);
+        tk_mutex_lock(&slot_lock);
         slots[t->vis.slot - 1].used = 0;
-        pthread_mutex_unlock(&slot_lock);
+        tk_mutex_unlock(&slot_lock);
     }
     t->vis.slot = 0;
 }
@@ -330,7 +330,7 @@ void tk_vis_end(tk_thread *t) {
     t->vis.active = 0;
 }
 
-__attribute__((constructor)) static void vis_hooks(void) {
+TK_CONSTRUCTOR static void vis_hooks(void) {
     tk_hook_add(TK_HOOK_ABORTING, 10, vis_note_abort);
     tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_VIS, vis_thread_exit);
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_VIS, vis_atfork);

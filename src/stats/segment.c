@@ -31,7 +31,6 @@ static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
 static char cm_name[sizeof((struct tks_header *)0)->cm];
 static struct tks_header *seg; /* the mapping, NULL until first use */
 static size_t seg_size;
-static int seg_fd = -1;
 static char seg_path[256];
 static unsigned threads_seen;             /* threads that ever ran a transaction */
 uintptr_t tk_seg_shared_lo = UINTPTR_MAX; /* start of the shared row (internal.h) */
@@ -199,7 +198,7 @@ static void clean_dead(const char *dir, const char *suffix) {
  * magic it writes last) and rename it into place, so no reader or cleaner
  * ever sees an unlocked or half-made DIR/<pid>.SUFFIX. */
 void *tk_seg_publish(const char *suffix, size_t size, void (*fill)(void *map, size_t size),
-                     char *path, size_t plen, int *fd_out, char *why, size_t wlen) {
+                     char *path, size_t plen, char *why, size_t wlen) {
     char dir[200], tmp[300];
     if (tk_seg_dir(dir, sizeof dir) != 0) {
         snprintf(why, wlen, "TXKIT_STATS_DIR is too long");
@@ -234,7 +233,15 @@ void *tk_seg_publish(const char *suffix, size_t size, void (*fill)(void *map, si
         path[0] = '\0';
         return NULL;
     }
-    *fd_out = fd;
+    /* The mapping keeps the file open, and so its lock (an flock belongs to
+     * the open file, which the mapping holds until munmap or exit): no
+     * descriptor of ours stays in the program's table. One kept there was the
+     * program's to close and reuse: a daemon that closed every descriptor and
+     * opened its own file under that number lost it in a fork's child, whose
+     * handler closed "ours"; and with stdin or stdout closed the file became
+     * descriptor 0 or 1, which the program then read or wrote (the
+     * statistics' magic as its input). */
+    close(fd);
     return p;
 }
 
@@ -246,8 +253,7 @@ static void fill_segment(void *map, size_t size) {
 }
 
 static int create_shared(size_t size, char *why, size_t wlen) {
-    void *p =
-        tk_seg_publish("seg", size, fill_segment, seg_path, sizeof seg_path, &seg_fd, why, wlen);
+    void *p = tk_seg_publish("seg", size, fill_segment, seg_path, sizeof seg_path, why, wlen);
     if (!p)
         return -1;
     seg = p;
@@ -316,7 +322,7 @@ txkit_counter_t *txkit_counter(const char *name, int kind) {
         errno = ENOTSUP;
         return NULL;
     }
-    pthread_mutex_lock(&seg_lock);
+    tk_mutex_lock(&seg_lock);
     if (!seg)
         seg_create();
     struct txkit_counter *c = NULL;
@@ -335,7 +341,7 @@ txkit_counter_t *txkit_counter(const char *name, int kind) {
         __atomic_store_n(&u->state, 1, __ATOMIC_RELEASE);
         __atomic_store_n(&seg->nucounters, uc_count, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
     if (!c)
         errno = ENOSPC;
     return c;
@@ -346,11 +352,11 @@ txkit_counter_t *txkit_counter(const char *name, int kind) {
 static int64_t *uc_value(const txkit_counter_t *c) {
     struct tks_header *h = __atomic_load_n(&seg, __ATOMIC_ACQUIRE);
     if (TXKIT_UNLIKELY(!h)) {
-        pthread_mutex_lock(&seg_lock);
+        tk_mutex_lock(&seg_lock);
         if (!seg)
             seg_create();
         h = seg;
-        pthread_mutex_unlock(&seg_lock);
+        tk_mutex_unlock(&seg_lock);
     }
     return &((struct tks_ucounter *)((char *)h + h->ucounters_offset))[c->idx].value;
 }
@@ -373,7 +379,7 @@ int64_t txkit_counter_get(const txkit_counter_t *c) {
  * slot: its row takes atomic adds (TK_COUNT), its seqlock is the thread's
  * own_slot, which no reader looks at. */
 void tk_seg_thread_attach(tk_thread *t) {
-    pthread_mutex_lock(&seg_lock);
+    tk_mutex_lock(&seg_lock);
     if (!seg)
         seg_create();
     struct tks_thread *th = tk_seg_threads();
@@ -401,7 +407,7 @@ void tk_seg_thread_attach(tk_thread *t) {
         __atomic_store_n(&seg->nthreads, my_nthreads, __ATOMIC_RELEASE);
     }
     threads_seen++;
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
     t->slot_index = slot;
     t->row = tk_seg_row(slot);
     t->cnt = t->row;
@@ -427,12 +433,12 @@ static void add_counters(struct tks_counters *dst, const struct tks_counters *sr
 void tk_seg_thread_detach(tk_thread *t) {
     if (!t->slot)
         return;
-    pthread_mutex_lock(&seg_lock);
+    tk_mutex_lock(&seg_lock);
     struct tks_thread *th = tk_seg_threads();
     if (t->slot_index == TKS_SHARED_SLOT) { /* its counts stay in the shared row */
         __atomic_store_n(&th[TKS_SHARED_SLOT].shared, th[TKS_SHARED_SLOT].shared - 1,
                          __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&seg_lock);
+        tk_mutex_unlock(&seg_lock);
         t->slot = NULL;
         t->row = t->cnt = NULL;
         return;
@@ -450,19 +456,19 @@ void tk_seg_thread_detach(tk_thread *t) {
     __atomic_thread_fence(__ATOMIC_RELEASE);
     t->slot->seq++;
     __atomic_store_n(&th[0].seq, th[0].seq + 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
     t->slot = NULL;
     t->row = t->cnt = NULL;
 }
 
 unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file, const char *func,
                               int line) {
-    pthread_mutex_lock(&seg_lock);
+    tk_mutex_lock(&seg_lock);
     if (!seg)
         seg_create();
     unsigned idx = my_nsites;
     if (idx >= TKS_MAX_SITES) { /* full: lock sections must not count as transactions */
-        pthread_mutex_unlock(&seg_lock);
+        tk_mutex_unlock(&seg_lock);
         return kind == TKS_SITE_LOCK ? TKS_SITE_OTHER_LOCKS : TKS_SITE_OTHER;
     }
     struct tks_site *s = &seg_sites()[idx];
@@ -474,7 +480,7 @@ unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file, con
     __atomic_store_n(&s->state, 1, __ATOMIC_RELEASE);
     my_nsites = idx + 1;
     __atomic_store_n(&seg->nsites, my_nsites, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
     return idx;
 }
 
@@ -482,7 +488,7 @@ unsigned tk_seg_site_register(unsigned kind, uint64_t key, const char *file, con
  * our own segment); lock sites (cx sections) are not transactions. */
 void tk_seg_sum(struct tks_counters *out, unsigned *threads) {
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&seg_lock);
+    tk_mutex_lock(&seg_lock);
     if (seg) {
         struct tks_thread *th = tk_seg_threads();
         struct tks_site *sites = seg_sites();
@@ -497,14 +503,14 @@ void tk_seg_sum(struct tks_counters *out, unsigned *threads) {
         }
     }
     *threads = threads_seen;
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
 }
 
 /* One line per cx lock that was entered (TXKIT_STATS=1's exit summary): lock
  * sections are not transactions, so tx_stats_print omits them. Elided mutexes
  * have lines of their own (cx/elide.c). */
 void tk_seg_print_locks(FILE *f) {
-    pthread_mutex_lock(&seg_lock);
+    tk_mutex_lock(&seg_lock);
     if (seg) {
         struct tks_thread *th = tk_seg_threads();
         struct tks_site *sites = seg_sites();
@@ -538,29 +544,29 @@ void tk_seg_print_locks(FILE *f) {
                     opt + shr + excl, opt, shared, excl, ab, (unsigned long long)c.to_serial);
         }
     }
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
 }
 
 unsigned tk_seg_shared_threads(void) {
-    pthread_mutex_lock(&seg_lock);
+    tk_mutex_lock(&seg_lock);
     unsigned n = my_shared_threads;
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
     return n;
 }
 
 void tk_seg_set_cm(const char *name) {
-    pthread_mutex_lock(&seg_lock);
+    tk_mutex_lock(&seg_lock);
     snprintf(cm_name, sizeof cm_name, "%s", name);
     if (seg)
         snprintf(seg->cm, sizeof seg->cm, "%s", name);
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
 }
 
 void tk_seg_set_ns_per_tick(double v) {
-    pthread_mutex_lock(&seg_lock);
+    tk_mutex_lock(&seg_lock);
     if (seg)
         seg->ns_per_tick = v;
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
 }
 
 /* fork(): the child must not write into the parent's segment. Its threads are
@@ -571,9 +577,7 @@ static void seg_atfork(tk_thread *me, int phase) {
         return;
     pthread_mutex_init(&seg_lock, NULL);
     tk_seg_shared_lo = UINTPTR_MAX;
-    if (seg_fd >= 0)
-        close(seg_fd); /* the parent keeps its lock through its own descriptor */
-    seg_fd = -1;
+    seg_path[0] = '\0'; /* the parent's (its mapping keeps its lock) */
     if (seg)
         munmap(seg, seg_size);
     seg = NULL;
@@ -587,19 +591,19 @@ static void seg_atfork(tk_thread *me, int phase) {
 /* At exit: remove the published segment (a reader would find it dead and do
  * the same, but later). */
 void tk_seg_unpublish(void) {
-    pthread_mutex_lock(&seg_lock);
-    if (seg_path[0] && seg_fd >= 0) {
+    tk_mutex_lock(&seg_lock);
+    if (seg_path[0]) {
         unlink(seg_path);
         seg_path[0] = '\0';
     }
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
 }
 
 /* TXKIT_STATS=FILE: one slot (every thread added up) and the sites used. */
 int tk_seg_dump(const char *path, char *why, size_t wlen) {
-    pthread_mutex_lock(&seg_lock);
+    tk_mutex_lock(&seg_lock);
     if (!seg) {
-        pthread_mutex_unlock(&seg_lock);
+        tk_mutex_unlock(&seg_lock);
         snprintf(why, wlen, "no transaction ran");
         return -1;
     }
@@ -623,7 +627,7 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
     struct tks_thread th = {.state = TKS_EXITED, .tid = threads_seen};
     struct tks_counters *sum = calloc(nsites, sizeof *sum);
     if (!sum) {
-        pthread_mutex_unlock(&seg_lock);
+        tk_mutex_unlock(&seg_lock);
         snprintf(why, wlen, "out of memory");
         return -1;
     }
@@ -663,7 +667,7 @@ int tk_seg_dump(const char *path, char *why, size_t wlen) {
         }
     }
     free(sum);
-    pthread_mutex_unlock(&seg_lock);
+    tk_mutex_unlock(&seg_lock);
     return rc;
 }
 
@@ -672,7 +676,7 @@ static void seg_thread_exit(tk_thread *t, int arg) {
     tk_seg_thread_detach(t);
 }
 
-__attribute__((constructor)) static void seg_hooks(void) {
+TK_CONSTRUCTOR static void seg_hooks(void) {
     tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_SEGMENT, seg_thread_exit);
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_SEGMENT, seg_atfork);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <txkit.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -292,8 +293,19 @@ static int add_preload(const char *lib) {
     return 0;
 }
 
+/* txkit run --report's CMD while it runs: a termination signal sent to txkit
+ * alone (a supervisor's SIGTERM, a closed terminal's SIGHUP) goes on to it,
+ * which would otherwise live on without its parent. */
+static volatile sig_atomic_t report_child;
+static void forward_signal(int sig) {
+    if (report_child > 0)
+        kill((pid_t)report_child, sig);
+}
+
 /* txkit run --report: CMD in a child with TXKIT_LOCK_REPORT set, then the
- * report of every process it left; CMD's exit status. */
+ * report of every process it left; CMD's exit status, or CMD's death: a CMD
+ * killed by a signal kills txkit with the same signal once the report is out
+ * (its caller sees what it would have seen without --report). */
 static int run_with_report(char **cmd, const char *report, const char *csv_path) {
     FILE *out = stderr, *csv = NULL;
     if (strcmp(report, "-") != 0 && !(out = fopen(report, "w"))) {
@@ -328,13 +340,25 @@ static int run_with_report(char **cmd, const char *report, const char *csv_path)
         fprintf(stderr, "txkit run: %s: %s\n", cmd[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
-    /* ^C and ^\ are for CMD; the report comes after it ends */
+    /* ^C and ^\ are for CMD (the terminal sends them to both); the report
+     * comes after it ends */
     unsetenv("LD_PRELOAD"); /* the symbolizer's helpers (addr2line) are not CMD */
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
+    report_child = pid;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
+    report_child = 0;
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     if (!(WIFEXITED(st) && (rc == 126 || rc == 127)))
         lockreport_print(prefix, cmd[0], out, csv);
@@ -346,6 +370,18 @@ static int run_with_report(char **cmd, const char *report, const char *csv_path)
     if (out != stderr && fclose(out) != 0) {
         fprintf(stderr, "txkit run: --report=%s: %s\n", report, strerror(errno));
         return rc ? rc : 1;
+    }
+    if (WIFSIGNALED(st)) { /* die as CMD did (no core of txkit's own) */
+        int sig = WTERMSIG(st);
+        struct rlimit no_core = {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        fflush(NULL);
+        signal(sig, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        raise(sig);
     }
     return rc;
 }
