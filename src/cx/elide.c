@@ -46,16 +46,13 @@
 
 struct tks_counters *tk_seg_row(unsigned slot) TK_HIDDEN; /* stats/segment.c */
 
-/* glibc 2.36 pthread_mutex_t, x86-64 (sysdeps/x86/nptl/bits/struct_mutex.h) */
-#define EL_KIND_NONDEFAULT 0x7f /* type bits 0-1, robust 16, PI 32, PP 64 */
-static inline int mutex_kind(const pthread_mutex_t *m) {
-    return __atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED);
-}
+/* glibc 2.36 pthread_mutex_t, x86-64 (sysdeps/x86/nptl/bits/struct_mutex.h;
+ * __kind: preload/elide_abi.h) */
 static inline int mutex_word(const pthread_mutex_t *m) {
     return *(const volatile int *)&m->__data.__lock;
 }
 static inline bool elidable(const pthread_mutex_t *m) {
-    return (mutex_kind(m) & EL_KIND_NONDEFAULT) == 0;
+    return (tk_mutex_kind(m) & TK_MUTEX_KIND_NONDEFAULT) == 0;
 }
 
 /* Policy: cx_policy_default (tries, adaptation window), plus waiting: */

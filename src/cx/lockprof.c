@@ -473,13 +473,13 @@ TK_EXPORT void _txkit_lp_set_mutex_trylock(tk_mutex_fn f) { lp_mutex_try = f; }
 int tk_lp_mutex_lock(pthread_mutex_t *m, tk_mutex_fn real, void *caller, int inside) {
     if (!lp_mutex_try)
         return real(m);
-    /* Robust, priority-inheritance and priority-protect mutexes (glibc's
-     * __kind bits 16, 32, 64): the blocking call alone, untimed. Their
+    /* Robust, priority-inheritance and priority-protect mutexes: the
+     * blocking call alone, untimed. Their
      * trylock answers apart from their lock (EOWNERDEAD takes the mutex; a
      * priority-protect one's ceiling is checked by the lock only), so a try
      * first changed what pthread_mutex_lock returned: a robust mutex whose
      * owner died deadlocked on itself, a recursive one was taken twice. */
-    if (__atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) & (16 | 32 | 64)) {
+    if (tk_mutex_kind(m) & TK_MUTEX_KIND_ROBUST_PI_PP) {
         int rc = real(m);
         if (rc == 0 || rc == EOWNERDEAD)
             lp_taken(m, LP_MUTEX | (inside ? LP_INSIDE : 0), caller);

@@ -9,6 +9,16 @@
 #include <pthread.h>
 #include <time.h>
 
+/* glibc 2.36 pthread_mutex_t, x86-64 (sysdeps/x86/nptl/bits/struct_mutex.h):
+ * __data.__kind, the type in bits 0-1 (normal 0, recursive 1, errorcheck 2,
+ * adaptive 3), robust 16, PI 32, PP 64. Read by libtxkit's hooks (cx/elide.c:
+ * what it elides; cx/lockprof.c: what it may try first). */
+#define TK_MUTEX_KIND_NONDEFAULT 0x7f   /* any bit: not a default mutex */
+#define TK_MUTEX_KIND_ROBUST_PI_PP 0x70 /* robust, PI or PP */
+static inline int tk_mutex_kind(const pthread_mutex_t *m) {
+    return __atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED);
+}
+
 /* The real glibc functions, found by the preload library (dlsym RTLD_NEXT). */
 typedef int (*tk_mutex_fn)(pthread_mutex_t *);
 typedef int (*tk_timedlock_fn)(pthread_mutex_t *, const struct timespec *);

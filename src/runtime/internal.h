@@ -354,16 +354,16 @@ static inline void tk_self_exit(void) { tk_in_self--; }
 /* libtxkit's own mutexes, held with tk_in_self counted; tk_mutex_child: in
  * a fork's child, a mutex that the runtime's PREPARE took, made fresh. */
 static inline void tk_mutex_lock(pthread_mutex_t *m) {
-    tk_in_self++;
+    tk_self_enter();
     pthread_mutex_lock(m);
 }
 static inline void tk_mutex_unlock(pthread_mutex_t *m) {
     pthread_mutex_unlock(m);
-    tk_in_self--;
+    tk_self_exit();
 }
 static inline void tk_mutex_child(pthread_mutex_t *m) {
     pthread_mutex_init(m, NULL);
-    tk_in_self--;
+    tk_self_exit();
 }
 
 /* fork(): each module that has locks or per-thread global state gets these
