@@ -455,24 +455,32 @@ static int mutex_lock_general(pthread_mutex_t *m, tk_mutex_fn real, void *caller
     return rc;
 }
 
-TK_EXPORT int _txkit_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime,
-                                     tk_timedlock_fn real, void *caller) {
-    if (from_self(caller, m))
-        return real(m, abstime);
+/* The timed acquisitions (pthread_mutex_timedlock, pthread_mutex_clocklock):
+ * never elided, since they may have to sleep, and a section cannot. The
+ * preload library makes the real call between the two. */
+TK_EXPORT void _txkit_mutex_timed_enter(pthread_mutex_t *m, void *caller, struct tk_timed *w) {
+    w->ent = NULL;
+    if (from_self(caller, m)) {
+        w->how = TK_TIMED_SELF;
+        return;
+    }
     if (!elidable(m)) {
-        int rc = real(m, abstime);
-        if (rc == 0)
-            lp_taken(m, caller);
-        return rc;
+        w->how = TK_TIMED_PLAIN;
+        return;
     }
     if (el.depth)
         tk_section_abort_exclusive(); /* may have to sleep: a section cannot */
-    struct el_ent *e = TXKIT_UNLIKELY(tk_cfg.stats_off) ? NULL : lookup(m, caller);
-    int rc = real(m, abstime);
-    if (rc == 0) {
-        count_exclusive(counters_of(e), 0);
-        lp_taken(m, caller);
-    }
+    w->how = TK_TIMED_ELIDABLE;
+    w->ent = TXKIT_UNLIKELY(tk_cfg.stats_off) ? NULL : lookup(m, caller);
+}
+
+TK_EXPORT int _txkit_mutex_timed_exit(pthread_mutex_t *m, void *caller, const struct tk_timed *w,
+                                      int rc) {
+    if (w->how == TK_TIMED_SELF || (rc != 0 && rc != EOWNERDEAD))
+        return rc;
+    if (w->how == TK_TIMED_ELIDABLE)
+        count_exclusive(counters_of(w->ent), 0);
+    lp_taken(m, caller);
     return rc;
 }
 
@@ -538,32 +546,28 @@ static int mutex_unlock_general(pthread_mutex_t *m, tk_mutex_fn real, void *call
     return 0;
 }
 
-/* The lock report: a condition wait gives the mutex up and takes it again. */
-static inline bool lp_cond(pthread_mutex_t *m) {
-    if (TXKIT_LIKELY(!tk_lp_on) || from_self(NULL, m))
-        return false;
-    lp_given_up(m);
-    return true;
-}
-
-TK_EXPORT int _txkit_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m, tk_condwait_fn real) {
+/* A condition wait (pthread_cond_wait, _timedwait, _clockwait; the preload
+ * library makes the real call between the two): it gives the mutex up and
+ * takes it again, which a section cannot (it restarts holding the real
+ * mutex), and the lock report counts both. */
+TK_EXPORT int _txkit_cond_enter(pthread_mutex_t *m) {
     if (el.depth)
         tk_section_abort_exclusive(); /* restarts holding the real mutex */
-    bool lp = lp_cond(m);
-    int rc = real(cv, m);
-    if (lp)
-        lp_taken(m, NULL);
-    return rc;
+    if (TXKIT_LIKELY(!tk_lp_on) || from_self(NULL, m))
+        return 0;
+    lp_given_up(m);
+    return 1;
 }
 
-TK_EXPORT int _txkit_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *m,
-                                    const struct timespec *abstime, tk_condtimedwait_fn real) {
-    if (el.depth)
-        tk_section_abort_exclusive();
-    bool lp = lp_cond(m);
-    int rc = real(cv, m, abstime);
-    if (lp)
+TK_EXPORT int _txkit_cond_exit(pthread_mutex_t *m, int lp, int rc) {
+    if (!lp)
+        return rc;
+    /* glibc gives the mutex up only once the arguments are checked: any other
+     * answer (EINVAL, EPERM) left it held all along */
+    if (rc == 0 || rc == ETIMEDOUT || rc == EOWNERDEAD)
         lp_taken(m, NULL);
+    else
+        tk_lp_kept(m);
     return rc;
 }
 

@@ -509,6 +509,10 @@ void tk_lp_mutex_taken(pthread_mutex_t *m, void *caller, int inside) {
     lp_taken(m, LP_MUTEX | (inside ? LP_INSIDE : 0), caller);
 }
 void tk_lp_release(const void *lock) { lp_released(lock); }
+void tk_lp_kept(const void *lock) {
+    lp_mark_any();
+    lp_push_untimed(lock);
+}
 
 /* A section elided in hardware (elide.c): an acquisition without the lock. */
 void tk_lp_elided(pthread_mutex_t *m, void *caller) {
@@ -554,9 +558,7 @@ TK_EXPORT int _txkit_rwlock_lock(pthread_rwlock_t *l, int write, tk_rwlock_fn tr
                    caller);
 }
 
-TK_EXPORT int _txkit_rwlock_trylock(pthread_rwlock_t *l, int write, tk_rwlock_fn real,
-                                    void *caller) {
-    int rc = real(l);
+TK_EXPORT int _txkit_rwlock_got(pthread_rwlock_t *l, int write, int rc, void *caller) {
     if (rc == 0 && lp_watch(caller, l))
         lp_taken(l, write ? LP_RWLOCK_WR : LP_RWLOCK_RD, caller);
     return rc;

@@ -41,6 +41,15 @@ want_rw=$(($(count table_lock-read) + $(count table_lock-write)))
 [ "$(acq_of table_lock)" = "$want_rw" ] || fail "rwlock: $(acq_of table_lock) acquired, expected $want_rw"
 [ "$(acq_of spin)" = "$(count spin)" ] || fail "spinlock: $(acq_of spin) acquired, expected $(count spin)"
 [ "$(contended_of cold_mutex)" = 0 ] || fail "the cold mutex (one thread) counted as contended"
+# the timed and clocked variants (pthread_mutex_clocklock, pthread_cond_clockwait,
+# the rwlock ones) are counted like the others, and a condition wait gives the
+# mutex up: no hold lasts the 20 ms of a wait (not interposed, a clockwait's
+# hold ran through it; a clocklock was not counted)
+for l in timed_mutex wait_mutex timed_rw; do
+    [ "$(acq_of $l)" = "$(count $l)" ] || fail "$l: $(acq_of $l) acquired, expected $(count $l)"
+done
+awk '$2 == "wait_mutex" && $1 ~ /^[0-9]+$/ { p = $10 } END { exit !(p ~ /(ns|us)$/) }' "$tmp/report.txt" ||
+    fail "wait_mutex: a hold as long as a condition wait (hold p99 not below 1 ms)"
 # the lock waited for longest (held 30 ms while another thread wanted it)
 # comes first (whether the hot one is contended depends on the scheduling)
 [ "$(rank_of wrapped_mutex)" -le 3 ] || fail "wrapped_mutex ranks $(rank_of wrapped_mutex), not in the first three"

@@ -13,8 +13,19 @@
  *   wrapped_mutex  taken through a wrapper in a shared library
  *               (lockreport_wrap.c): wrapped_path() waits for it once while
  *               the main thread holds it for 30 ms (with 2 threads or more)
+ *   timed_mutex TIMED timedlocks and TIMED clocklocks (and one clocklock
+ *               with a bad clock: EINVAL, not an acquisition), main thread
+ *   wait_mutex  TIMED condition waits that time out after WAIT_MS, half
+ *               pthread_cond_clockwait, half pthread_cond_timedwait, each
+ *               under a lock (so 2 x TIMED acquisitions), plus one
+ *               clockwait with a bad clock under a lock (EINVAL: the mutex
+ *               stays held; one acquisition): no hold is as long as a wait
+ *   timed_rw    a rwlock: TIMED each of timedrdlock, timedwrlock,
+ *               clockrdlock, clockwrlock
  * Usage: lockreport_prog THREADS; prints "expect NAME ADDRESS COUNT" lines.
  * The functions are not static and not inlined, so the report can name them. */
+#define _GNU_SOURCE /* the clock variants */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,6 +131,62 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+#define TIMED 6
+#define WAIT_MS 20
+pthread_mutex_t timed_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t wait_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t wait_cv = PTHREAD_COND_INITIALIZER;
+pthread_rwlock_t timed_rw = PTHREAD_RWLOCK_INITIALIZER;
+
+static struct timespec after_ms(clockid_t clk, long ms) {
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    ts.tv_nsec += ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    return ts;
+}
+
+static void check(int ok, const char *what) {
+    if (!ok) {
+        fprintf(stderr, "lockreport_prog: %s\n", what);
+        exit(1);
+    }
+}
+
+/* The timed and clocked variants (main thread, after the workers). */
+__attribute__((noinline)) void timed_path(void) {
+    for (int i = 0; i < TIMED; i++) {
+        struct timespec rt = after_ms(CLOCK_REALTIME, 1000), mono = after_ms(CLOCK_MONOTONIC, 1000);
+        check(pthread_mutex_timedlock(&timed_mutex, &rt) == 0, "timedlock");
+        pthread_mutex_unlock(&timed_mutex);
+        check(pthread_mutex_clocklock(&timed_mutex, CLOCK_MONOTONIC, &mono) == 0, "clocklock");
+        pthread_mutex_unlock(&timed_mutex);
+        check(pthread_rwlock_timedrdlock(&timed_rw, &rt) == 0, "timedrdlock");
+        pthread_rwlock_unlock(&timed_rw);
+        check(pthread_rwlock_timedwrlock(&timed_rw, &rt) == 0, "timedwrlock");
+        pthread_rwlock_unlock(&timed_rw);
+        check(pthread_rwlock_clockrdlock(&timed_rw, CLOCK_MONOTONIC, &mono) == 0, "clockrdlock");
+        pthread_rwlock_unlock(&timed_rw);
+        check(pthread_rwlock_clockwrlock(&timed_rw, CLOCK_MONOTONIC, &mono) == 0, "clockwrlock");
+        pthread_rwlock_unlock(&timed_rw);
+        pthread_mutex_lock(&wait_mutex);
+        struct timespec w_rt = after_ms(CLOCK_REALTIME, WAIT_MS);
+        struct timespec w_mono = after_ms(CLOCK_MONOTONIC, WAIT_MS);
+        int rc = i & 1 ? pthread_cond_timedwait(&wait_cv, &wait_mutex, &w_rt)
+                       : pthread_cond_clockwait(&wait_cv, &wait_mutex, CLOCK_MONOTONIC, &w_mono);
+        check(rc == ETIMEDOUT || rc == 0, "a condition wait failed");
+        pthread_mutex_unlock(&wait_mutex);
+    }
+    struct timespec ts = after_ms(CLOCK_MONOTONIC, 1000);
+    check(pthread_mutex_clocklock(&timed_mutex, CLOCK_PROCESS_CPUTIME_ID, &ts) == EINVAL,
+          "clocklock with a bad clock did not say EINVAL");
+    pthread_mutex_lock(&wait_mutex);
+    check(pthread_cond_clockwait(&wait_cv, &wait_mutex, CLOCK_PROCESS_CPUTIME_ID, &ts) == EINVAL,
+          "clockwait with a bad clock did not say EINVAL");
+    pthread_mutex_unlock(&wait_mutex);
+}
+
 __attribute__((noinline)) static void deep_path(void) {
     for (int r = 0; r < DEEP_ROUNDS; r++) {
         for (int i = 0; i < DEEP; i++)
@@ -167,6 +234,10 @@ int main(int argc, char **argv) {
     printf("expect table_lock-write %p %d\n", (void *)&table_lock, RW / 10);
     printf("expect spin %p %d\n", (void *)&spin, n * SPIN);
     printf("expect deep %p %d\n", (void *)&deep[0], DEEP_ROUNDS);
+    timed_path();
+    printf("expect timed_mutex %p %d\n", (void *)&timed_mutex, 2 * TIMED);
+    printf("expect wait_mutex %p %d\n", (void *)&wait_mutex, 2 * TIMED + 1);
+    printf("expect timed_rw %p %d\n", (void *)&timed_rw, 4 * TIMED);
     printf("counter %llu\n", (unsigned long long)shared_counter);
     fflush(stdout);
     /* LINGER=FILE: stay alive (the live table readable) until FILE exists */

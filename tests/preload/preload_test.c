@@ -83,15 +83,18 @@ static void *producer(void *arg) {
         while (q_len == QCAP) {
             if (i & 1) {
                 pthread_cond_wait(&q_not_full, &q_lock);
-            } else { /* the timed variant too */
+            } else { /* the timed and clocked variants too */
+                clockid_t clk = i % 4 ? CLOCK_REALTIME : CLOCK_MONOTONIC;
                 struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
+                clock_gettime(clk, &ts);
                 ts.tv_nsec += 1000000;
                 if (ts.tv_nsec >= 1000000000) {
                     ts.tv_sec++;
                     ts.tv_nsec -= 1000000000;
                 }
-                int rc = pthread_cond_timedwait(&q_not_full, &q_lock, &ts);
+                int rc = clk == CLOCK_REALTIME
+                             ? pthread_cond_timedwait(&q_not_full, &q_lock, &ts)
+                             : pthread_cond_clockwait(&q_not_full, &q_lock, clk, &ts);
                 CHECK(rc == 0 || rc == ETIMEDOUT);
             }
         }
@@ -217,6 +220,18 @@ static int t_timedlock(void) {
     CHECK(rc == ETIMEDOUT);
     CHECK(waited >= 0.1);
     CHECK(pthread_mutex_trylock(&held) == EBUSY);
+    /* the clocked variant: its clock, its timeout, its EINVAL */
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    mono.tv_nsec += 50000000;
+    if (mono.tv_nsec >= 1000000000) {
+        mono.tv_sec++;
+        mono.tv_nsec -= 1000000000;
+    }
+    CHECK(pthread_mutex_clocklock(&held, CLOCK_MONOTONIC, &mono) == ETIMEDOUT);
+    CHECK(pthread_mutex_clocklock(&m, CLOCK_PROCESS_CPUTIME_ID, &mono) == EINVAL);
+    CHECK(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &mono) == 0); /* free (the time is past) */
+    CHECK(pthread_mutex_unlock(&m) == 0);
     gate_set(2);
     pthread_join(th, NULL);
     ts = in_ms(1000);
