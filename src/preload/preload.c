@@ -12,9 +12,11 @@
  * libtxkit's hook before and its hook after.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <threads.h>
 #include <time.h>
 
 #include "preload/elide_abi.h" /* libtxkit's side of the interposers */
@@ -211,4 +213,66 @@ int pthread_spin_trylock(pthread_spinlock_t *l) {
 int pthread_spin_unlock(pthread_spinlock_t *l) {
     READY(real_spin_unlock);
     return _txkit_spin_unlock(l, real_spin_unlock, __builtin_return_address(0));
+}
+
+/* C11 threads: glibc's mtx_t and cnd_t are its pthread mutex and condition
+ * (mtx_init makes a default mutex, or a recursive one), and its mtx_* and
+ * cnd_* call the pthread functions inside libc, where no interposer sees
+ * them. So these stand in for them: the same hooks as the pthread calls, and
+ * the answer in C11's terms. */
+static int thrd_answer(int rc) {
+    switch (rc) {
+    case 0:
+        return thrd_success;
+    case EBUSY:
+        return thrd_busy;
+    case ETIMEDOUT:
+        return thrd_timedout;
+    case ENOMEM:
+        return thrd_nomem;
+    default:
+        return thrd_error;
+    }
+}
+
+int mtx_lock(mtx_t *m) {
+    READY(real_lock);
+    return thrd_answer(
+        _txkit_mutex_lock((pthread_mutex_t *)m, real_lock, __builtin_return_address(0)));
+}
+
+int mtx_trylock(mtx_t *m) {
+    READY(real_trylock);
+    return thrd_answer(
+        _txkit_mutex_trylock((pthread_mutex_t *)m, real_trylock, __builtin_return_address(0)));
+}
+
+int mtx_timedlock(mtx_t *restrict m, const struct timespec *restrict abstime) {
+    READY(real_timedlock);
+    pthread_mutex_t *pm = (pthread_mutex_t *)m;
+    void *caller = __builtin_return_address(0);
+    struct tk_timed w;
+    _txkit_mutex_timed_enter(pm, caller, &w);
+    return thrd_answer(_txkit_mutex_timed_exit(pm, caller, &w, real_timedlock(pm, abstime)));
+}
+
+int mtx_unlock(mtx_t *m) {
+    READY(real_unlock);
+    return thrd_answer(
+        _txkit_mutex_unlock((pthread_mutex_t *)m, real_unlock, __builtin_return_address(0)));
+}
+
+int cnd_wait(cnd_t *cv, mtx_t *m) {
+    READY(real_cond_wait);
+    pthread_mutex_t *pm = (pthread_mutex_t *)m;
+    int lp = _txkit_cond_enter(pm);
+    return thrd_answer(_txkit_cond_exit(pm, lp, real_cond_wait((pthread_cond_t *)cv, pm)));
+}
+
+int cnd_timedwait(cnd_t *restrict cv, mtx_t *restrict m, const struct timespec *restrict abstime) {
+    READY(real_cond_timedwait);
+    pthread_mutex_t *pm = (pthread_mutex_t *)m;
+    int lp = _txkit_cond_enter(pm);
+    return thrd_answer(
+        _txkit_cond_exit(pm, lp, real_cond_timedwait((pthread_cond_t *)cv, pm, abstime)));
 }

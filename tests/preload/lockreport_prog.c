@@ -22,6 +22,9 @@
  *               stays held; one acquisition): no hold is as long as a wait
  *   timed_rw    a rwlock: TIMED each of timedrdlock, timedwrlock,
  *               clockrdlock, clockwrlock
+ *   c11_mutex   a C11 mtx_t: TIMED mtx_lock, TIMED mtx_trylock, TIMED
+ *               mtx_timedlock, and TIMED cnd_timedwait that time out under
+ *               mtx_lock (2 x TIMED more): 5 x TIMED acquisitions
  * Usage: lockreport_prog THREADS; prints "expect NAME ADDRESS COUNT" lines.
  * The functions are not static and not inlined, so the report can name them. */
 #define _GNU_SOURCE /* the clock variants */
@@ -30,6 +33,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <threads.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -187,6 +191,29 @@ __attribute__((noinline)) void timed_path(void) {
     pthread_mutex_unlock(&wait_mutex);
 }
 
+mtx_t c11_mutex;
+cnd_t c11_cv;
+
+/* C11 threads, whose mtx_* glibc runs inside libc (main thread). */
+__attribute__((noinline)) void c11_path(void) {
+    check(mtx_init(&c11_mutex, mtx_timed) == thrd_success && cnd_init(&c11_cv) == thrd_success,
+          "mtx_init");
+    for (int i = 0; i < TIMED; i++) {
+        struct timespec ts = after_ms(CLOCK_REALTIME, 1000);
+        check(mtx_lock(&c11_mutex) == thrd_success, "mtx_lock");
+        mtx_unlock(&c11_mutex);
+        check(mtx_trylock(&c11_mutex) == thrd_success, "mtx_trylock");
+        mtx_unlock(&c11_mutex);
+        check(mtx_timedlock(&c11_mutex, &ts) == thrd_success, "mtx_timedlock");
+        mtx_unlock(&c11_mutex);
+        struct timespec soon = after_ms(CLOCK_REALTIME, 2);
+        mtx_lock(&c11_mutex);
+        int rc = cnd_timedwait(&c11_cv, &c11_mutex, &soon);
+        check(rc == thrd_timedout || rc == thrd_success, "cnd_timedwait");
+        mtx_unlock(&c11_mutex);
+    }
+}
+
 __attribute__((noinline)) static void deep_path(void) {
     for (int r = 0; r < DEEP_ROUNDS; r++) {
         for (int i = 0; i < DEEP; i++)
@@ -238,6 +265,8 @@ int main(int argc, char **argv) {
     printf("expect timed_mutex %p %d\n", (void *)&timed_mutex, 2 * TIMED);
     printf("expect wait_mutex %p %d\n", (void *)&wait_mutex, 2 * TIMED + 1);
     printf("expect timed_rw %p %d\n", (void *)&timed_rw, 4 * TIMED);
+    c11_path();
+    printf("expect c11_mutex %p %d\n", (void *)&c11_mutex, 5 * TIMED);
     printf("counter %llu\n", (unsigned long long)shared_counter);
     fflush(stdout);
     /* LINGER=FILE: stay alive (the live table readable) until FILE exists */

@@ -3,7 +3,7 @@
  * libtxkit-preload.so, which elides its default mutexes.
  *
  *   preload_test condvar | timedlock | fork | unlock-unlocked | kinds |
- *                torture | stats | bench [N]
+ *                torture | c11 | stats | bench [N]
  *
  * Every mode but bench first checks that the preload library is in the
  * process and that this binary does not link txkit itself. Exit 0 = pass.
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -424,6 +425,83 @@ static int t_torture(void) {
     return 0;
 }
 
+/* -------------------------------------------------------------------- c11
+ * C11 threads (mtx_t, cnd_t): glibc's mtx_* call its pthread functions
+ * inside libc, so the preload stands in for them. A counter under a plain
+ * mtx_t at 2 threads with a cnd_t handshake (the total is exact), and C11's
+ * answers: busy, timed out, recursive. */
+
+#define C11_ITERS 20000
+static mtx_t c11_m;
+static cnd_t c11_cv;
+static long c11_counter;
+static int c11_turn; /* the handshake: whose turn (0, 1), -1 once one is done */
+
+static int c11_worker(void *arg) {
+    int id = (int)(intptr_t)arg;
+    for (int i = 0; i < C11_ITERS; i++) {
+        CHECK(mtx_lock(&c11_m) == thrd_success);
+        c11_counter++;
+        if (i % 1000 == 0) { /* a handshake now and then: cnd_wait / cnd_timedwait */
+            c11_turn = !id;
+            cnd_broadcast(&c11_cv);
+            struct timespec ts;
+            timespec_get(&ts, TIME_UTC);
+            ts.tv_sec += 1;
+            while (c11_turn == !id) { /* until the other one's next handshake, or its end */
+                int rc = i % 2000 ? cnd_timedwait(&c11_cv, &c11_m, &ts) : cnd_wait(&c11_cv, &c11_m);
+                CHECK(rc == thrd_success || rc == thrd_timedout);
+                if (rc == thrd_timedout) {
+                    timespec_get(&ts, TIME_UTC);
+                    ts.tv_sec += 1;
+                }
+            }
+        }
+        CHECK(mtx_unlock(&c11_m) == thrd_success);
+    }
+    mtx_lock(&c11_m);
+    c11_turn = -1; /* nobody waits for anybody any more */
+    cnd_broadcast(&c11_cv);
+    mtx_unlock(&c11_m);
+    return 0;
+}
+
+static int t_c11(void) {
+    CHECK(mtx_init(&c11_m, mtx_plain | mtx_timed) == thrd_success);
+    CHECK(cnd_init(&c11_cv) == thrd_success);
+    /* the answers, alone */
+    CHECK(mtx_lock(&c11_m) == thrd_success);
+    CHECK(mtx_trylock(&c11_m) == thrd_busy);
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    ts.tv_nsec += 20000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    CHECK(mtx_timedlock(&c11_m, &ts) == thrd_timedout);          /* held (by us): waits it out */
+    CHECK(cnd_timedwait(&c11_cv, &c11_m, &ts) == thrd_timedout); /* (the time is past) */
+    CHECK(mtx_unlock(&c11_m) == thrd_success);
+    mtx_t rec;
+    CHECK(mtx_init(&rec, mtx_plain | mtx_recursive) == thrd_success);
+    CHECK(mtx_lock(&rec) == thrd_success);
+    CHECK(mtx_trylock(&rec) == thrd_success);
+    CHECK(mtx_unlock(&rec) == thrd_success);
+    CHECK(mtx_unlock(&rec) == thrd_success);
+    mtx_destroy(&rec);
+    /* the counter */
+    thrd_t th[2];
+    for (int i = 0; i < 2; i++)
+        CHECK(thrd_create(&th[i], c11_worker, (void *)(intptr_t)i) == thrd_success);
+    for (int i = 0; i < 2; i++)
+        CHECK(thrd_join(th[i], NULL) == thrd_success);
+    printf("c11: counted %ld, expected %d\n", c11_counter, 2 * C11_ITERS);
+    CHECK(c11_counter == 2 * C11_ITERS);
+    mtx_destroy(&c11_m);
+    cnd_destroy(&c11_cv);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ stats */
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -466,10 +544,11 @@ static int t_bench(long n) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr,
-                "usage: %s "
-                "condvar|timedlock|fork|fork-first|unlock-unlocked|kinds|torture|stats|bench [N]\n",
-                argv[0]);
+        fprintf(
+            stderr,
+            "usage: %s "
+            "condvar|timedlock|fork|fork-first|unlock-unlocked|kinds|torture|c11|stats|bench [N]\n",
+            argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -492,6 +571,8 @@ int main(int argc, char **argv) {
         return t_torture();
     if (strcmp(mode, "stats") == 0)
         return t_stats();
+    if (strcmp(mode, "c11") == 0)
+        return t_c11();
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;
 }
