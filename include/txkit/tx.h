@@ -18,7 +18,13 @@
  *    rolled back by a software abort; declare them inside, or treat them as
  *    scratch that the block recomputes from the start.
  *  - Leaving the block with break, continue, return or goto commits the
- *    transaction (as with gcc's __transaction_atomic).
+ *    transaction. TX_ATOMIC is itself a one-pass loop, so break and continue
+ *    end the block, not a loop around it (unlike gcc's __transaction_atomic):
+ *    to leave an enclosing loop, use goto or a flag.
+ *  - Never leave a block by longjmp, or (C++) by an exception: the
+ *    transaction stays open. C++ code throws through txkit::atomic.
+ *  - A signal handler must not run a block: transactions are not
+ *    async-signal-safe.
  *  - Nesting is flat: an inner block is part of the outer transaction.
  *  - In C, a software abort jumps back to the start of the outermost block
  *    (longjmp-like). C++ code should use txkit::atomic from <txkit.hpp>, which
