@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "abi/itm.h"
+#include "methods/method.h"
 
 #define WEAK __attribute__((weak))
 
@@ -48,9 +49,20 @@ static int speculative(void) {
     return _txkit_tls.depth && t && !t->doomed && !t->ctl.irrevocable;
 }
 
+/* No memory to track what an abort must undo: a software attempt starts again
+ * serially (it aborts on conflicts, its own doing); a serial one goes on
+ * untracked (it aborts only by the program's hand: tx_restart, a cancel, and
+ * then leaks the object). Owner thread, inside the attempt. */
+static void untracked(tk_thread *t) {
+    if (!(t->ctl.m->caps & TK_CAP_SOFTWARE))
+        return;
+    t->ctl.force_serial = 1;
+    tk_abort(t, TXKIT_CAUSE_CAPACITY);
+}
+
 static void register_undo(tx_handler_fn fn, void *arg) {
     if (tx_on_abort(fn, arg) != 0)
-        TK_FATAL("out of memory registering an undo action");
+        untracked(tk_cur);
 }
 
 /* ------------------------------------------------------------ exceptions */
@@ -97,11 +109,14 @@ TK_EXPORT void *_ITM_cxa_allocate_exception(size_t size) {
         if (t->excs.len == 0)
             register_undo(undo_exceptions, NULL);
         tk_exc *e = tk_vec_push(&t->excs, sizeof *e);
-        if (!e)
-            TK_FATAL("out of memory tracking a transactional exception");
-        e->p = p;
-        e->live = 1;
-        tk_capture(t, p, size); /* its constructor writes it in place */
+        if (e) {
+            e->p = p;
+            e->live = 1;
+        } else if (t->ctl.m->caps & TK_CAP_SOFTWARE) {
+            __cxa_free_exception(p);
+            untracked(t);
+        }
+        tk_capture_or_serial(t, p, size); /* its constructor writes it in place */
     }
     return p;
 }
@@ -180,7 +195,7 @@ static void del_array_sized_aligned(void *p, size_t n, size_t al) {
 static void *track_new(void *p, size_t n, tx_handler_fn undo) {
     if (p && speculative()) {
         register_undo(undo, p);
-        tk_capture(tk_cur, p, n);
+        tk_capture_or_serial(tk_cur, p, n);
     }
     return p;
 }

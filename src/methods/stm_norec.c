@@ -99,6 +99,20 @@ static bool rlog_valid(const tk_thread *t) {
     return true;
 }
 
+/* One of the attempt's logs (read log, write set, its index, a nested
+ * checkpoint) cannot grow: no memory. Software TM's logs are its own cost, so
+ * the transaction starts again serially, which keeps none of them (its undo
+ * log holds what it overwrites: typically less). An irrevocable attempt cannot
+ * start again: that one stops the process. Owner thread, inside the attempt. */
+__attribute__((noreturn, cold, noinline)) static void out_of_log(tk_thread *t, const char *what,
+                                                                 size_t n) {
+    if (!t->ctl.irrevocable) {
+        t->ctl.force_serial = 1;
+        tk_abort(t, TXKIT_CAUSE_CAPACITY);
+    }
+    TK_FATAL("out of memory growing the %s (%zu entries) of an irrevocable transaction", what, n);
+}
+
 /* Grow the read log (the inline barrier appends until rcur reaches rend). */
 static void rlog_grow(tk_thread *t) {
     size_t used = (size_t)(_txkit_tls.rcur - t->stm.rlog);
@@ -106,7 +120,7 @@ static void rlog_grow(tk_thread *t) {
     cap = cap ? cap * 2 : 1024;
     tk_rentry *n = realloc(t->stm.rlog, cap * sizeof *n);
     if (!n)
-        TK_FATAL("out of memory growing the read log (%zu entries)", cap);
+        out_of_log(t, "read log", cap);
     t->stm.rlog = n;
     t->stm.rlog_cap = cap;
     _txkit_tls.rcur = n + used;
@@ -328,7 +342,7 @@ __attribute__((noinline, cold)) static void windex_grow(tk_thread *t) {
     uint32_t size = (t->stm.windex_mask + 1) * 2;
     tk_wslot *n = calloc(size, sizeof *n);
     if (!n)
-        TK_FATAL("out of memory growing the write set index (%u slots)", size);
+        out_of_log(t, "write set index", size);
     free(t->stm.windex);
     t->stm.windex = n;
     t->stm.windex_mask = size - 1;
@@ -357,7 +371,7 @@ __attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
         windex_grow(t);
     if (t->stm.wset.len == t->stm.wset.cap) {
         if (!tk_vec_push(&t->stm.wset, sizeof(tk_wentry)))
-            TK_FATAL("out of memory growing the write set");
+            out_of_log(t, "write set", t->stm.wset.cap * 2);
         t->stm.wset.len--;
         size_t lim = t->stm.wset.cap < WS_SMALL ? t->stm.wset.cap : WS_SMALL;
         t->stm.wlim = (tk_wentry *)t->stm.wset.data + lim;
@@ -750,7 +764,7 @@ static void stm_checkpoint(tk_thread *t, tk_vec *save) {
     for (size_t i = 0; i < t->stm.wset.len; i++) {
         tk_wentry *e = tk_vec_push(save, sizeof *e);
         if (!e)
-            TK_FATAL("out of memory copying the write set");
+            out_of_log(t, "nested checkpoint", i + 1);
         *e = TK_VEC_AT(&t->stm.wset, tk_wentry, i);
     }
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "methods/method.h"
 #include "runtime/internal.h"
 
 #define ARENA_UNIT 16 /* copies are aligned for any type */
@@ -135,15 +136,25 @@ int tx_on_commit_copy(tx_handler_fn fn, const void *data, size_t size) {
     return r;
 }
 
-void tk_capture(tk_thread *t, const void *p, size_t size) {
+bool tk_capture(tk_thread *t, const void *p, size_t size) {
     tk_range *r = tk_vec_push(&t->captured, sizeof *r);
     if (!r)
-        TK_FATAL("out of memory recording a transactional allocation");
+        return false;
     r->lo = (uintptr_t)p;
     r->hi = (uintptr_t)p + size;
     /* The methods write it in place: no inline buffered store from now on in
      * this attempt (txkit/tx.h _txkit_store_buf; the method re-arms it). */
     _txkit_tls.wend = NULL;
+    return true;
+}
+
+void tk_capture_or_serial(tk_thread *t, const void *p, size_t size) {
+    if (tk_capture(t, p, size) || !(t->ctl.m->caps & TK_CAP_SOFTWARE))
+        return; /* (a serial attempt writes everything in place anyway) */
+    if (t->ctl.irrevocable)
+        TK_FATAL("out of memory recording an allocation of an irrevocable transaction");
+    t->ctl.force_serial = 1;
+    tk_abort(t, TXKIT_CAUSE_CAPACITY);
 }
 
 void *tx_malloc(size_t size) {
@@ -157,7 +168,14 @@ void *tx_malloc(size_t size) {
         return NULL;
     }
     *slot = p;
-    tk_capture(t, p, size);
+    /* A software attempt must know the block is its own (it writes it in
+     * place); without memory to say so, no block (a serial attempt writes in
+     * place anyway: it can do without) */
+    if (!tk_capture(t, p, size) && (t->ctl.m->caps & TK_CAP_SOFTWARE)) {
+        t->allocs.len--;
+        free(p);
+        return NULL;
+    }
     return p;
 }
 

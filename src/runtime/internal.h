@@ -299,8 +299,13 @@ static inline tk_thread *tk_self(void) {
     tk_thread *t = tk_cur;
     return TXKIT_LIKELY(t != NULL) ? t : tk_thread_get();
 }
-/* Record [p, p+size) as allocated by the running attempt (see tk_range). */
-TK_HIDDEN void tk_capture(tk_thread *t, const void *p, size_t size);
+/* Record [p, p+size) as allocated by the running attempt (see tk_range);
+ * false, with nothing recorded, when there is no memory for it. Owner thread. */
+TK_HIDDEN bool tk_capture(tk_thread *t, const void *p, size_t size);
+/* tk_capture, or when that fails in a software attempt (which must know the
+ * block is its own: it writes it in place), the transaction again serially.
+ * Owner thread, inside the attempt. */
+TK_HIDDEN void tk_capture_or_serial(tk_thread *t, const void *p, size_t size);
 static inline bool tk_captured(const tk_thread *t, const void *addr, size_t size) {
     uintptr_t a = (uintptr_t)addr;
     const tk_range *r = (const tk_range *)t->captured.data;

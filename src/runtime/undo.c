@@ -5,15 +5,38 @@
  * (nested cancel, _ITM_dropReferences). Owner thread only. */
 #include <string.h>
 
+#include "methods/method.h"
 #include "runtime/internal.h"
+
+/* No memory to grow the undo log. An attempt that excludes everyone (serial)
+ * goes on irrevocably, as tx_irrevocable() would make it, logging nothing
+ * more: only the program's own tx_restart() could need the log now (and is
+ * then refused as after tx_irrevocable()). A software attempt, which logs
+ * only what it writes in place, starts again serially. An irrevocable
+ * software attempt logs nothing (it cannot abort): left is to stop. */
+static void undo_log_full(tk_thread *t) {
+    const struct tk_method *m = t->ctl.m;
+    if (m->caps & TK_CAP_EXCLUSIVE) {
+        t->ctl.irrevocable = 1;
+        _txkit_tls.access = 0; /* no more undo records, inline or here */
+        return;
+    }
+    if (!t->ctl.irrevocable) {
+        t->ctl.force_serial = 1;
+        tk_abort(t, TXKIT_CAUSE_CAPACITY);
+    }
+    TK_FATAL("out of memory growing the undo log of an irrevocable transaction");
+}
 
 void tk_undo_log_any(tk_thread *t, const void *addr, size_t size) {
     const char *a = addr;
     while (size) {
         size_t n = size < 8 ? size : 8;
         tk_uentry *u = tk_vec_push(&t->ulog, sizeof *u);
-        if (!u)
-            TK_FATAL("out of memory growing the undo log");
+        if (!u) {
+            undo_log_full(t);
+            return;
+        }
         u->addr = (void *)a;
         u->size = (uint32_t)n;
         if (n == 8) { /* the common case: no call to memcpy */
