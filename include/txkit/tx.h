@@ -168,6 +168,22 @@ TXKIT_API void tx_free(void *ptr);
 /** tx_memcpy() - transactional memcpy (both sides are shared data). */
 TXKIT_API void tx_memcpy(void *dst, const void *src, size_t n);
 
+/**
+ * tx_memcpy_from() - copy shared data (src, read transactionally) into
+ * memory private to the thread (dst: a local, a buffer nobody else reads),
+ * which is written in place, so the code that follows reads it directly.
+ * Like a local changed in the block, dst is not put back by an abort.
+ * (tx_memcpy would buffer the bytes for dst until the commit: a read of dst
+ * in the block saw its old bytes, and a local of the block is gone by then.)
+ */
+TXKIT_API void tx_memcpy_from(void *dst, const void *src, size_t n);
+
+/**
+ * tx_memcpy_to() - copy private memory (src, read directly) into shared data
+ * (dst, written transactionally): tx_memcpy without the read barriers.
+ */
+TXKIT_API void tx_memcpy_to(void *dst, const void *src, size_t n);
+
 /** tx_memset() - transactional memset. */
 TXKIT_API void tx_memset(void *dst, int c, size_t n);
 

@@ -802,6 +802,8 @@ void tk_copy(void *dst, const void *src, size_t n, int src_tx, int dst_tx, int m
 }
 
 void tx_memcpy(void *dst, const void *src, size_t n) { tk_copy(dst, src, n, 1, 1, 0); }
+void tx_memcpy_from(void *dst, const void *src, size_t n) { tk_copy(dst, src, n, 1, 0, 0); }
+void tx_memcpy_to(void *dst, const void *src, size_t n) { tk_copy(dst, src, n, 0, 1, 0); }
 
 void tx_memset(void *dst, int c, size_t n) {
     tk_thread *t = tk_cur;

@@ -490,6 +490,76 @@ static void test_memcpy_memset(void) {
     tx_free(blk);
 }
 
+/* Copies between shared data and the thread's own memory (a local buffer):
+ * tx_memcpy_from writes the local in place, so the block reads it directly
+ * (with tx_memcpy a software attempt buffered it until the commit: the block
+ * read the old bytes, and the commit wrote into a local that was gone);
+ * tx_memcpy_to is a transactional write of dst, undone by an abort. */
+static __attribute__((noinline)) void copy_to_local(unsigned char *seen, size_t off, size_t len) {
+    TX_ATOMIC {
+        unsigned char local[80];
+        memset(local, 0, sizeof local);
+        tx_memcpy_from(local + off, g_src + 5 + off, len);
+        memcpy(seen, local, 80); /* read directly */
+    }
+}
+
+static void test_memcpy_private(void) {
+    static const size_t lens[] = {0, 1, 3, 7, 8, 9, 16, 17, 31, 64};
+    for (size_t off = 0; off < 9; off += 2) {
+        for (size_t li = 0; li < ARRAY_LEN(lens); li++) {
+            size_t len = lens[li];
+            fill_pattern(g_src, sizeof g_src, (unsigned)(off * 31 + li));
+            unsigned char seen[80];
+            copy_to_local(seen, off, len);
+            for (size_t i = 0; i < sizeof seen; i++) {
+                unsigned char want = i >= off && i < off + len ? g_src[5 + i] : 0;
+                CHECK_MSG(seen[i] == want, "tx_memcpy_from +%zu len %zu: byte %zu is %u, not %u",
+                          off, len, i, seen[i], want);
+            }
+        }
+    }
+    /* what the block wrote before the copy is what it reads from */
+    fill_pattern(g_buf, sizeof g_buf, 77);
+    unsigned char model[64];
+    memcpy(model, g_buf, sizeof model);
+    memset(model + 10, 0xAB, 20);
+    unsigned char seen[64];
+    TX_ATOMIC {
+        unsigned char local[64];
+        tx_memset(g_buf + 10, 0xAB, 20);
+        tx_memcpy_from(local, g_buf, sizeof local);
+        memcpy(seen, local, sizeof seen);
+    }
+    CHECK(memcmp(seen, model, sizeof model) == 0);
+    /* tx_memcpy_to: a write, read back in the block, kept by the commit and
+     * undone by an abort */
+    unsigned char src[40];
+    fill_pattern(src, sizeof src, 99);
+    fill_pattern(g_buf, sizeof g_buf, 98);
+    memcpy(model, g_buf, sizeof model);
+    struct tk_attempts a;
+    tk_attempts_init(&a);
+    TX_ATOMIC {
+        int n = tk_attempt_no(&a);
+        for (size_t i = 0; i < sizeof model; i++)
+            CHECK_EQ(TX_LOAD(&g_buf[i]), model[i]);
+        tx_memcpy_to(g_buf + 3, src, sizeof src);
+        for (size_t i = 0; i < sizeof src; i++)
+            CHECK_EQ(TX_LOAD(&g_buf[3 + i]), src[i]);
+        if (n == 0)
+            tx_restart();
+    }
+    memcpy(model + 3, src, sizeof src);
+    CHECK(memcmp(g_buf, model, sizeof model) == 0);
+    /* outside a transaction: memcpy */
+    unsigned char out[16];
+    tx_memcpy_from(out, g_src, sizeof out);
+    CHECK(memcmp(out, g_src, sizeof out) == 0);
+    tx_memcpy_to(g_buf, out, sizeof out);
+    CHECK(memcmp(g_buf, out, sizeof out) == 0);
+}
+
 /* ================================================================== main */
 
 static const struct tk_test tests[] = {
@@ -500,6 +570,7 @@ static const struct tk_test tests[] = {
     {"write_set_sizes", test_write_set_sizes},
     {"big_transaction", test_big_transaction},
     {"memcpy_memset", test_memcpy_memset},
+    {"memcpy_private", test_memcpy_private},
 };
 
 int main(int argc, char **argv) {
