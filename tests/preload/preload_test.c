@@ -63,6 +63,19 @@ static void check_preloaded(void) {
     }
 }
 
+/* The time ms milliseconds from now on clock clk (a deadline). */
+static struct timespec in_ms_on(clockid_t clk, long ms) {
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    return ts;
+}
+
 /* ---------------------------------------------- producer/consumer, condvars */
 
 #define QCAP 8
@@ -86,13 +99,7 @@ static void *producer(void *arg) {
                 pthread_cond_wait(&q_not_full, &q_lock);
             } else { /* the timed and clocked variants too */
                 clockid_t clk = i % 4 ? CLOCK_REALTIME : CLOCK_MONOTONIC;
-                struct timespec ts;
-                clock_gettime(clk, &ts);
-                ts.tv_nsec += 1000000;
-                if (ts.tv_nsec >= 1000000000) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000;
-                }
+                struct timespec ts = in_ms_on(clk, 1);
                 int rc = clk == CLOCK_REALTIME
                              ? pthread_cond_timedwait(&q_not_full, &q_lock, &ts)
                              : pthread_cond_clockwait(&q_not_full, &q_lock, clk, &ts);
@@ -189,17 +196,7 @@ static void *holder(void *arg) {
     return NULL;
 }
 
-static struct timespec in_ms(long ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    return ts;
-}
+static struct timespec in_ms(long ms) { return in_ms_on(CLOCK_REALTIME, ms); }
 
 static int t_timedlock(void) {
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
@@ -222,13 +219,7 @@ static int t_timedlock(void) {
     CHECK(waited >= 0.1);
     CHECK(pthread_mutex_trylock(&held) == EBUSY);
     /* the clocked variant: its clock, its timeout, its EINVAL */
-    struct timespec mono;
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    mono.tv_nsec += 50000000;
-    if (mono.tv_nsec >= 1000000000) {
-        mono.tv_sec++;
-        mono.tv_nsec -= 1000000000;
-    }
+    struct timespec mono = in_ms_on(CLOCK_MONOTONIC, 50);
     CHECK(pthread_mutex_clocklock(&held, CLOCK_MONOTONIC, &mono) == ETIMEDOUT);
     CHECK(pthread_mutex_clocklock(&m, CLOCK_PROCESS_CPUTIME_ID, &mono) == EINVAL);
     CHECK(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &mono) == 0); /* free (the time is past) */
@@ -445,16 +436,12 @@ static int c11_worker(void *arg) {
         if (i % 1000 == 0) { /* a handshake now and then: cnd_wait / cnd_timedwait */
             c11_turn = !id;
             cnd_broadcast(&c11_cv);
-            struct timespec ts;
-            timespec_get(&ts, TIME_UTC);
-            ts.tv_sec += 1;
-            while (c11_turn == !id) { /* until the other one's next handshake, or its end */
+            struct timespec ts = in_ms(1000); /* (C11's TIME_UTC is CLOCK_REALTIME) */
+            while (c11_turn == !id) {         /* until the other one's next handshake, or its end */
                 int rc = i % 2000 ? cnd_timedwait(&c11_cv, &c11_m, &ts) : cnd_wait(&c11_cv, &c11_m);
                 CHECK(rc == thrd_success || rc == thrd_timedout);
-                if (rc == thrd_timedout) {
-                    timespec_get(&ts, TIME_UTC);
-                    ts.tv_sec += 1;
-                }
+                if (rc == thrd_timedout)
+                    ts = in_ms(1000);
             }
         }
         CHECK(mtx_unlock(&c11_m) == thrd_success);
@@ -472,13 +459,7 @@ static int t_c11(void) {
     /* the answers, alone */
     CHECK(mtx_lock(&c11_m) == thrd_success);
     CHECK(mtx_trylock(&c11_m) == thrd_busy);
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    ts.tv_nsec += 20000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
+    struct timespec ts = in_ms(20);
     CHECK(mtx_timedlock(&c11_m, &ts) == thrd_timedout);          /* held (by us): waits it out */
     CHECK(cnd_timedwait(&c11_cv, &c11_m, &ts) == thrd_timedout); /* (the time is past) */
     CHECK(mtx_unlock(&c11_m) == thrd_success);

@@ -102,21 +102,27 @@ static __attribute__((noinline)) void sum_all(void) {
     }
 }
 
-static void t_tx_malloc(void) {
+/* Run fn with one big request to refuse; how many were refused (0 or 1). */
+static int refusing_one(void (*fn)(void)) {
     commits = 0;
     atomic_store(&failed, 0);
     atomic_store(&armed, 1);
-    tx_malloc_many();
+    fn();
     atomic_store(&armed, 0);
+    return atomic_load(&failed);
+}
+
+static void t_tx_malloc(void) {
+    int refused = refusing_one(tx_malloc_many);
     long bad = 0;
     for (int i = 0; i < BLOCKS; i++) {
         if (blocks[i] && *(long *)blocks[i] != i)
             bad++;
         free(blocks[i]);
     }
-    printf("tx_malloc: %d requests refused, %d NULL blocks of %d, %ld wrong, %d commit\n",
-           atomic_load(&failed), nulls, BLOCKS, bad, commits);
-    CHECK(atomic_load(&failed) == 1); /* it did grow past BIG */
+    printf("tx_malloc: %d requests refused, %d NULL blocks of %d, %ld wrong, %d commit\n", refused,
+           nulls, BLOCKS, bad, commits);
+    CHECK(refused == 1); /* it did grow past BIG */
     CHECK(nulls <= 1);
     if (tk_env_method() != TXKIT_STM)
         CHECK_EQ(nulls, 0); /* serial attempts */
@@ -125,17 +131,13 @@ static void t_tx_malloc(void) {
 }
 
 static void t_writes(void) {
-    commits = 0;
-    atomic_store(&failed, 0);
-    atomic_store(&armed, 1);
-    write_all();
-    atomic_store(&armed, 0);
+    int refused = refusing_one(write_all);
     long bad = 0;
     for (int i = 0; i < WORDS; i++)
         bad += words[i] != (long)i * 3 + 1;
-    printf("writes: %d requests refused, %ld words wrong of %d, %d commit\n", atomic_load(&failed),
-           bad, WORDS, commits);
-    CHECK(atomic_load(&failed) == 1);
+    printf("writes: %d requests refused, %ld words wrong of %d, %d commit\n", refused, bad, WORDS,
+           commits);
+    CHECK(refused == 1);
     CHECK_EQ(bad, 0);
     CHECK_EQ(commits, 1);
 }
@@ -146,12 +148,7 @@ static void t_reads(void) {
         words[i] = i & 1023;
         want += i & 1023;
     }
-    commits = 0;
-    atomic_store(&failed, 0);
-    atomic_store(&armed, 1);
-    sum_all();
-    int refused = atomic_load(&failed);
-    atomic_store(&armed, 0);
+    int refused = refusing_one(sum_all);
     printf("reads: %d requests refused, sum %ld (expected %ld), %d commit\n", refused, sum, want,
            commits);
     /* (a serial or unlogged attempt keeps no read log: nothing to refuse) */
