@@ -138,7 +138,11 @@ TXKIT_API void cx_unlock(cx_lock_t *l);
  * cx_need_exclusive() - call before I/O inside a section: an optimistic
  * section restarts, from its cx_optimistic(), in exclusive mode; inside a
  * TX_ATOMIC block the transaction becomes irrevocable and takes the lock.
- * Outside a section it does nothing.
+ * Outside a section it does nothing. Inside TX_ATOMIC, enter the lock first
+ * and then call this (or tx_irrevocable()): a transaction made irrevocable
+ * before it enters a lock waits for that lock holding what a holder's own
+ * transactions wait for, and if the holder runs one inside its section the
+ * two wait for each other.
  */
 TXKIT_API void cx_need_exclusive(void);
 

@@ -988,16 +988,28 @@ any:
  * that still holds, nothing can invalidate us any more and we simply go on
  * as a software transaction that cannot abort; if not, we restart keeping
  * the token, irrevocable from the start. */
+/* A failed make_irrevocable of an attempt that depends on cx locks: the next
+ * attempt must not keep the token. Irrevocable from its start, it would wait
+ * for those locks holding the token (cx.c, subscribe), while their holder, if
+ * it commits a transaction inside its section, waits for the token: a
+ * deadlock. Without the token the next attempt runs serially, which takes
+ * the locks or starts again, and never waits holding what a holder needs. */
+static int irrevocable_failed(tk_thread *t) {
+    if (t->cx.nsubs)
+        tk_irr_release(t);
+    return TXKIT_CAUSE_IRREVOCABLE;
+}
+
 static int stm_make_irrevocable(tk_thread *t) {
     tk_irr_take(t);
     if (!try_extend(t)) /* waits for an even clock first */
-        return TXKIT_CAUSE_IRREVOCABLE;
+        return irrevocable_failed(t);
     /* cx locks it depends on must now be held for real: nobody may take them
-     * exclusively under an irrevocable transaction. */
+     * exclusively under an irrevocable transaction. An exclusive holder may
+     * have written before we held its lock: check again. */
     if (t->cx.nsubs && (tk_hold_subscribed(t) != 0 || !try_extend(t)))
-        return TXKIT_CAUSE_IRREVOCABLE; /* an exclusive holder may have written
-                                         * before we held its lock: check again */
-    if (!tk_vis_pin(t))                 /* killed by a winner before we could pin */
+        return irrevocable_failed(t);
+    if (!tk_vis_pin(t)) /* killed by a winner before we could pin */
         return TXKIT_CAUSE_IRREVOCABLE;
     t->ctl.irrevocable = 1;
     nolog_off(t);

@@ -26,6 +26,9 @@
  *   test_cx shared-fork        fork while another thread holds a lock shared.
  *   test_cx shared-subscribe   a transaction subscribes to a lock another
  *       thread holds shared (without RTM): the reader's view stays whole.
+ *   test_cx needexcl SECONDS   transactions inside exclusive sections of a
+ *       lock against transactions that enter it and call
+ *       cx_need_exclusive(): both go on (they used to stop each other).
  *   test_cx irrwindow SECONDS  a transaction that read under a lock becomes
  *       irrevocable while another thread enters the lock exclusively: its
  *       earlier reads must hold (no TK_ASSERT, no torn pair, no lost update).
@@ -839,7 +842,67 @@ static int irrwindow(double seconds) {
     return 0;
 }
 
+/* ------------------------------------------------------ needexcl */
+
+/* One thread runs a transaction inside an exclusive section; the other, in
+ * a transaction, enters the lock and asks for it exclusively (the documented
+ * call before I/O: cx_need_exclusive). The second one's tx_irrevocable could
+ * not hold the lock (the first held it) and kept the irrevocability token
+ * for its next attempt, which then waited for the lock holding the token,
+ * while the first one's commit waited for the token: both stopped (4 runs in
+ * 5 under auto, every run under stm, found by a helper's adversarial testing). */
+static cx_lock_t ln = CX_LOCK_INITIALIZER;
+static long nx, ny;
+static atomic_long nsections;
+
+static __attribute__((noinline)) void needexcl_section_once(void) {
+    cx_exclusive(&ln);
+    TX_ATOMIC {
+        TX_STORE(&nx, TX_LOAD(&nx) + 1);
+    }
+    cx_unlock(&ln);
+}
+
+static void *needexcl_section(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        needexcl_section_once();
+        atomic_fetch_add(&nsections, 1);
+    }
+    return NULL;
+}
+
+static __attribute__((noinline)) void needexcl_tx(void) {
+    TX_ATOMIC {
+        cx_optimistic(&ln);
+        cx_need_exclusive();
+        TX_STORE(&ny, TX_LOAD(&ny) + 1);
+        cx_unlock(&ln);
+    }
+}
+
+static int needexcl(double seconds) {
+    pthread_t th;
+    atomic_store(&stop, 0);
+    CHECK(pthread_create(&th, NULL, needexcl_section, NULL) == 0);
+    while (atomic_load(&nsections) == 0) /* it runs */
+        sched_yield();
+    long txs = 0;
+    for (double end = tk_now() + seconds; tk_now() < end;)
+        for (int k = 0; k < 1000; k++, txs++)
+            needexcl_tx();
+    atomic_store(&stop, 1);
+    CHECK(pthread_join(th, NULL) == 0);
+    printf("needexcl: %ld sections (x=%ld), %ld transactions (y=%ld)\n",
+           (long)atomic_load(&nsections), nx, txs, ny);
+    CHECK_EQ(nx, (long)atomic_load(&nsections));
+    CHECK_EQ(ny, txs);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 3 && strcmp(argv[1], "needexcl") == 0)
+        return needexcl(tk_stress_seconds(atof(argv[2])));
     if (argc >= 5 && strcmp(argv[1], "torture") == 0) {
         torture_seed = tk_stress_seed("test_cx torture");
         return torture(atoi(argv[2]), atoi(argv[3]), tk_stress_seconds(atof(argv[4])));
@@ -862,8 +925,9 @@ int main(int argc, char **argv) {
         return shared_fork();
     if (argc >= 2 && strcmp(argv[1], "shared-subscribe") == 0)
         return shared_subscribe();
-    fprintf(stderr, "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | "
-                    "api | release | irrwindow SECONDS | shared THREADS TX SECONDS | "
-                    "shared-fork | shared-subscribe\n");
+    fprintf(stderr,
+            "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | "
+            "api | release | irrwindow SECONDS | shared THREADS TX SECONDS | needexcl SECONDS | "
+            "shared-fork | shared-subscribe\n");
     return 2;
 }
