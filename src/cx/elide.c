@@ -591,6 +591,8 @@ static double pct(uint64_t n, uint64_t d) { return d ? 100.0 * (double)n / (doub
 /* Whether key is a mutex of this table: its lines in the exit summary are
  * _txkit_elide_report's, not tk_seg_print_locks'. */
 static int elide_has_mutex(uint64_t key) {
+    if (!key) /* the "(other locks)" site's key, and an empty entry's: not a mutex */
+        return 0;
     for (unsigned i = 0; i < EL_TAB_SIZE; i++)
         if (__atomic_load_n(&tab[i].key, __ATOMIC_ACQUIRE) == (uintptr_t)key)
             return 1;

@@ -56,18 +56,19 @@ static size_t segment_size(void) {
     return matrix_off() + (size_t)TKS_MAX_THREADS * TKS_MAX_SITES * sizeof(struct tks_counters);
 }
 
+/* The parts of our own segment, where fill_header put them: from the
+ * layout, never from the header in the file, which anyone who may write the
+ * file could change under us (garbage written into a live segment crashed
+ * the program at its next transaction). */
 struct tks_thread *tk_seg_threads(void) {
-    return (struct tks_thread *)((char *)seg + seg->threads_offset);
+    return (struct tks_thread *)((char *)seg + threads_off());
 }
-static struct tks_site *seg_sites(void) {
-    return (struct tks_site *)((char *)seg + seg->sites_offset);
-}
+static struct tks_site *seg_sites(void) { return (struct tks_site *)((char *)seg + sites_off()); }
 static struct tks_ucounter *seg_ucounters(void) {
-    return (struct tks_ucounter *)((char *)seg + seg->ucounters_offset);
+    return (struct tks_ucounter *)((char *)seg + ucounters_off());
 }
 struct tks_counters *tk_seg_row(unsigned slot) {
-    return (struct tks_counters *)((char *)seg + seg->matrix_offset) +
-           tks_matrix_index(seg, slot, 0);
+    return (struct tks_counters *)((char *)seg + matrix_off()) + (size_t)slot * TKS_MAX_SITES;
 }
 
 static uint64_t proc_start_time(void) {
@@ -536,12 +537,18 @@ void tk_seg_print_locks(FILE *f) {
             char shared[48] = ""; /* cx_shared sections without RTM, when there were any */
             if (shr)
                 snprintf(shared, sizeof shared, "shared %llu, ", shr);
+            char which[400]; /* the "(other locks)" site (TKS_SITE_OTHER_LOCKS) has no lock */
+            if (s == TKS_SITE_OTHER_LOCKS)
+                snprintf(which, sizeof which, "%s", sites[s].file);
+            else
+                snprintf(which, sizeof which, "lock %#llx first taken in %s (%s)",
+                         (unsigned long long)sites[s].key, sites[s].func,
+                         obj ? obj + 1 : sites[s].file);
             fprintf(f,
-                    "    lock %#llx first taken in %s (%s): %llu sections (optimistic %llu, "
-                    "%sexclusive %llu), "
+                    "    %s: %llu sections (optimistic %llu, %sexclusive %llu), "
                     "%llu aborts, went exclusive after aborts %llu\n",
-                    (unsigned long long)sites[s].key, sites[s].func, obj ? obj + 1 : sites[s].file,
-                    opt + shr + excl, opt, shared, excl, ab, (unsigned long long)c.to_serial);
+                    which, opt + shr + excl, opt, shared, excl, ab,
+                    (unsigned long long)c.to_serial);
         }
     }
     tk_mutex_unlock(&seg_lock);
@@ -601,6 +608,19 @@ void tk_seg_unpublish(void) {
 
 /* TXKIT_STATS=FILE: one slot (every thread added up) and the sites used. */
 int tk_seg_dump(const char *path, char *why, size_t wlen) {
+    /* The dump replaces path (a file renamed over it): only a regular file
+     * may be replaced; a symbolic link, a FIFO or a device (/dev/null as
+     * root) would be lost */
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(why, wlen, "%s is not a regular file (%s): nothing written", path,
+                 S_ISLNK(st.st_mode)    ? "a symbolic link"
+                 : S_ISDIR(st.st_mode)  ? "a directory"
+                 : S_ISFIFO(st.st_mode) ? "a FIFO"
+                 : S_ISSOCK(st.st_mode) ? "a socket"
+                                        : "a device");
+        return -1;
+    }
     tk_mutex_lock(&seg_lock);
     if (!seg) {
         tk_mutex_unlock(&seg_lock);

@@ -6,7 +6,10 @@
 #             private/off/empty print nothing; any other word is refused with
 #             a message naming TXKIT_STATS and never becomes a file (./on)
 #   dump      TXKIT_STATS=PATH (with a '/') writes a dump of mode 0600 that
-#             txkit report reads; txkit run --stats=NAME writes ./NAME
+#             txkit report reads; txkit run --stats=NAME writes ./NAME; a
+#             FIFO or a symbolic link at PATH is left alone, with a message
+#   garbage   random bytes written over a running program's segment (its
+#             header included): the program goes on
 #   atexit    the program closes stderr in an atexit handler that runs before
 #             txkit's: the summary still comes out (a duplicate of stderr)
 #   fault_serial  TXKIT_FAULT=serial=1 finishes: 8 injected serial aborts per
@@ -69,6 +72,27 @@ dump)
   (cd "$tmp/cwd" && "$bin" run --no-elide --stats=plain.dump -- "$helper" 10) >"$tmp/d3.out" 2>"$tmp/d3.err" ||
     fail "txkit run --stats=plain.dump"
   [ "$(stat -c %a "$tmp/cwd/plain.dump" 2>/dev/null)" = 600 ] || fail "txkit run --stats=plain.dump: no ./plain.dump"
+  # only a regular file is replaced: a FIFO or a symbolic link (as root, a
+  # device such as /dev/null) stays what it was, with a message (it was
+  # renamed over: a regular file in its place)
+  mkfifo "$tmp/cwd/fifo" && ln -s "$tmp/target" "$tmp/cwd/link" || fail "mkfifo/ln"
+  run d4 "TXKIT_STATS=./fifo" -- 10 || fail "FIFO: exit $?"
+  [ -p "$tmp/cwd/fifo" ] || fail "TXKIT_STATS=./fifo replaced the FIFO"
+  grep -q "TXKIT_STATS=./fifo: ./fifo is not a regular file (a FIFO)" "$tmp/d4.err" || fail "FIFO: no message"
+  run d5 "TXKIT_STATS=./link" -- 10 || fail "link: exit $?"
+  [ -L "$tmp/cwd/link" ] || fail "TXKIT_STATS=./link replaced the symbolic link"
+  grep -q "is not a regular file (a symbolic link)" "$tmp/d5.err" || fail "link: no message"
+  ;;
+garbage)
+  # Garbage written into a live segment (anyone who may write the file) does
+  # not crash the program: it found its own parts through the file's header
+  "$helper" 400000000 >"$tmp/g.out" 2>"$tmp/g.err" &
+  pid=$!
+  seg=$TXKIT_STATS_DIR/$pid.seg
+  for _ in $(seq 200); do [ -f "$seg" ] && break; sleep 0.02; done
+  [ -f "$seg" ] || { kill "$pid"; fail "no segment $seg"; }
+  head -c 8192 /dev/urandom | dd of="$seg" bs=8192 count=1 conv=notrunc status=none
+  wait "$pid" || fail "the program died (status $?) after garbage was written into its segment"
   ;;
 atexit)
   run a1 TXKIT_STATS=1 -- 10 --close-stderr-at-exit || fail "exit $?"
