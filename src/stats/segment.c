@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -208,6 +209,17 @@ void *tk_seg_publish(const char *suffix, size_t size, void (*fill)(void *map, si
     if (check_dir(dir, why, wlen) != 0)
         return NULL;
     clean_dead(dir, suffix);
+    /* The file is sparse and mapped shared: its pages are allocated when they
+     * are first written, and a write that finds the file system full is a
+     * SIGBUS, not an error. So only publish where the whole file fits (the
+     * most it can ever take); a file system that fills up later while the
+     * program runs can still stop it. */
+    struct statvfs vfs;
+    if (statvfs(dir, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < size) {
+        snprintf(why, wlen, "%s has %llu KiB free, less than the %zu KiB the statistics may need",
+                 dir, (unsigned long long)vfs.f_bavail * vfs.f_frsize / 1024, size / 1024);
+        return NULL;
+    }
     snprintf(path, plen, "%s/%ld.%s", dir, (long)getpid(), suffix);
     snprintf(tmp, sizeof tmp, "%s/.%ld.%s.tmp", dir, (long)getpid(), suffix);
     unlink(tmp);

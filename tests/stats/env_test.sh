@@ -10,6 +10,8 @@
 #             FIFO or a symbolic link at PATH is left alone, with a message
 #   garbage   random bytes written over a running program's segment (its
 #             header included): the program goes on
+#   full      the statistics directory on a full file system: not published,
+#             with a message; the program runs (root: a small tmpfs)
 #   atexit    the program closes stderr in an atexit handler that runs before
 #             txkit's: the summary still comes out (a duplicate of stderr)
 #   fault_serial  TXKIT_FAULT=serial=1 finishes: 8 injected serial aborts per
@@ -82,6 +84,21 @@ dump)
   run d5 "TXKIT_STATS=./link" -- 10 || fail "link: exit $?"
   [ -L "$tmp/cwd/link" ] || fail "TXKIT_STATS=./link replaced the symbolic link"
   grep -q "is not a regular file (a symbolic link)" "$tmp/d5.err" || fail "link: no message"
+  ;;
+full)
+  # A statistics directory on a nearly full file system: the segment is not
+  # published (a message), the program runs (it died of SIGBUS writing the
+  # sparse shared file). Needs a small tmpfs: root, and mount allowed.
+  [ "$(id -u)" = 0 ] || { echo "SKIP [full]: not root (needs a small tmpfs)"; exit 77; }
+  mkdir -p "$tmp/small"
+  mount -t tmpfs -o size=256k,mode=700 tmpfs "$tmp/small" 2>/dev/null ||
+    { echo "SKIP [full]: cannot mount a tmpfs here"; exit 77; }
+  trap 'umount "$tmp/small" 2>/dev/null; rm -rf "$tmp"' EXIT
+  head -c 252k /dev/zero >"$tmp/small/filler" 2>/dev/null
+  run f1 "TXKIT_STATS_DIR=$tmp/small" -- 1000
+  rc=$?
+  [ $rc = 0 ] || fail "exit $rc on a full statistics file system (135: SIGBUS)"
+  grep -q "statistics not published.*free, less than" "$tmp/f1.err" || fail "no message about the full file system"
   ;;
 garbage)
   # Garbage written into a live segment (anyone who may write the file) does
