@@ -306,6 +306,23 @@ static void forward_signal(int sig) {
  * report of every process it left; CMD's exit status, or CMD's death: a CMD
  * killed by a signal kills txkit with the same signal once the report is out
  * (its caller sees what it would have seen without --report). */
+/* execvp(cmd) failed (errno): say why, and the shell's status: 127 when
+ * there is no such command, 126 when it cannot be run. A script whose
+ * interpreter is missing fails with ENOENT too, though the file is there:
+ * that one is "bad interpreter", 126, as the shell says. */
+static int exec_failed(const char *cmd) {
+    int e = errno;
+    if (e == ENOENT && strchr(cmd, '/') && access(cmd, F_OK) == 0) {
+        fprintf(stderr,
+                "txkit run: %s: bad interpreter (the program its #! line or ELF header names is "
+                "missing)\n",
+                cmd);
+        return 126;
+    }
+    fprintf(stderr, "txkit run: %s: %s\n", cmd, strerror(e));
+    return e == ENOENT ? 127 : 126;
+}
+
 static int run_with_report(char **cmd, const char *report, const char *csv_path) {
     FILE *out = stderr, *csv = NULL;
     if (strcmp(report, "-") != 0 && !(out = fopen(report, "w"))) {
@@ -337,8 +354,7 @@ static int run_with_report(char **cmd, const char *report, const char *csv_path)
     if (pid == 0) {
         setenv("TXKIT_LOCK_REPORT", prefix, 1);
         execvp(cmd[0], cmd);
-        fprintf(stderr, "txkit run: %s: %s\n", cmd[0], strerror(errno));
-        _exit(errno == ENOENT ? 127 : 126);
+        _exit(exec_failed(cmd[0]));
     }
     /* ^C and ^\ are for CMD (the terminal sends them to both); the report
      * comes after it ends */
@@ -493,8 +509,7 @@ static int cmd_run(int argc, char **argv) {
     if (report)
         return run_with_report(argv + i, report, report_csv);
     execvp(argv[i], argv + i);
-    fprintf(stderr, "txkit run: %s: %s\n", argv[i], strerror(errno));
-    return errno == ENOENT ? 127 : 126;
+    return exec_failed(argv[i]);
 }
 
 struct command {

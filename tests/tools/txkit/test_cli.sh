@@ -116,6 +116,16 @@ out=$("$bin" run --stats sh -c 'echo "$TXKIT_STATS $LD_BIND_NOW"') || fail "txki
 [ $? = 3 ] || fail "txkit run: not CMD's exit status"
 "$bin" run /nonexistent/command 2>/dev/null
 [ $? = 127 ] || fail "txkit run of a missing command: not 127"
+# a script whose interpreter is missing exists: 126 and "bad interpreter", as
+# the shell says (it was "No such file or directory" and 127), with --report too
+script=$(mktemp) && printf '#!/nonexistent/interp\necho hi\n' >"$script" && chmod +x "$script"
+for how in run "run --report=$script.report"; do
+  # shellcheck disable=SC2086
+  "$bin" $how "$script" 2>"$tmp"
+  rc=$?
+  [ $rc = 126 ] && grep -q "bad interpreter" "$tmp" || { rm -f "$script"*; fail "txkit $how of a script with a missing interpreter: status $rc, $(cat "$tmp")"; }
+done
+rm -f "$script"*
 for args in "" "-m" "-m bogus true" "--stats= true" "--bogus true"; do
   # shellcheck disable=SC2086
   "$bin" run $args >/dev/null 2>"$tmp"
