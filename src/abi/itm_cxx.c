@@ -54,10 +54,8 @@ static int speculative(void) {
  * untracked (it aborts only by the program's hand: tx_restart, a cancel, and
  * then leaks the object). Owner thread, inside the attempt. */
 static void untracked(tk_thread *t) {
-    if (!(t->ctl.m->caps & TK_CAP_SOFTWARE))
-        return;
-    t->ctl.force_serial = 1;
-    tk_abort(t, TXKIT_CAUSE_CAPACITY);
+    if (t->ctl.m->caps & TK_CAP_SOFTWARE)
+        tk_abort_serially(t, "record of what an abort undoes");
 }
 
 static void register_undo(tx_handler_fn fn, void *arg) {

@@ -99,20 +99,6 @@ static bool rlog_valid(const tk_thread *t) {
     return true;
 }
 
-/* One of the attempt's logs (read log, write set, its index, a nested
- * checkpoint) cannot grow: no memory. Software TM's logs are its own cost, so
- * the transaction starts again serially, which keeps none of them (its undo
- * log holds what it overwrites: typically less). An irrevocable attempt cannot
- * start again: that one stops the process. Owner thread, inside the attempt. */
-__attribute__((noreturn, cold, noinline)) static void out_of_log(tk_thread *t, const char *what,
-                                                                 size_t n) {
-    if (!t->ctl.irrevocable) {
-        t->ctl.force_serial = 1;
-        tk_abort(t, TXKIT_CAUSE_CAPACITY);
-    }
-    TK_FATAL("out of memory growing the %s (%zu entries) of an irrevocable transaction", what, n);
-}
-
 /* Grow the read log (the inline barrier appends until rcur reaches rend). */
 static void rlog_grow(tk_thread *t) {
     size_t used = (size_t)(_txkit_tls.rcur - t->stm.rlog);
@@ -120,7 +106,7 @@ static void rlog_grow(tk_thread *t) {
     cap = cap ? cap * 2 : 1024;
     tk_rentry *n = realloc(t->stm.rlog, cap * sizeof *n);
     if (!n)
-        out_of_log(t, "read log", cap);
+        tk_abort_serially(t, "read log");
     t->stm.rlog = n;
     t->stm.rlog_cap = cap;
     _txkit_tls.rcur = n + used;
@@ -342,7 +328,7 @@ __attribute__((noinline, cold)) static void windex_grow(tk_thread *t) {
     uint32_t size = (t->stm.windex_mask + 1) * 2;
     tk_wslot *n = calloc(size, sizeof *n);
     if (!n)
-        out_of_log(t, "write set index", size);
+        tk_abort_serially(t, "write set index");
     free(t->stm.windex);
     t->stm.windex = n;
     t->stm.windex_mask = size - 1;
@@ -371,7 +357,7 @@ __attribute__((noinline, cold)) static void ws_reserve(tk_thread *t) {
         windex_grow(t);
     if (t->stm.wset.len == t->stm.wset.cap) {
         if (!tk_vec_push(&t->stm.wset, sizeof(tk_wentry)))
-            out_of_log(t, "write set", t->stm.wset.cap * 2);
+            tk_abort_serially(t, "write set");
         t->stm.wset.len--;
         size_t lim = t->stm.wset.cap < WS_SMALL ? t->stm.wset.cap : WS_SMALL;
         t->stm.wlim = (tk_wentry *)t->stm.wset.data + lim;
@@ -764,7 +750,7 @@ static void stm_checkpoint(tk_thread *t, tk_vec *save) {
     for (size_t i = 0; i < t->stm.wset.len; i++) {
         tk_wentry *e = tk_vec_push(save, sizeof *e);
         if (!e)
-            out_of_log(t, "nested checkpoint", i + 1);
+            tk_abort_serially(t, "nested checkpoint");
         *e = TK_VEC_AT(&t->stm.wset, tk_wentry, i);
     }
 }
@@ -982,12 +968,6 @@ any:
     stm_store_any(t, addr, src, size);
 }
 
-/* Become irrevocable without stopping the world: take the token, so that no
- * other transaction can commit a write from now on (readers go on), let a
- * writer already past its check finish, and check what we read so far. If
- * that still holds, nothing can invalidate us any more and we simply go on
- * as a software transaction that cannot abort; if not, we restart keeping
- * the token, irrevocable from the start. */
 /* A failed make_irrevocable of an attempt that depends on cx locks: the next
  * attempt must not keep the token. Irrevocable from its start, it would wait
  * for those locks holding the token (cx.c, subscribe), while their holder, if
@@ -1000,6 +980,13 @@ static int irrevocable_failed(tk_thread *t) {
     return TXKIT_CAUSE_IRREVOCABLE;
 }
 
+/* Become irrevocable without stopping the world: take the token, so that no
+ * other transaction can commit a write from now on (readers go on), let a
+ * writer already past its check finish, and check what we read so far. If
+ * that still holds, nothing can invalidate us any more and we simply go on
+ * as a software transaction that cannot abort; if not, we restart keeping
+ * the token, irrevocable from the start (unless the attempt depends on cx
+ * locks: irrevocable_failed). */
 static int stm_make_irrevocable(tk_thread *t) {
     tk_irr_take(t);
     if (!try_extend(t)) /* waits for an even clock first */

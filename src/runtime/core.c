@@ -116,6 +116,13 @@ void tk_abort(tk_thread *t, int cause) {
     TK_FATAL("the engine's abort returned");
 }
 
+void tk_abort_serially(tk_thread *t, const char *what) {
+    if (t->ctl.irrevocable)
+        TK_FATAL("out of memory growing the %s of an irrevocable transaction", what);
+    t->ctl.force_serial = 1;
+    tk_abort(t, TXKIT_CAUSE_CAPACITY);
+}
+
 /* -------------------------------------------------------- extension hooks */
 
 #define HOOKS_MAX 8

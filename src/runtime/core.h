@@ -181,6 +181,11 @@ static inline void tk_express_off_set(unsigned bit, bool on) {
  * (runtime/txn.c, which sets it at load time), reached through here so that
  * the methods and extensions below the engine need not name it. Owner thread. */
 TK_HIDDEN TK_NORETURN void tk_abort(tk_thread *t, int cause);
+/* The attempt cannot record what it must (what: its read log, write set,
+ * undo log...: out of memory): abort it and run the transaction again
+ * serially, which keeps less; an irrevocable attempt cannot start again and
+ * stops the process, naming what. Owner thread, inside the attempt. */
+TK_HIDDEN TK_NORETURN void tk_abort_serially(tk_thread *t, const char *what);
 typedef void (*tk_abort_fn)(tk_thread *t, int cause); /* must not return */
 TK_HIDDEN void tk_set_abort(tk_abort_fn fn);
 /* Becoming irrevocable in software: take every cx lock the transaction

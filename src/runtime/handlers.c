@@ -149,12 +149,8 @@ bool tk_capture(tk_thread *t, const void *p, size_t size) {
 }
 
 void tk_capture_or_serial(tk_thread *t, const void *p, size_t size) {
-    if (tk_capture(t, p, size) || !(t->ctl.m->caps & TK_CAP_SOFTWARE))
-        return; /* (a serial attempt writes everything in place anyway) */
-    if (t->ctl.irrevocable)
-        TK_FATAL("out of memory recording an allocation of an irrevocable transaction");
-    t->ctl.force_serial = 1;
-    tk_abort(t, TXKIT_CAUSE_CAPACITY);
+    if (!tk_capture(t, p, size) && (t->ctl.m->caps & TK_CAP_SOFTWARE))
+        tk_abort_serially(t, "record of its allocations"); /* (serial writes in place anyway) */
 }
 
 void *tx_malloc(size_t size) {

@@ -12,20 +12,12 @@
  * goes on irrevocably, as tx_irrevocable() would make it, logging nothing
  * more: only the program's own tx_restart() could need the log now (and is
  * then refused as after tx_irrevocable()). A software attempt, which logs
- * only what it writes in place, starts again serially. An irrevocable
- * software attempt logs nothing (it cannot abort): left is to stop. */
+ * only what it writes in place, starts again serially. */
 static void undo_log_full(tk_thread *t) {
-    const struct tk_method *m = t->ctl.m;
-    if (m->caps & TK_CAP_EXCLUSIVE) {
-        t->ctl.irrevocable = 1;
-        _txkit_tls.access = 0; /* no more undo records, inline or here */
-        return;
-    }
-    if (!t->ctl.irrevocable) {
-        t->ctl.force_serial = 1;
-        tk_abort(t, TXKIT_CAUSE_CAPACITY);
-    }
-    TK_FATAL("out of memory growing the undo log of an irrevocable transaction");
+    if (!(t->ctl.m->caps & TK_CAP_EXCLUSIVE))
+        tk_abort_serially(t, "undo log");
+    t->ctl.irrevocable = 1;
+    _txkit_tls.access = 0; /* no more undo records, inline or here */
 }
 
 void tk_undo_log_any(tk_thread *t, const void *addr, size_t size) {
