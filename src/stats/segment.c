@@ -371,7 +371,7 @@ static int64_t *uc_value(const txkit_counter_t *c) {
         h = seg;
         tk_mutex_unlock(&seg_lock);
     }
-    return &((struct tks_ucounter *)((char *)h + h->ucounters_offset))[c->idx].value;
+    return &((struct tks_ucounter *)((char *)h + ucounters_off()))[c->idx].value; /* (the layout) */
 }
 
 void txkit_counter_add(txkit_counter_t *c, int64_t delta) {

@@ -302,10 +302,6 @@ static void forward_signal(int sig) {
         kill((pid_t)report_child, sig);
 }
 
-/* txkit run --report: CMD in a child with TXKIT_LOCK_REPORT set, then the
- * report of every process it left; CMD's exit status, or CMD's death: a CMD
- * killed by a signal kills txkit with the same signal once the report is out
- * (its caller sees what it would have seen without --report). */
 /* execvp(cmd) failed (errno): say why, and the shell's status: 127 when
  * there is no such command, 126 when it cannot be run. A script whose
  * interpreter is missing fails with ENOENT too, though the file is there:
@@ -323,6 +319,10 @@ static int exec_failed(const char *cmd) {
     return e == ENOENT ? 127 : 126;
 }
 
+/* txkit run --report: CMD in a child with TXKIT_LOCK_REPORT set, then the
+ * report of every process it left; CMD's exit status, or CMD's death: a CMD
+ * killed by a signal kills txkit with the same signal once the report is out
+ * (its caller sees what it would have seen without --report). */
 static int run_with_report(char **cmd, const char *report, const char *csv_path) {
     FILE *out = stderr, *csv = NULL;
     if (strcmp(report, "-") != 0 && !(out = fopen(report, "w"))) {
