@@ -470,6 +470,7 @@ static txc_entry *g_limbo; /* under g_limbo_mu, headers linked by dead_next */
  * walking a limbo of hundreds at every batch cost 10% of the cache
  * benchmark's time at s = 1, 2 threads, on a loaded machine). */
 static uint64_t g_limbo_min = UINT64_MAX;
+static uint64_t g_limbo_visits; /* under g_limbo_mu: txc_limbo_visits */
 
 /* Under g_limbo_mu: e goes to the limbo. */
 static void limbo_push_locked(txc_entry *e) {
@@ -577,6 +578,7 @@ static txc_entry *limbo_take_locked(uint64_t upto, int *left) {
     *left = 0;
     while (*pp) {
         txc_entry *e = *pp;
+        g_limbo_visits++;
         if (e->retired <= m) {
             *pp = e->dead_next;
             e->dead_next = out;
@@ -750,6 +752,13 @@ void txc_let_go(txc_entry *e) {
 int64_t txc_ref_count(const txc_entry *e) {
     int64_t r = (int64_t)__atomic_load_n(&e->refs, __ATOMIC_RELAXED);
     return e->percpu ? r - (int64_t)TXC_BIAS + 1 + slot_sum(e) : r;
+}
+
+uint64_t txc_limbo_visits(void) {
+    pthread_mutex_lock(&g_limbo_mu);
+    uint64_t n = g_limbo_visits;
+    pthread_mutex_unlock(&g_limbo_mu);
+    return n;
 }
 
 void txc_reclaim(int wait) {

@@ -182,8 +182,9 @@ void txc_ref_get(txc_entry *e, unsigned s);  /* the caller holds one */
 void txc_ref_put(txc_entry *e, unsigned s);  /* frees e after the last */
 void txc_let_go(txc_entry *e);               /* the cache's (or builder's) reference */
 int64_t txc_ref_count(const txc_entry *e);   /* quiescent entries only (txc_check) */
-void txc_reclaim(int wait); /* frees the headers due (this thread's retired ones too);
+void txc_reclaim(int wait);      /* frees the headers due (this thread's retired ones too);
                              * wait: also those retired now */
+uint64_t txc_limbo_visits(void); /* headers reclaims looked at so far (tests); any thread */
 /* Lock and rwlock modes, the legacy design: one lock around every section,
  * a hit's reference taken under it and counted in e->refs. */
 static inline int txc_legacy(const txc_cache *c) {

@@ -568,6 +568,67 @@ static void test_buffers_go_home(void) {
     txc_destroy(c);
 }
 
+/* A reader that stays inside its read-side section (descheduled there, in
+ * real life) holds back every header retired meanwhile; the reclaims that run
+ * every few retirements must not each walk that growing backlog (they did:
+ * quadratic, 10% of the cache benchmark's time on a loaded machine). Then the
+ * reader leaves and everything is freed. Tx and cx modes (epochs). */
+#define BEHIND_N 4000
+static int behind_go, behind_done;
+static pthread_mutex_t behind_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t behind_cv = PTHREAD_COND_INITIALIZER;
+
+static void behind_wait(int *flag) {
+    pthread_mutex_lock(&behind_mu);
+    while (!*flag)
+        pthread_cond_wait(&behind_cv, &behind_mu);
+    pthread_mutex_unlock(&behind_mu);
+}
+
+static void behind_set(int *flag) {
+    pthread_mutex_lock(&behind_mu);
+    *flag = 1;
+    pthread_cond_broadcast(&behind_cv);
+    pthread_mutex_unlock(&behind_mu);
+}
+
+static void *behind_reader(void *arg) {
+    (void)arg;
+    txc_rd_enter();
+    behind_set(&behind_go);
+    behind_wait(&behind_done);
+    txc_rd_exit();
+    return NULL;
+}
+
+static void test_reclaim_behind_reader(void) {
+    uint64_t base = txc_live_entries_all();
+    txc_cache *c = make(4, 0, 1, 1000, TXC_POLICY_LRU);
+    behind_go = behind_done = 0;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, behind_reader, NULL) == 0);
+    behind_wait(&behind_go);
+    uint64_t v0 = txc_limbo_visits();
+    char key[32];
+    for (int i = 0; i < BEHIND_N; i++) { /* each insert past the 4th evicts one */
+        snprintf(key, sizeof key, "k%d", i);
+        CHECK(put(c, key, 16, 'a' + i % 26) == 0);
+    }
+    uint64_t visits = txc_limbo_visits() - v0;
+    if (visits >= 4u * BEHIND_N)
+        fprintf(stderr, "%llu headers visited for %d evictions behind a reader\n",
+                (unsigned long long)visits, BEHIND_N);
+    CHECK(visits < 4u * BEHIND_N); /* a walk per batch of the whole backlog: ~N^2 / 16 */
+    behind_set(&behind_done);
+    CHECK(pthread_join(th, NULL) == 0);
+    txc_reclaim(1); /* returns once every header retired so far is freed */
+    CHECK(txc_live_entries_all() == base + 4);
+    check_ok(c);
+    txc_destroy(c);
+    txc_reclaim(1);
+    CHECK(txc_live_entries_all() == base);
+}
+
 int main(int argc, char **argv) {
     txc_sync_t modes[4] = {TXC_SYNC_LOCK, TXC_SYNC_TX, TXC_SYNC_CX, TXC_SYNC_RWLOCK};
     int nmodes = 4;
@@ -612,6 +673,8 @@ int main(int argc, char **argv) {
             test_unlimited();
         }
         test_buffers_go_home();
+        if (txc_plans_apart(modes[m])) /* the modes with epochs */
+            test_reclaim_behind_reader();
         printf("[%s] ok\n", mode_name);
     }
     CHECK(txc_live_entries_all() == 0);
