@@ -127,6 +127,18 @@ static void party_of(struct _txkit_cm_party *p, const struct vis_slot *s, unsign
     p->id = id;
 }
 
+/* Does the writer a, at its commit point, win against the reader b? The
+ * manager in use now decides. The manager may have changed since either
+ * attempt began (txkit_set_cm), so attempts that are still visible can meet
+ * under backoff, which is not a visible manager: there the writer that
+ * commits first wins (docs/cm.md), as NOrec's validation would decide.
+ * (backoff's own wins() answers for the party that found a conflict: it
+ * always backs off, so two visible writers would both wait for the other.) */
+static int writer_wins(const struct _txkit_cm_party *a, const struct _txkit_cm_party *b) {
+    const struct tk_cm *cm = __atomic_load_n(&tk_cm, __ATOMIC_RELAXED);
+    return cm->visible ? cm->wins(a, b) : 1;
+}
+
 static TK_NORETURN void killed(tk_thread *t) {
     t->vis.decided = 1;
     tk_abort(t, TXKIT_CAUSE_CONFLICT);
@@ -252,7 +264,7 @@ int tk_vis_commit_point(tk_thread *t) {
         if ((state_of(ost) != ST_ACTIVE && !o_irr) || !sig_hits(o, t))
             continue;
         party_of(&b, o, (unsigned)j);
-        if (!pinned && (o_irr || !tk_cm->wins(&a, &b))) {
+        if (!pinned && (o_irr || !writer_wins(&a, &b))) {
             tk_cm_count(t, b.prio, a.prio);
             t->vis.lost_to = ost; /* the attempt we wait out: see tk_vis_wait_for */
             __atomic_store_n(&s->status, st, __ATOMIC_RELEASE); /* active again */
@@ -281,7 +293,14 @@ int tk_vis_commit_point(tk_thread *t) {
  * slot's status now. By now j may run a later transaction, which the manager
  * never compared with us; it can lose to us and wait for us in turn (a
  * younger one under timestamp), and waiting for it would close a cycle that
- * nobody breaks: the sanitizer lane hung in cm.noinvert that way. */
+ * nobody breaks: the sanitizer lane hung in cm.noinvert that way.
+ * The same cycle closes when the manager changes between two decisions
+ * (txkit_set_cm under running transactions): A lost to B under one order, B
+ * to A under another, and both wait. So a wait that lasts asks the manager
+ * in use again; under one manager the same parties get the same answer (their
+ * priority and start are fixed, a reader's size only grows), and one of two
+ * that wait for each other wins and goes back to its commit point, where it
+ * kills the other. */
 bool tk_vis_wait_for(tk_thread *t, int j) {
     const struct vis_slot *o = &slots[j];
     uint64_t st0 = t->vis.lost_to;
@@ -293,10 +312,19 @@ bool tk_vis_wait_for(tk_thread *t, int j) {
         uint64_t st = __atomic_load_n(&o->status, __ATOMIC_ACQUIRE);
         if (st != st0 || state_of(st) == ST_IDLE || state_of(st) == ST_KILLED)
             return true;
-        if (spins < 2000)
+        if (spins < 2000) {
             tk_cpu_relax();
-        else
-            sched_yield();
+            continue;
+        }
+        if (state_of(st0) == ST_ACTIVE) { /* (never against an irrevocable one) */
+            struct _txkit_cm_party a, b;
+            party_of(&a, my_slot(t), (unsigned)(t->vis.slot - 1));
+            party_of(&b, o, (unsigned)j);
+            /* the fields are of the attempt we lost to only if it still runs */
+            if (__atomic_load_n(&o->status, __ATOMIC_ACQUIRE) == st0 && writer_wins(&a, &b))
+                return true; /* decided again: commit (and kill it) */
+        }
+        sched_yield();
     }
 }
 

@@ -37,6 +37,14 @@
  *       increments a row; readers read the row with a yield in between.
  *       Oracles: row == writer commits, never torn, fallbacks happened,
  *       no undecided conflict.
+ *   test_cm_stress switch CM1 CM2 [SECONDS]
+ *       txkit_set_cm switches between CM1 and CM2 every 100 us while 4
+ *       threads (priorities 10, 20, 30, 40) read two words and increment
+ *       one (cm.h: switching under running transactions is safe). Decisions
+ *       made under different managers must not leave two writers waiting for
+ *       each other (backoff's order is not a visible one; timestamp and prio
+ *       order the threads differently). Oracles: the words' sum equals the
+ *       increments; progress (SIGALRM ends a hang).
  * The manager is set with txkit_set_cm before the first transaction, the
  * method is whatever TXKIT_METHOD says (CTest sets stm).
  * TXKIT_STRESS_SECONDS (tests/runtime/stress_env.h): noinvert runs that long;
@@ -555,8 +563,60 @@ static int waitrace(void) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- switch */
+
+static int64_t g_sw[2];
+static atomic_long g_sw_incs;
+static atomic_int g_sw_stop;
+
+__attribute__((noinline)) static void switch_prio(int id) {
+    CHECK_EQ(tx_set_priority(10 * (id + 1)), 0);
+}
+
+static void *switch_worker(void *arg) {
+    int id = (int)(intptr_t)arg;
+    switch_prio(id); /* (a check beside TX_ATOMIC's checkpoint: -Wclobbered) */
+    long n = 0;
+    while (!atomic_load_explicit(&g_sw_stop, memory_order_relaxed)) {
+        TX_ATOMIC {
+            int64_t x = TX_LOAD(&g_sw[0]), y = TX_LOAD(&g_sw[1]);
+            TX_STORE(&g_sw[id & 1], (id & 1 ? y : x) + 1);
+        }
+        n++;
+    }
+    atomic_fetch_add(&g_sw_incs, n);
+    return NULL;
+}
+
+static int cm_switch(const char *cm1, const char *cm2, double seconds) {
+    set_cm(cm1);
+    alarm((unsigned)seconds + 20); /* the hang this guards against */
+    enum { N = 4 };
+    pthread_t th[N];
+    for (intptr_t i = 0; i < N; i++)
+        CHECK_EQ(pthread_create(&th[i], NULL, switch_worker, (void *)i), 0);
+    double end = tk_now() + seconds;
+    long switches = 0;
+    while (tk_now() < end) {
+        CHECK_EQ(txkit_set_cm(switches++ & 1 ? cm1 : cm2), 0);
+        usleep(100);
+    }
+    atomic_store(&g_sw_stop, 1);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(pthread_join(th[i], NULL), 0);
+    alarm(0);
+    printf("switch %s/%s: %ld switches, %ld transactions\n", cm1, cm2, switches,
+           atomic_load(&g_sw_incs));
+    CHECK_EQ(g_sw[0] + g_sw[1], (int64_t)atomic_load(&g_sw_incs));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     tk_skip_unless_method_usable(argv[0]);
+    if (argc >= 4 && strcmp(argv[1], "switch") == 0) {
+        double secs = argc > 4 ? (double)arg_long("SECONDS", argv[4], 1, 60) : 2.0;
+        return cm_switch(argv[2], argv[3], tk_stress_seconds(secs));
+    }
     if (argc >= 3 && strcmp(argv[1], "noinvert") == 0) {
         int n = argc > 3 ? (int)arg_long("THREADS", argv[3], 1, MAX_THREADS) : 4;
         double secs = argc > 4 ? (double)arg_long("SECONDS", argv[4], 1, 60) : 1.0;
@@ -605,7 +665,8 @@ int main(int argc, char **argv) {
             "       %s livelock CM on|off THREADS [OPS [LIMIT_S]]\n"
             "       %s decided CM [SECONDS]\n"
             "       %s adopted CM [SECONDS]\n"
-            "       %s waitrace\n",
-            argv[0], argv[0], argv[0], argv[0], argv[0]);
+            "       %s waitrace\n"
+            "       %s switch CM1 CM2 [SECONDS]\n",
+            argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
     return 2;
 }
