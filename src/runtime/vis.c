@@ -61,7 +61,8 @@ struct vis_slot {
 };
 
 static struct vis_slot slots[VIS_SLOTS];
-static int slots_hi; /* slots [0, slots_hi) were ever used */
+static int slots_hi;   /* slots [0, slots_hi) were ever used */
+static int slots_used; /* slots taken now (changed under slot_lock) */
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static inline uint64_t state_of(uint64_t st) { return st & 3; }
@@ -70,13 +71,22 @@ static inline unsigned sig_bit(uintptr_t word) {
     return (unsigned)(((uint64_t)(word >> 3) * 0x9e3779b97f4a7c15ull) >> (64 - 12));
 }
 
+/* The thread's slot, taken at its first visible attempt; -1 while all are
+ * taken. A thread that found none asks again once one is free (a look at
+ * slots_used, no lock): else a thread that began while 64 others ran would
+ * stay invisible for its whole life, every conflict of it undecided, even
+ * alone with three others. */
 static int slot_get(tk_thread *t) {
-    if (TXKIT_LIKELY(t->vis.slot))
+    if (TXKIT_LIKELY(t->vis.slot > 0))
         return t->vis.slot - 1;
+    if (t->vis.slot < 0 && __atomic_load_n(&slots_used, __ATOMIC_RELAXED) >= VIS_SLOTS)
+        return -1;
+    t->vis.slot = 0;
     tk_mutex_lock(&slot_lock);
     for (int i = 0; i < VIS_SLOTS; i++) {
         if (!slots[i].used) {
             slots[i].used = 1;
+            __atomic_store_n(&slots_used, slots_used + 1, __ATOMIC_RELAXED);
             t->vis.slot = i + 1;
             if (i + 1 > slots_hi)
                 __atomic_store_n(&slots_hi, i + 1, __ATOMIC_RELEASE);
@@ -94,6 +104,7 @@ static void vis_thread_exit(tk_thread *t, int arg) {
     if (t->vis.slot > 0) {
         tk_mutex_lock(&slot_lock);
         slots[t->vis.slot - 1].used = 0;
+        __atomic_store_n(&slots_used, slots_used - 1, __ATOMIC_RELAXED);
         tk_mutex_unlock(&slot_lock);
     }
     t->vis.slot = 0;
@@ -107,6 +118,7 @@ static void vis_atfork(tk_thread *me, int phase) {
     if (phase != TK_FORK_CHILD)
         return;
     int mine = me && me->vis.slot > 0 ? me->vis.slot - 1 : -1;
+    slots_used = mine >= 0;
     for (int i = 0; i < VIS_SLOTS; i++) {
         if (i == mine)
             continue;
