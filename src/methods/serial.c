@@ -58,7 +58,10 @@ static int serial_commit(tk_thread *t) {
     if (t->ctl.inject && !t->ctl.irrevocable)
         return TXKIT_CAUSE_INJECTED;
     if (!tk_solo_fast_ok(t) || !tk_solo_park(t)) { /* a lone thread keeps it for its next ones */
+        bool parked = t->solo_in;
         release(t);
+        if (!parked) /* privatization safety (the clock moved on to serial_clock + 1) */
+            tk_privatization_wait(t, t->serial_clock + 1);
         return TK_OK;
     }
     /* Parked: this thread has held the clock since its attempt began, so no

@@ -632,10 +632,7 @@ static __attribute__((noinline)) int stm_begin_general(tk_thread *t) {
     if (!tk_g.hybrid && tk_membarrier_ok)
         stm_plain = 1;
     __atomic_store_n(&t->epoch, 1, __ATOMIC_RELAXED);
-    if (tk_membarrier_ok)
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    else
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* see stm_begin */
     begin_snapshot(t);
     _txkit_tls.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
@@ -666,7 +663,10 @@ static int stm_begin(tk_thread *t) {
     /* stm_begin_general with none of its cases: no hybrid, no token, not
      * visible, membarrier (the fence is the reclaimer's) */
     __atomic_store_n(&t->epoch, 1, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* A full fence, not only the reclaimer's membarrier: a committing writer
+     * that privatizes (tk_privatization_wait) reads the epochs with no
+     * system call, so the store must be visible before our first read. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     begin_snapshot(t);
     _txkit_tls.hsnap = 0;
     t->ctl.irrevocable = 0;
@@ -741,6 +741,12 @@ static int stm_commit(tk_thread *t) {
         tk_vis_end(t);
     nolog_committed(t);
     unregister(t);
+    /* With the irrevocability token, a reader may be waiting for it
+     * (acquire_clock): tk_finish_commit waits once it is given back. */
+    if (!t->ctl.irr_token)
+        tk_privatization_wait(t, _txkit_tls.snap + 2);
+    else
+        t->priv_clock = _txkit_tls.snap + 2;
     return TK_OK;
 }
 

@@ -193,6 +193,7 @@ struct tk_thread {
      *    frames below its outermost begin, [stk_lo, stk_lo + stk_span) */
     uintptr_t stk_lo, stk_hi, stk_span;
     uintptr_t stk_top; /* the stack pointer stk_span was computed for: tk_stack_enter */
+    uint64_t priv_clock; /* a commit's privatization wait, deferred: tk_finish_commit */
 
     /* -- statistics: this thread's row of the published segment (stats/),
      *    written only by this thread; cnt is the current site's entry */
@@ -454,6 +455,13 @@ TK_HIDDEN bool tk_no_software_readers(const tk_thread *self);
  * the one path of every free a transaction committed (tx_free, _ITM_free, C++
  * delete). Owner thread only; O(1) amortized, whatever the backlog. */
 TK_HIDDEN void tk_free_later(tk_thread *t, const tk_free *f);
+/* Privatization safety: after a commit that wrote shared memory (the clock
+ * now at least c), wait until no other thread's software attempt still runs
+ * on a snapshot older than c. The committing thread may then free or reuse,
+ * outside any transaction, memory that it unlinked: a doomed attempt that
+ * read the old pointer has revalidated (and aborted) or ended by then.
+ * Owner thread, after its commit gave everything back (clock, token). */
+TK_HIDDEN void tk_privatization_wait(tk_thread *t, uint64_t c);
 /* Blocks waiting in t's limbo (owner thread, or a test looking at itself). */
 TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);
 /* Inside a transaction: defer fn(p, size, align) to its commit, then to the

@@ -152,6 +152,19 @@ void tk_free_later(tk_thread *t, const tk_free *f) {
         reclaim_pass(t, PASS_BUCKETS);
 }
 
+void tk_privatization_wait(tk_thread *t, uint64_t c) {
+    if (!__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1)
+        return;
+    /* Our clock store before the loads of the epochs; the readers fence
+     * their epoch before their first shared read (stm_begin). */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (unsigned spins = 0; tk_threads_min_epoch(t) < c;)
+        if (++spins < 64)
+            tk_cpu_relax();
+        else
+            sched_yield();
+}
+
 size_t tk_limbo_count(const tk_thread *t) {
     size_t n = 0;
     for (const struct tk_limbo *b = t->limbo_head; b; b = b->next)

@@ -400,6 +400,11 @@ void tk_finish_commit(tk_thread *t) {
         tk_hooks_run(TK_HOOK_COMMITTED, t, 0); /* committed: its writes are all in memory */
     }
     tk_irr_release(t);
+    if (TXKIT_UNLIKELY(t->priv_clock)) { /* stm_commit's wait, deferred past the token */
+        uint64_t c = t->priv_clock;
+        t->priv_clock = 0;
+        tk_privatization_wait(t, c);
+    }
     count_commit(t, m, t->ctl.attempts);
     tk_attempt_ended(t);
     if (!tk_cm_commit_quiet(t))
