@@ -529,7 +529,7 @@ void tk_stm_sw_leave(tk_thread *t) {
  * conflict on it. Any other thread leaves at once, so that its own hardware
  * attempts, and everyone else's, need not. */
 static inline void unregister(tk_thread *t) {
-    __atomic_store_n(&t->epoch, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(t->epoch, 0, __ATOMIC_RELEASE);
     if (t->stm.sw_registered && tk_configured_method(t) != TXKIT_STM)
         sw_leave(t);
 }
@@ -601,13 +601,12 @@ static inline void begin_reads(tk_thread *t, bool plain) {
 
 /* stm_begin's common case holds for good once this is set (by its general
  * way, the first time it finds it so): no hybrid (tk_g.hybrid stays what
- * config.c found at start), membarrier registered (reclaim.c, at start),
- * stm_started set (it stays set). */
+ * config.c found at start), stm_started set (it stays set). */
 static int stm_plain;
 
 /* stm_begin's general way: hybrid registration, a waiting serial
- * transaction, the reclaimer's fence without membarrier, the token holder's
- * irrevocability, a contention manager's visibility. */
+ * transaction, the token holder's irrevocability, a contention manager's
+ * visibility. */
 static __attribute__((noinline)) int stm_begin_general(tk_thread *t) {
     if (tk_g.hybrid && !t->stm.sw_registered) {
         /* Full barrier: hardware transactions that commit after this see us and
@@ -625,14 +624,12 @@ static __attribute__((noinline)) int stm_begin_general(tk_thread *t) {
         else
             sched_yield();
     /* Say we run before reading anything shared (reclaim.c): the store must
-     * be visible before our loads; membarrier on the reclaiming side orders
-     * it, or a fence here without it. */
+     * be visible before our loads. */
     if (TXKIT_UNLIKELY(!tk_g.stm_started))
         __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_SEQ_CST);
-    if (!tk_g.hybrid && tk_membarrier_ok)
+    if (!tk_g.hybrid)
         stm_plain = 1;
-    __atomic_store_n(&t->epoch, 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* see stm_begin */
+    (void)__atomic_exchange_n(t->epoch, 1, __ATOMIC_SEQ_CST); /* a full fence: see stm_begin */
     begin_snapshot(t);
     _txkit_tls.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
@@ -661,12 +658,10 @@ static int stm_begin(tk_thread *t) {
     if (TXKIT_UNLIKELY(!stm_plain || slow))
         return stm_begin_general(t);
     /* stm_begin_general with none of its cases: no hybrid, no token, not
-     * visible, membarrier (the fence is the reclaimer's) */
-    __atomic_store_n(&t->epoch, 1, __ATOMIC_RELAXED);
-    /* A full fence, not only the reclaimer's membarrier: a committing writer
-     * that privatizes (tk_privatization_wait) reads the epochs with no
-     * system call, so the store must be visible before our first read. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+     * visible. We run: the store, with a full fence (xchg), before our first
+     * shared read, for the reclaimer and for a writer that waits for doomed
+     * readers after its commit (tk_privatization_wait; both fence too). */
+    (void)__atomic_exchange_n(t->epoch, 1, __ATOMIC_SEQ_CST);
     begin_snapshot(t);
     _txkit_tls.hsnap = 0;
     t->ctl.irrevocable = 0;

@@ -175,8 +175,9 @@ struct tk_thread {
     struct tk_limbo *limbo_head;  /* freed at commit, waiting for readers (reclaim.c): */
     struct tk_limbo *limbo_tail;  /* buckets, oldest first */
     struct tk_limbo *limbo_spare; /* an empty bucket kept for reuse */
-    uint64_t epoch;               /* snapshot+1 of the running software attempt, or 0:
-                                   * stm_norec.c at begin / end; others read it (reclaim.c) */
+    uint64_t *epoch;              /* snapshot+1 of the running software attempt, or 0:
+                                   * stm_norec.c at begin / end; others read it (reclaim.c):
+                                   * a cell of thread.c's, which outlives the descriptor */
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
 
@@ -192,7 +193,7 @@ struct tk_thread {
      *    the part of it private to the running transaction (txn.c): the
      *    frames below its outermost begin, [stk_lo, stk_lo + stk_span) */
     uintptr_t stk_lo, stk_hi, stk_span;
-    uintptr_t stk_top; /* the stack pointer stk_span was computed for: tk_stack_enter */
+    uintptr_t stk_top;   /* the stack pointer stk_span was computed for: tk_stack_enter */
     uint64_t priv_clock; /* a commit's privatization wait, deferred: tk_finish_commit */
 
     /* -- statistics: this thread's row of the published segment (stats/),
@@ -448,8 +449,8 @@ static inline void tk_stats_close(tk_thread *t) {
 /* The smallest snapshot of any running software attempt, UINT64_MAX if none. */
 TK_HIDDEN uint64_t tk_threads_min_epoch(const tk_thread *self);
 /* Is no thread but self inside a software attempt? Exact for attempts that
- * published their epoch before the call began (it forces a barrier on every
- * thread first, reclaim.c). Any thread; a system call. */
+ * published their epoch before the call began (they fence it, reclaim.c).
+ * Any thread. */
 TK_HIDDEN bool tk_no_software_readers(const tk_thread *self);
 /* Free f->p with f->fn once no running software attempt can still read it:
  * the one path of every free a transaction committed (tx_free, _ITM_free, C++
@@ -469,10 +470,9 @@ TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);
 TK_HIDDEN void tk_tx_free_with(void *p, tk_free_fn fn, size_t size, size_t align);
 /* tk_free_fn for malloc'ed blocks: free(p). */
 TK_HIDDEN void tk_free_plain(void *p, size_t size, size_t align);
-extern int tk_membarrier_ok TK_HIDDEN;
 /* Publish the snapshot of a software attempt (before its first shared read). */
 static inline void tk_epoch_publish(tk_thread *t, uint64_t snap) {
-    __atomic_store_n(&t->epoch, snap + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(t->epoch, snap + 1, __ATOMIC_RELAXED);
 }
 
 /* Transactions begun so far by every other live thread. */

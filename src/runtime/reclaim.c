@@ -11,11 +11,13 @@
  * cannot reach the block.
  *
  * Each thread publishes the snapshot of its running software attempt (epoch,
- * 0 when none). Publishing must be ordered before its first shared read; to
- * keep that off the fast path, the reclaiming side uses membarrier(2), which
- * runs a full barrier on every thread of the process, and the publishing side
- * a compiler barrier only (the liburcu technique). Without membarrier the
- * publishing side pays a fence.
+ * 0 when none) in a cell of thread.c's, with a full fence before its first
+ * shared read (stm_begin: the store is an xchg). So a reclaimer, or a writer
+ * waiting for doomed readers after its commit (tk_privatization_wait, below),
+ * needs only a fence of its own between its clock store and its loads of the
+ * epochs. (The readers' side used to be a compiler barrier, ordered by the
+ * reclaimer's membarrier(2); privatization safety reads the epochs at every
+ * writing commit, which a system call there could not afford.)
  *
  * Cost must not grow with the backlog (a long reader holds everything back
  * while another thread keeps freeing): the limbo list is a queue of buckets of
@@ -23,17 +25,15 @@
  * thread's frees come in clock order, so the oldest bucket has the smallest
  * tag). A reclaim pass runs once per bucket filled, looks at the oldest tag
  * only, first against a plain read of the published snapshots (no barrier),
- * and pays the membarrier and the real check only when that look says
+ * and pays a fence and the real check only when that look says
  * something can go: the look only decides whether to pay, so a stale view
- * costs a delay or one barrier, never safety. It then frees at most
- * PASS_BUCKETS buckets. So each free costs O(1) amortized and
- * one membarrier per BUCKET_CAP frees at most.
+ * costs a delay or one more scan, never safety. It then frees at most
+ * PASS_BUCKETS buckets. So each free costs O(1) amortized.
  *
  * Hardware attempts need none of this (a freed node's unlink conflicts with
  * them first), nor does serial execution, and a process that never ran a
  * software attempt frees at once.
  */
-#include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -41,11 +41,11 @@
 
 #include "methods/method.h"
 
-/* Frees per bucket: one reclaim pass, so at most one membarrier, per bucket
- * filled. A membarrier interrupts every other CPU that runs the process: in a
- * virtual machine each one costs some 30 us of CPU time. With 64, the 4096-key
- * tree under stm at 2 threads (5% deletes) spent 3.5% of its CPU time in the
- * kernel on them; with 256, 1.1% (perf, cpu-clock samples). A bucket is 8 KB. */
+/* Frees per bucket: one reclaim pass per bucket filled. (When the pass paid a
+ * membarrier, which interrupts every other CPU that runs the process, some
+ * 30 us of CPU time each in a virtual machine, 64 cost the 4096-key tree under
+ * stm at 2 threads 3.5% of its CPU time in the kernel, 256 1.1%.) A bucket
+ * is 8 KB. */
 #define BUCKET_CAP 256
 #define PASS_BUCKETS 4 /* buckets one pass frees at most: bounds a commit's work */
 
@@ -56,21 +56,12 @@ struct tk_limbo {
     tk_free e[BUCKET_CAP];
 };
 
-int tk_membarrier_ok;
-
-TK_CONSTRUCTOR static void reclaim_init(void) {
-    tk_membarrier_ok =
-        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
-static void heavy_barrier(void) {
-    if (tk_membarrier_ok && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
-        return;
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-}
+/* Our stores (the clock) before our loads of the epochs; the readers fence
+ * theirs before their first shared read (stm_begin). */
+static void epochs_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 bool tk_no_software_readers(const tk_thread *self) {
-    heavy_barrier(); /* every epoch published so far is visible now */
+    epochs_fence(); /* every epoch published before the call is visible now */
     return tk_threads_min_epoch(self) == UINT64_MAX;
 }
 
@@ -95,7 +86,7 @@ static void reclaim_pass(tk_thread *t, size_t max) {
     struct tk_limbo *b = t->limbo_head;
     if (!b || b->tag > tk_threads_min_epoch(t)) /* cheap look: not yet */
         return;
-    heavy_barrier();
+    epochs_fence();
     uint64_t safe = tk_threads_min_epoch(t); /* UINT64_MAX when none runs */
     for (size_t k = 0; k < max && (b = t->limbo_head) && b->tag <= safe; k++) {
         t->limbo_head = b->next;
@@ -108,7 +99,7 @@ static void reclaim_pass(tk_thread *t, size_t max) {
 /* No memory to wait with: wait for the readers now, then free. */
 static void free_after_readers(tk_thread *t, const tk_free *f) {
     uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
-    heavy_barrier(); /* attempts that begin after it see our commit */
+    epochs_fence(); /* attempts that begin after it see our commit */
     while (tk_threads_min_epoch(t) < c)
         sched_yield();
     f->fn(f->p, f->size, f->align);
@@ -155,9 +146,7 @@ void tk_free_later(tk_thread *t, const tk_free *f) {
 void tk_privatization_wait(tk_thread *t, uint64_t c) {
     if (!__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1)
         return;
-    /* Our clock store before the loads of the epochs; the readers fence
-     * their epoch before their first shared read (stm_begin). */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    epochs_fence();
     for (unsigned spins = 0; tk_threads_min_epoch(t) < c;)
         if (++spins < 64)
             tk_cpu_relax();

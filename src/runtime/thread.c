@@ -15,6 +15,54 @@
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static tk_thread *reg_head;
 static unsigned live_threads;
+
+/* The published epochs (tk_thread.epoch points at its thread's), one cache
+ * line each, read without a lock: a writer's commit looks at them all
+ * (tk_privatization_wait), so they live in blocks that are never freed, and
+ * a thread's cell goes back to the pool at its exit. Cells [0, cells_hi) were
+ * ever taken; block k holds cells [k * EPOCH_BLOCK, (k + 1) * EPOCH_BLOCK).
+ * Taken and given back under reg_lock. */
+#define EPOCH_BLOCK 64
+struct epoch_cell {
+    uint64_t epoch; /* the owner's: snapshot + 1, or 0 */
+    unsigned used;  /* under reg_lock */
+} __attribute__((aligned(64)));
+struct epoch_block {
+    struct epoch_cell cell[EPOCH_BLOCK];
+    struct epoch_block *next; /* published with release, never unlinked */
+};
+static struct epoch_block epoch_first;
+static unsigned cells_hi; /* atomic: the cells ever taken are below it */
+
+/* A free cell, epoch 0, for a new thread. Under reg_lock; NULL: out of memory. */
+static uint64_t *epoch_cell_take(void) {
+    struct epoch_block *b = &epoch_first;
+    for (unsigned base = 0;; base += EPOCH_BLOCK) {
+        for (unsigned i = 0; i < EPOCH_BLOCK; i++) {
+            if (!b->cell[i].used) {
+                b->cell[i].used = 1;
+                if (base + i + 1 > cells_hi)
+                    __atomic_store_n(&cells_hi, base + i + 1, __ATOMIC_SEQ_CST);
+                return &b->cell[i].epoch;
+            }
+        }
+        if (!b->next) {
+            struct epoch_block *n = aligned_alloc(64, sizeof *n);
+            if (!n)
+                return NULL;
+            memset(n, 0, sizeof *n);
+            __atomic_store_n(&b->next, n, __ATOMIC_RELEASE);
+        }
+        b = b->next;
+    }
+}
+
+/* Under reg_lock (the cell's owner is gone, or leaving). */
+static void epoch_cell_give_back(uint64_t *e) {
+    struct epoch_cell *c = (struct epoch_cell *)(void *)e;
+    __atomic_store_n(&c->epoch, 0, __ATOMIC_RELEASE);
+    c->used = 0;
+}
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -30,6 +78,7 @@ static void thread_exit(void *p) {
     if (t->next)
         t->next->prev = t->prev;
     __atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+    epoch_cell_give_back(t->epoch);
     tk_mutex_unlock(&reg_lock);
     uintptr_t me = (uintptr_t)t;
     __atomic_compare_exchange_n(&tk_g.solo, &me, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -156,6 +205,12 @@ static void fork_child(void) {
         me->ntx = 0;
     }
     live_threads = me ? 1 : 0;
+    /* the other threads' cells: nobody to wait for in the child */
+    unsigned k = 0;
+    for (struct epoch_block *b = &epoch_first; b; b = b->next)
+        for (unsigned i = 0; i < EPOCH_BLOCK && k < cells_hi; i++, k++)
+            if (b->cell[i].used && (!me || &b->cell[i].epoch != me->epoch))
+                epoch_cell_give_back(&b->cell[i].epoch);
     tk_hooks_run_reverse(TK_HOOK_FORK, me,
                          TK_FORK_CHILD); /* the segment last: statistics of its own */
     if (me)
@@ -206,6 +261,11 @@ tk_thread *tk_thread_get(void) {
     if (!t->rng)
         t->rng = 0x9e3779b97f4a7c15ull;
     tk_mutex_lock(&reg_lock);
+    t->epoch = epoch_cell_take();
+    if (!t->epoch) {
+        tk_mutex_unlock(&reg_lock);
+        TK_FATAL("out of memory creating a thread descriptor");
+    }
     t->next = reg_head;
     if (reg_head)
         reg_head->prev = t;
@@ -223,13 +283,17 @@ unsigned tk_thread_count(void) { return __atomic_load_n(&live_threads, __ATOMIC_
 
 uint64_t tk_threads_min_epoch(const tk_thread *self) {
     uint64_t min = UINT64_MAX;
-    tk_mutex_lock(&reg_lock);
-    for (tk_thread *t = reg_head; t; t = t->next) {
-        uint64_t e = t == self ? 0 : __atomic_load_n(&t->epoch, __ATOMIC_RELAXED);
-        if (e && e - 1 < min)
-            min = e - 1; /* e == 1: begun, snapshot not known yet: 0 */
+    const uint64_t *mine = self ? self->epoch : NULL;
+    unsigned hi = __atomic_load_n(&cells_hi, __ATOMIC_SEQ_CST), k = 0;
+    for (const struct epoch_block *b = &epoch_first; b && k < hi;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        for (unsigned i = 0; i < EPOCH_BLOCK && k < hi; i++, k++) {
+            const uint64_t *c = &b->cell[i].epoch;
+            uint64_t e = c == mine ? 0 : __atomic_load_n(c, __ATOMIC_RELAXED);
+            if (e && e - 1 < min)
+                min = e - 1; /* e == 1: begun, snapshot not known yet: 0 */
+        }
     }
-    tk_mutex_unlock(&reg_lock);
     return min;
 }
 
