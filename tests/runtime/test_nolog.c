@@ -132,11 +132,18 @@ static void *writer(void *arg) {
     return NULL;
 }
 
-/* Inside the reader's attempt: let the writer commit, and wait for it. */
+/* Inside the reader's attempt: let the writer commit, and wait until its
+ * commit has moved the clock and written back (the clock even again). Not
+ * for phase 2: the writer's commit returns only once this attempt has ended
+ * (privatization safety), so it sets phase 2 after our abort. */
 static void let_writer_commit(void) {
+    uint64_t snap = _txkit_tls.snap;
     atomic_store(&phase, 1);
-    while (atomic_load(&phase) != 2)
-        ;
+    for (;;) {
+        uint64_t c = __atomic_load_n(_txkit_tls.clock, __ATOMIC_ACQUIRE);
+        if (c != snap && !(c & 1))
+            break;
+    }
 }
 
 /* Reads x, lets the writer commit (first attempt only), reads y; returns
