@@ -479,8 +479,15 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
             f = __atomic_fetch_or(&l->flags, CX_F_SUBSCRIBED, __ATOMIC_SEQ_CST) | CX_F_SUBSCRIBED;
         if (TXKIT_UNLIKELY((f & (CX_F_SHARED | CX_F_NOSHARED)) == CX_F_SHARED)) {
             /* the first subscriptions: shared holders that entered before
-             * the flag leave first (later ones see it and go exclusive) */
-            readers_drain(l);
+             * the flag leave first (later ones see it and go exclusive).
+             * Not waited for in here (a holder's own transaction may be
+             * waiting at its commit for this attempt to end: privatization
+             * safety): the attempt restarts and waits in its backoff. */
+            if (readers_in(l, true)) {
+                if (trying)
+                    return -EBUSY;
+                tx_restart();
+            }
             __atomic_fetch_or(&l->flags, CX_F_NOSHARED, __ATOMIC_SEQ_CST);
         }
         if (TX_LOAD(&l->state.word) != 0) {

@@ -26,6 +26,8 @@
  *   test_cx shared-fork        fork while another thread holds a lock shared.
  *   test_cx shared-subscribe   a transaction subscribes to a lock another
  *       thread holds shared (without RTM): the reader's view stays whole.
+ *   test_cx shared-commit      the holder of a shared section commits a
+ *       transaction while an older one subscribes to the lock: both finish.
  *   test_cx needexcl SECONDS   transactions inside exclusive sections of a
  *       lock against transactions that enter it and call
  *       cx_need_exclusive(): both go on (they used to stop each other).
@@ -685,8 +687,8 @@ static int shared(int nthreads, int with_tx, double seconds) {
 
 /* A transaction subscribes to a lock that another thread holds shared, in
  * the middle of its section: the reader's pair must stay whole (the first
- * subscription waits for the shared holders; a serial attempt cannot take
- * the lock until they leave). */
+ * subscription restarts until the shared holders have left; a serial
+ * attempt cannot take the lock until they leave). */
 static cx_lock_t lsub = CX_LOCK_INITIALIZER;
 static volatile long ua, ub; /* under lsub */
 static atomic_int su_phase;
@@ -900,7 +902,70 @@ static int needexcl(double seconds) {
     return 0;
 }
 
+/* A thread that holds a lock shared commits a transaction inside its
+ * section while another thread's transaction, begun before that commit,
+ * subscribes to the lock for the first time. The commit waits for that older
+ * attempt to end (privatization safety); the first subscription used to
+ * wait, inside the attempt, for the shared holder to leave: each waited for
+ * the other. Now the subscriber restarts and waits outside. Software TM only
+ * (a serial attempt would hold the clock the section's commit needs), and
+ * without RTM (no shared holders with it). */
+static cx_lock_t ldrain = CX_LOCK_INITIALIZER;
+static long dx, dy, dz;
+static atomic_int dr_phase;
+
+static void *shared_commit_holder(void *arg) {
+    (void)arg;
+    cx_shared(&ldrain);
+    atomic_store(&dr_phase, 1);
+    while (atomic_load(&dr_phase) != 2)
+        usleep(100);
+    TX_ATOMIC {
+        TX_STORE(&dx, TX_LOAD(&dx) + 1);
+    }
+    cx_unlock(&ldrain);
+    return NULL;
+}
+
+static int shared_commit(void) {
+    if (txkit_htm_usable()) {
+        printf("shared commit: SKIP: needs TXKIT_RTM=off (no shared holders with RTM)\n");
+        return 77;
+    }
+    CHECK_EQ(txkit_set_method(TXKIT_STM), 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, shared_commit_holder, NULL) == 0);
+    while (atomic_load(&dr_phase) != 1)
+        usleep(100);
+    volatile int tries = 0, moved = 0;
+    TX_ATOMIC {
+        long v = TX_LOAD(&dy);
+        if (++tries == 1) {
+            /* let the holder commit; its commit moves the clock, then waits
+             * for this attempt */
+            uint64_t snap = _txkit_tls.snap;
+            atomic_store(&dr_phase, 2);
+            double end = tk_now() + 2.0;
+            while (__atomic_load_n(_txkit_tls.clock, __ATOMIC_ACQUIRE) == snap && tk_now() < end)
+                ;
+            moved = __atomic_load_n(_txkit_tls.clock, __ATOMIC_ACQUIRE) != snap;
+        }
+        cx_optimistic(&ldrain); /* the lock's first subscription */
+        TX_STORE(&dz, v + 1);
+        cx_unlock(&ldrain);
+    }
+    CHECK(pthread_join(th, NULL) == 0);
+    printf("shared commit: %d attempts, the holder's commit seen: %d\n", (int)tries, (int)moved);
+    CHECK_EQ(moved, 1);
+    CHECK(tries >= 2); /* the first attempt gave way */
+    CHECK_EQ(dx, 1);
+    CHECK_EQ(dz, 1);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "shared-commit") == 0)
+        return shared_commit();
     if (argc >= 3 && strcmp(argv[1], "needexcl") == 0)
         return needexcl(tk_stress_seconds(atof(argv[2])));
     if (argc >= 5 && strcmp(argv[1], "torture") == 0) {
@@ -928,6 +993,6 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: test_cx torture THREADS IO_PCT SECONDS | nested SECONDS | starvation | "
             "api | release | irrwindow SECONDS | shared THREADS TX SECONDS | needexcl SECONDS | "
-            "shared-fork | shared-subscribe\n");
+            "shared-fork | shared-subscribe | shared-commit\n");
     return 2;
 }
