@@ -11,6 +11,10 @@
  *   TXKIT_STM_NOLOG=auto|on|off  software reads without a log while nothing
  *                         commits (auto, the default), in every attempt that
  *                         may (on), never (off)
+ *   TXKIT_PRIVATIZATION=on|off  a writing commit waits for older software
+ *                         attempts, so that its thread may free what it
+ *                         unlinked with plain code (on, the default); off:
+ *                         it does not (for programs that never do that)
  *   TXKIT_FAULT=P | htm=P,stm=P,serial=P   abort-injection probabilities
  *                         (serial: at most TK_FAULT_SERIAL_MAX per transaction)
  *   TXKIT_STATS=1|on|yes|true|stderr  print a summary at exit to stderr;
@@ -276,6 +280,18 @@ static void parse_nolog(void) {
         env_warn("TXKIT_STM_NOLOG", v, "expected auto, on or off; using auto");
 }
 
+static void parse_privatization(void) {
+    const char *v = getenv("TXKIT_PRIVATIZATION");
+    if (!v || !*v)
+        return;
+    if (strcmp(v, "on") == 0 || strcmp(v, "1") == 0)
+        tk_cfg.no_privatization = 0;
+    else if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)
+        tk_cfg.no_privatization = 1;
+    else
+        env_warn("TXKIT_PRIVATIZATION", v, "expected on or off; using on");
+}
+
 static void parse_cm(void) {
     const char *v = getenv("TXKIT_CM");
     if (v && *v && tk_cm_select(v) != 0)
@@ -304,6 +320,7 @@ void tk_config_init(void) {
     parse_uint("TXKIT_HTM_RETRY_US", &tk_cfg.htm_retry_us, 0, 1000000);
     parse_uint("TXKIT_STM_RETRIES", &tk_cfg.stm_retries, 0, 100000);
     parse_nolog();
+    parse_privatization();
     parse_fault();
     parse_stats();
     parse_cm();

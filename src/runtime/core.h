@@ -147,6 +147,7 @@ struct tk_config {
     unsigned htm_retry_us;        /* and their time, retries timed (policy.c) */
     unsigned stm_retries;         /* software aborts before serial */
     int stm_nolog;                /* TK_NOLOG_*: software reads unlogged (stm_norec.c) */
+    int no_privatization;         /* TXKIT_PRIVATIZATION=off: writers do not wait (reclaim.c) */
     double fault[TXKIT_NMETHODS]; /* injection probability per method */
     int any_fault;
     /* TK_EXPRESS_OFF_* bits: a process-wide switch that the solo express

@@ -461,7 +461,8 @@ TK_HIDDEN void tk_free_later(tk_thread *t, const tk_free *f);
  * on a snapshot older than c. The committing thread may then free or reuse,
  * outside any transaction, memory that it unlinked: a doomed attempt that
  * read the old pointer has revalidated (and aborted) or ended by then.
- * Owner thread, after its commit gave everything back (clock, token). */
+ * Nothing under TXKIT_PRIVATIZATION=off. Owner thread, after its commit gave
+ * everything back (clock, token). */
 TK_HIDDEN void tk_privatization_wait(tk_thread *t, uint64_t c);
 /* Blocks waiting in t's limbo (owner thread, or a test looking at itself). */
 TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);

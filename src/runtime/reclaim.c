@@ -144,7 +144,8 @@ void tk_free_later(tk_thread *t, const tk_free *f) {
 }
 
 void tk_privatization_wait(tk_thread *t, uint64_t c) {
-    if (!__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1)
+    if (!__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1 ||
+        tk_cfg.no_privatization)
         return;
     epochs_fence();
     for (unsigned spins = 0; tk_threads_min_epoch(t) < c;)
