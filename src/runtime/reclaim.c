@@ -36,8 +36,6 @@
  */
 #include <sched.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "methods/method.h"
 
@@ -96,12 +94,20 @@ static void reclaim_pass(tk_thread *t, size_t max) {
     }
 }
 
+/* Until no other thread's software attempt runs on a snapshot older than c
+ * (attempts that begin after the fence see the clock at c or later). */
+static void wait_older_attempts(tk_thread *t, uint64_t c) {
+    epochs_fence();
+    for (unsigned spins = 0; tk_threads_min_epoch(t) < c;)
+        if (++spins < 64)
+            tk_cpu_relax();
+        else
+            sched_yield();
+}
+
 /* No memory to wait with: wait for the readers now, then free. */
 static void free_after_readers(tk_thread *t, const tk_free *f) {
-    uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
-    epochs_fence(); /* attempts that begin after it see our commit */
-    while (tk_threads_min_epoch(t) < c)
-        sched_yield();
+    wait_older_attempts(t, __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE));
     f->fn(f->p, f->size, f->align);
 }
 
@@ -147,12 +153,7 @@ void tk_privatization_wait(tk_thread *t, uint64_t c) {
     if (!__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1 ||
         tk_cfg.no_privatization)
         return;
-    epochs_fence();
-    for (unsigned spins = 0; tk_threads_min_epoch(t) < c;)
-        if (++spins < 64)
-            tk_cpu_relax();
-        else
-            sched_yield();
+    wait_older_attempts(t, c);
 }
 
 size_t tk_limbo_count(const tk_thread *t) {
