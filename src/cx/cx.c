@@ -760,9 +760,12 @@ TK_EXPORT void cx_unlock(cx_lock_t *l) {
         if (depth == 0) {
             /* Software transactions running now revalidate (stm_norec.c):
              * they may have read what the section wrote. */
+            uint64_t h = 0;
             if (__atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED))
-                tk_g.hw_commits++; /* transactional: atomic with the section */
+                h = ++tk_g.hw_commits; /* transactional: atomic with the section */
             tk_section_end();
+            if (h) /* privatization safety, as after a hardware transaction (htm.c) */
+                tk_privatization_wait_hw(t, h);
             section_ended(t, c, TXKIT_HTM);
             tk_section_backoff_ok(&c->backoff, c->tries);
         }

@@ -6,7 +6,8 @@
  * after XBEGIN, so a software commit's write-back or a serial transaction (both
  * make the clock odd) aborts it; and at commit, if it wrote, it bumps
  * hw_commits when any software transaction is running, so those revalidate
- * and see its writes.
+ * and see its writes, and after it waits for those that read before it
+ * (tk_privatization_wait_hw).
  */
 #include "arch/x86_64/rtm.h"
 #include "methods/method.h"
@@ -76,10 +77,15 @@ TK_RTM_FN static int htm_commit(tk_thread *t) {
      * attempt that bumps it also conflicts with all the others on its line.
      * So only commits that wrote: TX_STORE, tx_memcpy and tx_memset say so;
      * gcc's code under htm runs uninstrumented, so it always counts. */
+    uint64_t h = 0;
     if (__atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED) &&
         (_txkit_tls.wrote || (t->ctl.code & TK_CODE_UNTRACKED_WRITES)))
-        tk_g.hw_commits++; /* transactional: atomic with our writes */
+        h = ++tk_g.hw_commits; /* transactional: atomic with our writes */
     tk_xend();
+    /* Privatization safety: a software attempt that read what we overwrote
+     * (an unlink) must not read on from memory our caller frees next. */
+    if (h)
+        tk_privatization_wait_hw(t, h);
     return TK_OK;
 }
 

@@ -224,6 +224,8 @@ static bool try_extend(tk_thread *t) {
             _txkit_tls.snap = c;
             _txkit_tls.hsnap = h;
             tk_epoch_publish(t, c); /* what we can still reach is valid at c */
+            if (tk_g.hybrid)        /* and at h: a hardware writer's wait ends */
+                tk_epoch_publish_hw(t, h);
             return true;
         }
     }
@@ -552,6 +554,17 @@ static void stm_refresh_read(tk_thread *t, const void *addr) {
             r->val = read_mem(addr, r->size);
 }
 
+/* A software attempt's hw_commits snapshot, taken after its epoch and before
+ * its first shared read, and published (hardware writers wait on it). */
+static inline void begin_hsnap(tk_thread *t) {
+    uint64_t h = 0;
+    if (tk_g.hybrid) {
+        h = __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE);
+        tk_epoch_publish_hw(t, h);
+    }
+    _txkit_tls.hsnap = h;
+}
+
 /* A serial transaction that wrote nothing becomes an irrevocable software one
  * (see serial_make_irrevocable): clock is the even value it will release. */
 void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
@@ -564,7 +577,7 @@ void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock) {
     t->stm.nolog = 0; /* irrevocable: nolog_ok */
     __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_RELAXED);
     tk_epoch_publish(t, clock); /* we hold the clock: no free is pending at it */
-    _txkit_tls.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    begin_hsnap(t);
     t->ctl.m = &tk_method_stm;
     /* Visible and pinned, as when irrevocable from the start (stm_begin): its
      * commit decides against the readers it overwrites. Its own reads need
@@ -631,7 +644,7 @@ static __attribute__((noinline)) int stm_begin_general(tk_thread *t) {
         stm_plain = 1;
     (void)__atomic_exchange_n(t->epoch, 1, __ATOMIC_SEQ_CST); /* a full fence: see stm_begin */
     begin_snapshot(t);
-    _txkit_tls.hsnap = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
+    begin_hsnap(t);
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
      * nothing we read can change any more: irrevocable from the start. */
     t->ctl.irrevocable = t->ctl.irr_token;

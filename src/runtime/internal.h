@@ -177,7 +177,8 @@ struct tk_thread {
     struct tk_limbo *limbo_spare; /* an empty bucket kept for reuse */
     uint64_t *epoch;              /* snapshot+1 of the running software attempt, or 0:
                                    * stm_norec.c at begin / end; others read it (reclaim.c):
-                                   * a cell of thread.c's, which outlives the descriptor */
+                                   * a cell of thread.c's, which outlives the descriptor;
+                                   * epoch[1]: its hw_commits snapshot (tk_epoch_publish_hw) */
     tk_vec handlers;              /* tk_handler */
     tk_vec arena;                 /* bytes: tx_on_commit_copy copies (16-byte units) */
 
@@ -448,6 +449,9 @@ static inline void tk_stats_close(tk_thread *t) {
 }
 /* The smallest snapshot of any running software attempt, UINT64_MAX if none. */
 TK_HIDDEN uint64_t tk_threads_min_epoch(const tk_thread *self);
+/* Does a software attempt of a thread but self run whose reads are not known
+ * valid at hw_commits h (its published epoch[1] is below h)? Any thread. */
+TK_HIDDEN bool tk_threads_hw_behind(const tk_thread *self, uint64_t h);
 /* Is no thread but self inside a software attempt? Exact for attempts that
  * published their epoch before the call began (they fence it, reclaim.c).
  * Any thread. */
@@ -464,6 +468,10 @@ TK_HIDDEN void tk_free_later(tk_thread *t, const tk_free *f);
  * Nothing under TXKIT_PRIVATIZATION=off. Owner thread, after its commit gave
  * everything back (clock, token). */
 TK_HIDDEN void tk_privatization_wait(tk_thread *t, uint64_t c);
+/* The same after a hardware commit (htm.c, a cx section) that moved
+ * hw_commits to h: until no other thread's software attempt runs on reads
+ * not known valid at h. Owner thread, after its XEND. */
+TK_HIDDEN void tk_privatization_wait_hw(tk_thread *t, uint64_t h);
 /* Blocks waiting in t's limbo (owner thread, or a test looking at itself). */
 TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);
 /* Inside a transaction: defer fn(p, size, align) to its commit, then to the
@@ -474,6 +482,13 @@ TK_HIDDEN void tk_free_plain(void *p, size_t size, size_t align);
 /* Publish the snapshot of a software attempt (before its first shared read). */
 static inline void tk_epoch_publish(tk_thread *t, uint64_t snap) {
     __atomic_store_n(t->epoch, snap + 1, __ATOMIC_RELAXED);
+}
+/* Publish the hw_commits value h that a software attempt's reads are valid
+ * at (hybrid: hardware commits do not move the clock): at begin after the
+ * epoch, and after each revalidation that moved its snapshot, never before
+ * its reads were checked (a hardware writer's privatization wait trusts it). */
+static inline void tk_epoch_publish_hw(tk_thread *t, uint64_t h) {
+    __atomic_store_n(&t->epoch[1], h, __ATOMIC_RELAXED);
 }
 
 /* Transactions begun so far by every other live thread. */

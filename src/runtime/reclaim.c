@@ -156,6 +156,19 @@ void tk_privatization_wait(tk_thread *t, uint64_t c) {
     wait_older_attempts(t, c);
 }
 
+/* A hardware commit's h has no place in the clock's order, so each reader's
+ * own hw_commits snapshot says whether it may have read before the commit. */
+void tk_privatization_wait_hw(tk_thread *t, uint64_t h) {
+    if (tk_cfg.no_privatization)
+        return;
+    epochs_fence();
+    for (unsigned spins = 0; tk_threads_hw_behind(t, h);)
+        if (++spins < 64)
+            tk_cpu_relax();
+        else
+            sched_yield();
+}
+
 size_t tk_limbo_count(const tk_thread *t) {
     size_t n = 0;
     for (const struct tk_limbo *b = t->limbo_head; b; b = b->next)

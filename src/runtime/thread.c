@@ -2,6 +2,7 @@
 /* thread.c - per-thread descriptors: creation, registry, exit. */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <txkit/cx.h>
@@ -25,8 +26,11 @@ static unsigned live_threads;
 #define EPOCH_BLOCK 64
 struct epoch_cell {
     uint64_t epoch; /* the owner's: snapshot + 1, or 0 */
+    uint64_t hsnap; /* the owner's: hw_commits its reads are valid at (tk_epoch_publish_hw) */
     unsigned used;  /* under reg_lock */
 } __attribute__((aligned(64)));
+_Static_assert(offsetof(struct epoch_cell, hsnap) == sizeof(uint64_t),
+               "internal.h: tk_epoch_publish_hw writes epoch[1]");
 struct epoch_block {
     struct epoch_cell cell[EPOCH_BLOCK];
     struct epoch_block *next; /* published with release, never unlinked */
@@ -61,6 +65,7 @@ static uint64_t *epoch_cell_take(void) {
 static void epoch_cell_give_back(uint64_t *e) {
     struct epoch_cell *c = (struct epoch_cell *)(void *)e;
     __atomic_store_n(&c->epoch, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->hsnap, 0, __ATOMIC_RELAXED);
     c->used = 0;
 }
 static pthread_key_t exit_key;
@@ -295,6 +300,22 @@ uint64_t tk_threads_min_epoch(const tk_thread *self) {
         }
     }
     return min;
+}
+
+bool tk_threads_hw_behind(const tk_thread *self, uint64_t h) {
+    const uint64_t *mine = self ? self->epoch : NULL;
+    unsigned hi = __atomic_load_n(&cells_hi, __ATOMIC_SEQ_CST), k = 0;
+    for (const struct epoch_block *b = &epoch_first; b && k < hi;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        for (unsigned i = 0; i < EPOCH_BLOCK && k < hi; i++, k++) {
+            const struct epoch_cell *c = &b->cell[i];
+            /* the epoch first: the hsnap read after it is that attempt's or newer */
+            if (&c->epoch != mine && __atomic_load_n(&c->epoch, __ATOMIC_ACQUIRE) &&
+                __atomic_load_n(&c->hsnap, __ATOMIC_RELAXED) < h)
+                return true;
+        }
+    }
+    return false;
 }
 
 uint64_t tk_others_transactions(const tk_thread *self) {

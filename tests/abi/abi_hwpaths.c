@@ -154,16 +154,23 @@ ABI_PURE static void wait_phase(int v) {
         usleep(1000);
 }
 ABI_PURE static long reader_attempt(void) { return ++reader_attempts; }
+/* The reader, inside its attempt: phase 1, then on once the freer committed.
+ * Its commit moves the hardware-commit counter and then waits for us (we
+ * read before it: privatization safety), so the counter is what we watch. */
+ABI_PURE static void hold_until_freer_committed(void) {
+    uint64_t h0 = *_txkit_tls.hw;
+    set_phase(1);
+    while (__atomic_load_n(&free_phase, __ATOMIC_ACQUIRE) < 2 && *_txkit_tls.hw == h0)
+        usleep(1000);
+}
 
 static void *blob_reader(void *arg) {
     (void)arg;
     CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
     __transaction_atomic {
         struct blob *p = blob_head;
-        if (reader_attempt() == 1) {
-            set_phase(1);
-            wait_phase(2); /* the freer commits while we hold p */
-        }
+        if (reader_attempt() == 1)
+            hold_until_freer_committed(); /* the freer commits while we hold p */
         reader_val = p ? p->val : -1;
     }
     return NULL;

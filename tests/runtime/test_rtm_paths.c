@@ -43,6 +43,15 @@
  *                   move hw_commits); one that wrote does. The reader's first
  *                   read is changed by a plain store meanwhile, so a
  *                   revalidation shows as a restart
+ *   hw_privatize    privatization safety after a hardware commit: a thread
+ *                   that unlinks a block in a hardware transaction and frees
+ *                   it with plain free() after the commit must not get past
+ *                   its commit while a software attempt that read the pointer
+ *                   before it still runs (hardware commits do not move the
+ *                   clock the software wait compares); the reader watches
+ *                   for 1 s from inside its attempt, then loads through the
+ *                   pointer (a block freed early is unmapped: SIGSEGV)
+ *   cx_privatize    the same with the unlink in an optimistic cx section
  *   hw_free         a block freed by a hardware commit waits for the software
  *                   reader that read the pointer to it before that commit
  *                   (hardware commits do not move the clock the limbo tags
@@ -92,6 +101,18 @@ static void await_phase(int v) {
 static void handshake(int reached, int next) {
     atomic_store(&phase, reached);
     await_phase(next);
+}
+
+/* A software attempt's handshake with a hardware writer (phase 1 reached,
+ * go on at 2): a writer whose commit moved the hardware-commit counter waits
+ * before it returns for every software attempt that read before it
+ * (privatization safety), so the attempt goes on once the counter moved,
+ * without waiting for phase 2. Inside the attempt. */
+static void handshake_hw(int next) {
+    uint64_t h0 = *_txkit_tls.hw;
+    atomic_store(&phase, 1);
+    while (atomic_load(&phase) != next && *_txkit_tls.hw == h0)
+        ;
 }
 
 /* Starts fn on a thread of its own and waits until it reached phase 1. Main thread. */
@@ -424,7 +445,7 @@ static void *pub_reader(void *arg) {
         cx_optimistic(&pub_lock); /* subscribes the transaction */
         g_first = TX_LOAD(&g_x);
         if (atomic_load(&phase) == 0)
-            handshake(1, 2);
+            handshake_hw(2);
         g_second = TX_LOAD(&g_x);
         cx_unlock(&pub_lock);
     }
@@ -458,7 +479,7 @@ static void *ro_reader(void *arg) {
         g_ro_attempts++;
         (void)TX_LOAD(&g_ro_z);
         if (atomic_load(&phase) == 0)
-            handshake(1, 2);
+            handshake_hw(2);
         (void)TX_LOAD(&g_ro_y);
     }
     return NULL;
@@ -544,6 +565,66 @@ static void hw_free(void) {
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
 }
 
+static struct big *g_priv;
+static atomic_int g_unlinked; /* the unlinker's commit returned */
+static int g_priv_seen = -1;  /* whether the reader's first attempt saw it return */
+static long g_priv_val;
+static struct big *g_taken;
+
+static void *priv_reader(void *arg) {
+    (void)arg;
+    CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
+    volatile int tries = 0;
+    TX_ATOMIC {
+        struct big *p = TX_LOAD(&g_priv);
+        if (++tries == 1) {
+            atomic_store(&phase, 1); /* the unlinker goes */
+            double end = tk_now() + 1.0;
+            while (!atomic_load(&g_unlinked) && tk_now() < end)
+                ;
+            g_priv_seen = atomic_load(&g_unlinked);
+        }
+        g_priv_val = p ? TX_LOAD(&p->val) : -1;
+    }
+    return NULL;
+}
+
+static void privatize(int cx) {
+    static cx_lock_t lk = CX_LOCK_INITIALIZER;
+    need_sim("start");
+    alarm(30);
+    g_priv = malloc(sizeof *g_priv);
+    CHECK(g_priv != NULL);
+    g_priv->val = 7;
+    CHECK_EQ(txkit_set_thread_method(TXKIT_HTM), 0);
+    uint64_t hw0 = tk_stats().commits[TXKIT_HTM];
+    pthread_t r = start_partner(priv_reader);
+    struct big *p = NULL;
+    if (cx) {
+        cx_optimistic(&lk);
+        p = g_priv;
+        g_priv = NULL;
+        cx_unlock(&lk);
+    } else {
+        TX_ATOMIC {
+            struct big *q = TX_LOAD(&g_priv);
+            TX_STORE(&g_priv, (struct big *)NULL);
+            g_taken = q; /* the same value at every attempt */
+        }
+        p = g_taken;
+        CHECK_EQ(tk_stats().commits[TXKIT_HTM], hw0 + 1); /* it ran in (simulated) hardware */
+    }
+    atomic_store(&g_unlinked, 1);
+    free(p); /* plain code: the block is private now */
+    CHECK_EQ(pthread_join(r, NULL), 0);
+    CHECK_EQ(g_priv_seen, 0);
+    CHECK_EQ(g_priv_val, -1); /* it saw the unlink, at its revalidation */
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
+static void hw_privatize(void) { privatize(0); }
+static void cx_privatize(void) { privatize(1); }
+
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
@@ -563,7 +644,9 @@ int main(int argc, char **argv) {
                  {"cx_irr", cx_irr},
                  {"cx_publish", cx_publish},
                  {"hw_readonly", hw_readonly},
-                 {"hw_free", hw_free}};
+                 {"hw_free", hw_free},
+                 {"hw_privatize", hw_privatize},
+                 {"cx_privatize", cx_privatize}};
     if (argc != 2) {
         fprintf(stderr, "usage: test_rtm_paths CASE\n");
         return 2;
