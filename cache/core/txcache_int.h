@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <txkit/cx.h>
+#include <txkit/tx.h>
 
 #include "txcache.h"
 

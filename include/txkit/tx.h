@@ -150,6 +150,25 @@ TXKIT_API void tx_irrevocable(void);
  */
 TXKIT_API void tx_restart(void) __attribute__((noreturn));
 
+/**
+ * tx_no_privatization() - this transaction's commit need not wait for older
+ * readers.
+ *
+ * By default a commit that wrote returns only once no other thread's
+ * attempt that began before it still runs on its old snapshot, so that its
+ * thread may free or reuse with plain code what the transaction unlinked
+ * (privatization safety; docs/api.md). Call this inside a transaction that
+ * privatizes nothing: what it unlinks is freed only by tx_free() or after a
+ * grace period of the program's own (epochs, reference counts taken outside
+ * the transaction), never with plain code right after the commit. Its commit
+ * then skips the wait. It holds for the current transaction (the outermost
+ * block, the attempt that calls it; an attempt that runs again must call it
+ * again) and is forgotten when it ends. Outside a transaction it does
+ * nothing. TXKIT_PRIVATIZATION=off does the same for every transaction.
+ * Owner thread; gcc transactional code may call it as transaction_pure.
+ */
+TXKIT_API void tx_no_privatization(void);
+
 /* ------------------------------------------------------------------ memory */
 
 /**

@@ -150,6 +150,8 @@ struct tk_thread {
         int sw_express;          /* this attempt began by tk_sw_express_begin (express.h sets it);
                          * attempt_prepare, tk_abort_attempt and every commit clear it
                          * (txn.c): tk_finish_commit may then finish it the short way */
+        int no_priv;             /* tx_no_privatization (reclaim.c): this attempt's commit
+                                  * skips the privatization wait; tk_attempt_ended clears it */
     } ctl;
     struct tk_itm_thread itm; /* the gcc ABI layer (abi/itm_thread.h) */
     tk_jmpbuf jb_nested;      /* where nested blocks save theirs (unused): checkpoint.S */
@@ -470,7 +472,8 @@ TK_HIDDEN void tk_free_later(tk_thread *t, const tk_free *f);
 TK_HIDDEN void tk_privatization_wait(tk_thread *t, uint64_t c);
 /* The same after a hardware commit (htm.c, a cx section) that moved
  * hw_commits to h: until no other thread's software attempt runs on reads
- * not known valid at h. Owner thread, after its XEND. */
+ * not known valid at h. Owner thread, after its XEND. Neither waits for an
+ * attempt that called tx_no_privatization. */
 TK_HIDDEN void tk_privatization_wait_hw(tk_thread *t, uint64_t h);
 /* Blocks waiting in t's limbo (owner thread, or a test looking at itself). */
 TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);
@@ -651,6 +654,7 @@ static inline void tk_attempt_ended(tk_thread *t) {
     _txkit_tls.depth = 0;
     _txkit_tls.access = 0;
     t->ctl.irrevocable = 0;
+    t->ctl.no_priv = 0;
 }
 /* Give back the irrevocability token (tk_g.irr_owner) if t holds it. Owner
  * thread; inline: every serial begin and every commit ask. */

@@ -149,9 +149,15 @@ void tk_free_later(tk_thread *t, const tk_free *f) {
         reclaim_pass(t, PASS_BUCKETS);
 }
 
+void tx_no_privatization(void) {
+    tk_thread *t = tk_cur;
+    if (t && _txkit_tls.depth > 0)
+        t->ctl.no_priv = 1;
+}
+
 void tk_privatization_wait(tk_thread *t, uint64_t c) {
     if (!__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1 ||
-        tk_cfg.no_privatization)
+        tk_cfg.no_privatization || t->ctl.no_priv)
         return;
     wait_older_attempts(t, c);
 }
@@ -159,7 +165,7 @@ void tk_privatization_wait(tk_thread *t, uint64_t c) {
 /* A hardware commit's h has no place in the clock's order, so each reader's
  * own hw_commits snapshot says whether it may have read before the commit. */
 void tk_privatization_wait_hw(tk_thread *t, uint64_t h) {
-    if (tk_cfg.no_privatization)
+    if (tk_cfg.no_privatization || (t && t->ctl.no_priv))
         return;
     epochs_fence();
     for (unsigned spins = 0; tk_threads_hw_behind(t, h);)

@@ -6,7 +6,10 @@
  *    commit return: it must not; once the attempt ends, the commit returns);
  *  - off (with TXKIT_PRIVATIZATION=off; without it the case says so and
  *    checks nothing): the writer's commit returns at once, while the older
- *    attempt still runs.
+ *    attempt still runs;
+ *  - nopriv: the same for a writer whose transaction called
+ *    tx_no_privatization(); and a call in the writer thread's previous
+ *    transaction does not carry over (that case's writer waits).
  * tests/abi/abi_privatize.c is the program that crashed without the wait.
  */
 #ifndef _GNU_SOURCE
@@ -19,14 +22,26 @@
 
 #include "test_util.h"
 
-static long x;
+static long x, y;
 static atomic_int phase; /* 0, 1 the reader is in its attempt, 2 the writer's commit returned */
 
+/* arg: WRITER_WAITS, WRITER_NOPRIV (its transaction calls tx_no_privatization)
+ * or WRITER_NOPRIV_BEFORE (a transaction before it called it). */
+enum { WRITER_WAITS, WRITER_NOPRIV, WRITER_NOPRIV_BEFORE };
+
 static void *writer(void *arg) {
-    (void)arg;
+    int how = (int)(intptr_t)arg;
+    if (how == WRITER_NOPRIV_BEFORE) {
+        TX_ATOMIC {
+            tx_no_privatization();
+            TX_STORE(&y, TX_LOAD(&y) + 1);
+        }
+    }
     while (atomic_load(&phase) != 1)
         ;
     TX_ATOMIC {
+        if (how == WRITER_NOPRIV)
+            tx_no_privatization();
         TX_STORE(&x, TX_LOAD(&x) + 1);
     }
     atomic_store(&phase, 2);
@@ -50,12 +65,12 @@ static __attribute__((noinline)) int returned_while_inside(void) {
     return seen;
 }
 
-static int run(void) {
+static int run(int how) {
     CHECK_EQ(txkit_set_method(TXKIT_STM), 0);
     x = 0;
     atomic_store(&phase, 0);
     pthread_t th;
-    CHECK(pthread_create(&th, NULL, writer, NULL) == 0);
+    CHECK(pthread_create(&th, NULL, writer, (void *)(intptr_t)how) == 0);
     int seen = returned_while_inside();
     CHECK(pthread_join(th, NULL) == 0);
     CHECK_EQ(atomic_load(&phase), 2);
@@ -69,7 +84,7 @@ static void test_wait(void) {
         printf("  (TXKIT_PRIVATIZATION=off: nothing checked)\n");
         return;
     }
-    CHECK_EQ(run(), 0);
+    CHECK_EQ(run(WRITER_WAITS), 0);
 }
 
 static void test_off(void) {
@@ -78,10 +93,26 @@ static void test_off(void) {
         printf("  (TXKIT_PRIVATIZATION=off not set: nothing checked)\n");
         return;
     }
-    CHECK_EQ(run(), 1);
+    CHECK_EQ(run(WRITER_WAITS), 1);
+}
+
+static void test_nopriv(void) {
+    const char *v = getenv("TXKIT_PRIVATIZATION");
+    if (v && strcmp(v, "off") == 0) {
+        printf("  (TXKIT_PRIVATIZATION=off: nothing checked)\n");
+        return;
+    }
+    CHECK_EQ(run(WRITER_NOPRIV), 1);
+    CHECK_EQ(run(WRITER_NOPRIV_BEFORE), 0);
+    TX_ATOMIC { /* outside the writer: nothing to wait for, and the flag ends with it */
+        tx_no_privatization();
+    }
+    tx_no_privatization(); /* outside a transaction: nothing */
+    CHECK_EQ(y, 1);
 }
 
 int main(int argc, char **argv) {
-    static const struct tk_test tests[] = {{"wait", test_wait}, {"off", test_off}};
+    static const struct tk_test tests[] = {
+        {"wait", test_wait}, {"off", test_off}, {"nopriv", test_nopriv}};
     return tk_run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
