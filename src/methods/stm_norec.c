@@ -134,12 +134,13 @@ static inline void rlog_push(const void *addr, uint64_t v, uint32_t size) {
 #define REVAL_WORK_MIN (1u << 20)
 #define REVAL_WORK_RATIO 16
 
-/* Count one revalidation; true (and counted as such an abort) when it is one
- * too many. Owner thread, inside its attempt. */
-static bool reval_budget_spent(tk_thread *t) {
+/* Count one revalidation that did `work` (entries walked, or ring slots
+ * checked); true (and counted as such an abort) when it is one too many.
+ * Owner thread, inside its attempt. */
+static bool reval_budget_spent(tk_thread *t, uint64_t work) {
     uint64_t n = (uint64_t)(_txkit_tls.rcur - t->stm.rlog);
     t->ctl.revals++;
-    t->ctl.reval_work += n;
+    t->ctl.reval_work += work;
     if (TXKIT_LIKELY(t->ctl.revals <= REVAL_MAX &&
                      t->ctl.reval_work <= REVAL_WORK_MIN + REVAL_WORK_RATIO * n) ||
         t->ctl.irrevocable)
@@ -200,6 +201,165 @@ static inline void nolog_off(tk_thread *t) {
     _txkit_tls.access &= ~TXKIT_ACC_NOLOG;
 }
 
+/* ----------------------------------------------------- the commit ring
+ *
+ * NOrec revalidates by value: after any other commit, a long attempt checks
+ * its whole read log again. Where one long reader runs beside small writers
+ * (the application corpus's bayes: a 70 k-entry log, a commit every few
+ * microseconds) that is most of its time, and with privatization safety
+ * every writer waits for it too. So each software commit also says which
+ * words it wrote: ring[(tag / 2) % RING_SLOTS] holds the tag (the clock value
+ * its commit released), the words, or RING_WORDS + 1 for more. An attempt
+ * whose log has RSET_MIN entries or more indexes the words it read (rset)
+ * and moves its snapshot from s to c by checking the slots of s + 2 .. c
+ * against that index instead: no word written, still valid at c. Anything
+ * else (a slot that holds another tag, because that clock move was no
+ * software commit: serial, solo, cx, unused; or was overwritten; a big write
+ * set; a word it read; hardware commits since the snapshot) falls back to
+ * the walk by value. Only a software commit holding the clock writes the
+ * slot of the tag it will release, before releasing it (seqlock: the tag is
+ * 0 while the words change). Writers publish once ring_on is set (by the
+ * first attempt that indexes): until then no cost but one load. */
+#define RING_SLOTS 256u
+#define RING_WORDS 14u
+#define RSET_MIN 1024u
+struct ring_slot {
+    uint64_t tag;
+    uint64_t n;
+    uintptr_t word[RING_WORDS];
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct ring_slot) == 128, "two cache lines a slot");
+static struct ring_slot ring[RING_SLOTS];
+static int ring_on;              /* atomic: some attempt has indexed its reads */
+static unsigned long ring_moves; /* atomic: snapshots the ring moved (tests) */
+
+/* For the tests (test_ring): how many times the ring moved a snapshot. */
+TK_EXPORT unsigned long _txkit_stm_ring_moves(void);
+unsigned long _txkit_stm_ring_moves(void) { return __atomic_load_n(&ring_moves, __ATOMIC_RELAXED); }
+
+static inline struct ring_slot *ring_slot_of(uint64_t tag) {
+    return &ring[(tag >> 1) & (RING_SLOTS - 1)];
+}
+
+/* The commit that holds the clock at tag - 1 (odd) says what it will have
+ * written when it releases tag: the words of its write set (t NULL:
+ * nothing). Owner of the clock, before the release store. */
+static void ring_publish(const tk_thread *t, uint64_t tag) {
+    struct ring_slot *sl = ring_slot_of(tag);
+    size_t n = t ? t->stm.wset.len : 0;
+    __atomic_store_n(&sl->tag, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* tag 0 before the words */
+    if (n > RING_WORDS) {
+        n = RING_WORDS + 1;
+    } else {
+        const tk_wentry *e = (const tk_wentry *)t->stm.wset.data;
+        for (size_t i = 0; i < n; i++)
+            __atomic_store_n(&sl->word[i], e[i].word, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&sl->n, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->tag, tag, __ATOMIC_RELEASE);
+}
+
+static inline void ring_publish_if_on(const tk_thread *t, uint64_t tag) {
+    if (__atomic_load_n(&ring_on, __ATOMIC_RELAXED))
+        ring_publish(t, tag);
+}
+
+static inline size_t rset_hash(const tk_thread *t, uintptr_t word) {
+    return (size_t)(((uint64_t)(word >> 3) * 0x9e3779b97f4a7c15ull) >> 32) & (t->stm.rset_cap - 1);
+}
+
+static bool rset_has(const tk_thread *t, uintptr_t word) {
+    for (size_t h = rset_hash(t, word);; h = (h + 1) & (t->stm.rset_cap - 1)) {
+        uintptr_t w = t->stm.rset[h];
+        if (w == word)
+            return true;
+        if (w == 0)
+            return false;
+    }
+}
+
+static void rset_put(tk_thread *t, uintptr_t word) {
+    size_t h = rset_hash(t, word);
+    for (; t->stm.rset[h]; h = (h + 1) & (t->stm.rset_cap - 1))
+        if (t->stm.rset[h] == word)
+            return;
+    t->stm.rset[h] = word;
+    t->stm.rset_len++;
+}
+
+/* An empty index for the log's first `entries` entries, at most a quarter
+ * full (each entry may take two words); false: no memory. */
+static bool rset_reset(tk_thread *t, size_t entries) {
+    size_t cap = 4096;
+    while (cap < 4 * entries)
+        cap *= 2;
+    if (cap > t->stm.rset_alloc) {
+        uintptr_t *n = malloc(cap * sizeof *n);
+        if (!n)
+            return false;
+        free(t->stm.rset);
+        t->stm.rset = n;
+        t->stm.rset_alloc = cap;
+    }
+    memset(t->stm.rset, 0, cap * sizeof *t->stm.rset); /* what this attempt uses */
+    t->stm.rset_cap = cap;
+    t->stm.rset_len = 0;
+    t->stm.rset_upto = 0;
+    return true;
+}
+
+/* Bring the index up to the read log (every word of every entry); false: no
+ * memory (the caller walks instead). Owner thread, inside its attempt. */
+static bool rset_update(tk_thread *t) {
+    size_t n = (size_t)(_txkit_tls.rcur - t->stm.rlog);
+    /* built in this attempt, and still at most half full with the new entries */
+    if (t->stm.rset_upto == 0 ||
+        2 * (t->stm.rset_len + 2 * (n - t->stm.rset_upto)) > t->stm.rset_cap) {
+        if (!rset_reset(t, n))
+            return false;
+    }
+    for (size_t i = t->stm.rset_upto; i < n; i++) {
+        const tk_rentry *r = &t->stm.rlog[i];
+        uintptr_t a = (uintptr_t)r->addr, w = a & ~(uintptr_t)7;
+        uintptr_t last = (a + (r->size ? r->size : 1) - 1) & ~(uintptr_t)7;
+        for (;; w += 8) {
+            rset_put(t, w);
+            if (w == last)
+                break;
+        }
+    }
+    t->stm.rset_upto = n;
+    return true;
+}
+
+/* Did no software commit from s (exclusive) to c (inclusive) write a word
+ * this attempt read? True only when every slot on the way says so. Owner
+ * thread, inside its attempt, c even and read from the clock. */
+static bool ring_valid(tk_thread *t, uint64_t s, uint64_t c) {
+    if (c - s > 2 * (uint64_t)RING_SLOTS)
+        return false;
+    if (!__atomic_load_n(&ring_on, __ATOMIC_RELAXED))
+        __atomic_store_n(&ring_on, 1, __ATOMIC_RELAXED); /* the next commits publish */
+    if (!rset_update(t))
+        return false;
+    for (uint64_t v = s + 2; v <= c; v += 2) {
+        const struct ring_slot *sl = ring_slot_of(v);
+        if (__atomic_load_n(&sl->tag, __ATOMIC_ACQUIRE) != v)
+            return false;
+        uint64_t n = __atomic_load_n(&sl->n, __ATOMIC_RELAXED);
+        if (n > RING_WORDS)
+            return false;
+        for (uint64_t i = 0; i < n; i++)
+            if (rset_has(t, __atomic_load_n(&sl->word[i], __ATOMIC_RELAXED)))
+                return false;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the words before the tag again */
+        if (__atomic_load_n(&sl->tag, __ATOMIC_RELAXED) != v)
+            return false;
+    }
+    return true;
+}
+
 /* Move the snapshot to now if everything read so far still holds (false:
  * it does not, or the revalidation budget is spent: abort). */
 static bool try_extend(tk_thread *t) {
@@ -211,13 +371,28 @@ static bool try_extend(tk_thread *t) {
         nolog_lost(t);
         return false;
     }
+    uint64_t base = _txkit_tls.snap; /* the reads are valid at base */
     for (;;) {
-        if (TXKIT_UNLIKELY(reval_budget_spent(t)))
-            return false;
         uint64_t c = tk_wait_clock_even();
         uint64_t h = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
-        if (!rlog_valid(t))
-            return false;
+        /* The ring only speaks for software commits since base: a caller that
+         * checks with the clock unmoved (after taking cx locks, whose holders
+         * write in place) walks, and so does an attempt that depends on cx
+         * locks at all, or that hardware commits may have written under. */
+        if (c != base && h == _txkit_tls.hsnap && !t->cx.nsubs &&
+            (size_t)(_txkit_tls.rcur - t->stm.rlog) >= RSET_MIN && ring_valid(t, base, c)) {
+            /* valid at c whatever commits after c: the next round checks from c;
+             * the work counted: the slots (the index grows with the log) */
+            if (TXKIT_UNLIKELY(reval_budget_spent(t, (c - base) / 2)))
+                return false;
+            __atomic_add_fetch(&ring_moves, 1, __ATOMIC_RELAXED);
+            base = c;
+        } else {
+            if (TXKIT_UNLIKELY(reval_budget_spent(t, (uint64_t)(_txkit_tls.rcur - t->stm.rlog))))
+                return false;
+            if (!rlog_valid(t))
+                return false;
+        }
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == c &&
             (!tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == h)) {
@@ -504,6 +679,7 @@ static inline void stm_attempt_reset(tk_thread *t) {
      * (TXKIT_ACC_UNDO, internal.h) */
     _txkit_tls.rcur = t->stm.rlog;
     _txkit_tls.rend = t->stm.rlog + t->stm.rlog_cap;
+    t->stm.rset_upto = 0; /* the index is rebuilt when needed (ring_valid) */
     ws_clear(t);
 }
 
@@ -697,6 +873,7 @@ static bool acquire_clock(tk_thread *t) {
                                         __ATOMIC_RELAXED)) {
             if (TXKIT_LIKELY(!tk_irr_other(t)))
                 break;
+            ring_publish_if_on(NULL, c + 2);
             __atomic_store_n(&tk_g.clock, c + 2, __ATOMIC_RELEASE); /* nothing written */
             tk_wait_no_irrevocable(t);
         }
@@ -707,6 +884,7 @@ static bool acquire_clock(tk_thread *t) {
     /* Hardware commits stop once the clock is odd; check those that came before. */
     if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != _txkit_tls.hsnap &&
         !rlog_valid(t)) {
+        ring_publish_if_on(NULL, c + 2);
         __atomic_store_n(&tk_g.clock, c + 2, __ATOMIC_RELEASE);
         return false;
     }
@@ -737,12 +915,14 @@ static int stm_commit(tk_thread *t) {
             break;
         /* Killed, or a reader that beats us must finish first: give the
          * clock back unused (and wait for that reader). */
+        ring_publish_if_on(NULL, _txkit_tls.snap + 2);
         __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
         TK_SIM_POINT("stm.lost_at_commit"); /* cm.waitrace: the winner moves on here */
         if (r == TK_VIS_KILLED || !tk_vis_wait_for(t, r))
             return TXKIT_CAUSE_CONFLICT;
     }
     tk_g.last_writer_prio = t->cm.prio;
+    ring_publish_if_on(t, _txkit_tls.snap + 2);
     write_back(t);
     __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
     if (t->vis.active)
@@ -806,6 +986,9 @@ static void stm_thread_fini(tk_thread *t) {
     t->stm.wlim = NULL;
     free(t->stm.windex);
     t->stm.windex = NULL;
+    free(t->stm.rset);
+    t->stm.rset = NULL;
+    t->stm.rset_alloc = t->stm.rset_cap = t->stm.rset_len = t->stm.rset_upto = 0;
 }
 
 static void stm_rollback(tk_thread *t) {

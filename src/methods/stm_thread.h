@@ -47,6 +47,12 @@ struct tk_stm_thread {
      * barriers that ask (_txkit_tls.wfine points here; NULL otherwise):
      * windex_build and the stores set, ws_clear clears */
     uint64_t wfine[16];
+    /* the words a long attempt read, for revalidation against the commit
+     * ring (stm_norec.c): open addressing over word addresses, 0 empty;
+     * rset_upto read-log entries are in it (0: not built in this attempt),
+     * rset_cap (a power of two) of its rset_alloc slots in use */
+    uintptr_t *rset;
+    size_t rset_alloc, rset_cap, rset_len, rset_upto;
     /* unlogged reads (TXKIT_ACC_NOLOG): stm_begin decides, try_extend and commit count */
     int nolog;          /* this attempt logs no reads: it cannot move its snapshot */
     unsigned calm;      /* commits in a row that never saw the clock move */
