@@ -15,7 +15,9 @@
  *    read-mostly phase), not even the log append: an attempt that reads
  *    unlogged aborts instead of revalidating (TXKIT_ACC_NOLOG, below).
  *  - Opacity for free: a read is returned only if the clock has not moved
- *    since the snapshot, or after the whole read log was revalidated by value.
+ *    since the snapshot, or after the whole read log was revalidated by value
+ *    (or, for a long log, after the ring of recent commits' words showed
+ *    that none of them wrote a word it read: "the commit ring", below).
  *  - Byte-exact: writes are buffered per 8-byte word with a byte mask and
  *    written back with stores of exactly the bytes written, so neighbouring
  *    fields written by other code are never clobbered.
@@ -210,7 +212,7 @@ static inline void nolog_off(tk_thread *t) {
  * every writer waits for it too. So each software commit also says which
  * words it wrote: ring[(tag / 2) % RING_SLOTS] holds the tag (the clock value
  * its commit released), the words, or RING_WORDS + 1 for more. An attempt
- * whose log has RSET_MIN entries or more indexes the words it read (rset)
+ * whose log has RSET_MIN to RSET_MAX entries indexes the words it read (rset)
  * and moves its snapshot from s to c by checking the slots of s + 2 .. c
  * against that index instead: no word written, still valid at c. Anything
  * else (a slot that holds another tag, because that clock move was no
@@ -223,6 +225,7 @@ static inline void nolog_off(tk_thread *t) {
 #define RING_SLOTS 256u
 #define RING_WORDS 14u
 #define RSET_MIN 1024u
+#define RSET_MAX (1u << 20) /* longer logs walk: the index would take 32 MB and more */
 struct ring_slot {
     uint64_t tag;
     uint64_t n;
@@ -380,7 +383,8 @@ static bool try_extend(tk_thread *t) {
          * write in place) walks, and so does an attempt that depends on cx
          * locks at all, or that hardware commits may have written under. */
         if (c != base && h == _txkit_tls.hsnap && !t->cx.nsubs &&
-            (size_t)(_txkit_tls.rcur - t->stm.rlog) >= RSET_MIN && ring_valid(t, base, c)) {
+            (size_t)(_txkit_tls.rcur - t->stm.rlog) - RSET_MIN <= RSET_MAX - RSET_MIN &&
+            ring_valid(t, base, c)) {
             /* valid at c whatever commits after c: the next round checks from c;
              * the work counted: the slots (the index grows with the log) */
             if (TXKIT_UNLIKELY(reval_budget_spent(t, (c - base) / 2)))
