@@ -316,8 +316,9 @@ static bool rset_reset(tk_thread *t, size_t entries) {
  * memory (the caller walks instead). Owner thread, inside its attempt. */
 static bool rset_update(tk_thread *t) {
     size_t n = (size_t)(_txkit_tls.rcur - t->stm.rlog);
-    /* built in this attempt, and still at most half full with the new entries */
-    if (t->stm.rset_upto == 0 ||
+    /* built in this attempt (from a log that only grew since), and still at
+     * most half full with the new entries */
+    if (t->stm.rset_upto == 0 || t->stm.rset_upto > n ||
         2 * (t->stm.rset_len + 2 * (n - t->stm.rset_upto)) > t->stm.rset_cap) {
         if (!rset_reset(t, n))
             return false;
