@@ -233,8 +233,10 @@ struct ring_slot {
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct ring_slot) == 128, "two cache lines a slot");
 static struct ring_slot ring[RING_SLOTS];
-static int ring_on;              /* atomic: some attempt has indexed its reads */
-static unsigned long ring_moves; /* atomic: snapshots the ring moved (tests) */
+/* Each on a line of its own: every writing commit reads ring_on, and the
+ * readers' ring moves write ring_moves. */
+static int ring_on __attribute__((aligned(64))); /* atomic: some attempt has indexed its reads */
+static unsigned long ring_moves __attribute__((aligned(64))); /* atomic: snapshots moved (tests) */
 
 /* For the tests (test_ring): how many times the ring moved a snapshot. */
 TK_EXPORT unsigned long _txkit_stm_ring_moves(void);
