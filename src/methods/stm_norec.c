@@ -216,12 +216,14 @@ static inline void nolog_off(tk_thread *t) {
  * and moves its snapshot from s to c by checking the slots of s + 2 .. c
  * against that index instead: no word written, still valid at c. Anything
  * else (a slot that holds another tag, because that clock move was no
- * software commit: serial, solo, cx, unused; or was overwritten; a big write
- * set; a word it read; hardware commits since the snapshot) falls back to
- * the walk by value. Only a software commit holding the clock writes the
- * slot of the tag it will release, before releasing it (seqlock: the tag is
- * 0 while the words change). Writers publish once ring_on is set (by the
- * first attempt that indexes): until then no cost but one load. */
+ * software commit: serial, solo, cx; or came before ring_on; or the slot was
+ * overwritten; a big write set; a word it read; hardware commits since the
+ * snapshot) falls back to the walk by value. Only a software attempt holding
+ * the clock writes the slot of the tag it will release, before releasing it
+ * (seqlock: the tag is 0 while the words change): the words of its write
+ * set, or none when it gives the clock back unused. Writers publish once
+ * ring_on is set (by the first attempt that indexes): until then no cost but
+ * one load. */
 #define RING_SLOTS 256u
 #define RING_WORDS 14u
 #define RSET_MIN 1024u
