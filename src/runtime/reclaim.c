@@ -94,20 +94,25 @@ static void reclaim_pass(tk_thread *t, size_t max) {
     }
 }
 
-/* Until no other thread's software attempt runs on a snapshot older than c
- * (attempts that begin after the fence see the clock at c or later). */
-static void wait_older_attempts(tk_thread *t, uint64_t c) {
+/* Spin, then yield, while behind(t, v): another thread's software attempt
+ * still runs on reads not known valid at v. The fence first: attempts that
+ * begin after it see what our commit wrote. */
+static void wait_while_behind(tk_thread *t, uint64_t v,
+                              bool (*behind)(const tk_thread *, uint64_t)) {
     epochs_fence();
-    for (unsigned spins = 0; tk_threads_min_epoch(t) < c;)
+    for (unsigned spins = 0; behind(t, v);)
         if (++spins < 64)
             tk_cpu_relax();
         else
             sched_yield();
 }
 
+/* Does an attempt run on a snapshot older than clock value c? */
+static bool older_than(const tk_thread *t, uint64_t c) { return tk_threads_min_epoch(t) < c; }
+
 /* No memory to wait with: wait for the readers now, then free. */
 static void free_after_readers(tk_thread *t, const tk_free *f) {
-    wait_older_attempts(t, __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE));
+    wait_while_behind(t, __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE), older_than);
     f->fn(f->p, f->size, f->align);
 }
 
@@ -155,24 +160,23 @@ void tx_no_privatization(void) {
         t->ctl.no_priv = 1;
 }
 
+/* The program said it privatizes nothing: for the process, or in this attempt. */
+static inline bool privatization_skipped(const tk_thread *t) {
+    return tk_cfg.no_privatization || (t && t->ctl.no_priv);
+}
+
 void tk_privatization_wait(tk_thread *t, uint64_t c) {
     if (!__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1 ||
-        tk_cfg.no_privatization || t->ctl.no_priv)
+        privatization_skipped(t))
         return;
-    wait_older_attempts(t, c);
+    wait_while_behind(t, c, older_than);
 }
 
 /* A hardware commit's h has no place in the clock's order, so each reader's
  * own hw_commits snapshot says whether it may have read before the commit. */
 void tk_privatization_wait_hw(tk_thread *t, uint64_t h) {
-    if (tk_cfg.no_privatization || (t && t->ctl.no_priv))
-        return;
-    epochs_fence();
-    for (unsigned spins = 0; tk_threads_hw_behind(t, h);)
-        if (++spins < 64)
-            tk_cpu_relax();
-        else
-            sched_yield();
+    if (!privatization_skipped(t))
+        wait_while_behind(t, h, tk_threads_hw_behind);
 }
 
 size_t tk_limbo_count(const tk_thread *t) {
