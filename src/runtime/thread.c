@@ -286,36 +286,42 @@ tk_thread *tk_thread_get(void) {
 unsigned tk_thread_count(void) { return __atomic_load_n(&live_threads, __ATOMIC_RELAXED); }
 
 
-uint64_t tk_threads_min_epoch(const tk_thread *self) {
-    uint64_t min = UINT64_MAX;
+/* Visit, without a lock, every cell ever taken but self's, until fn says
+ * stop (then true). Inline, fn with it: a writing commit scans them all. */
+static inline __attribute__((always_inline)) bool
+cells_visit(const tk_thread *self, bool (*fn)(const struct epoch_cell *, void *), void *arg) {
     const uint64_t *mine = self ? self->epoch : NULL;
     unsigned hi = __atomic_load_n(&cells_hi, __ATOMIC_SEQ_CST), k = 0;
     for (const struct epoch_block *b = &epoch_first; b && k < hi;
-         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
-        for (unsigned i = 0; i < EPOCH_BLOCK && k < hi; i++, k++) {
-            const uint64_t *c = &b->cell[i].epoch;
-            uint64_t e = c == mine ? 0 : __atomic_load_n(c, __ATOMIC_RELAXED);
-            if (e && e - 1 < min)
-                min = e - 1; /* e == 1: begun, snapshot not known yet: 0 */
-        }
-    }
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE))
+        for (unsigned i = 0; i < EPOCH_BLOCK && k < hi; i++, k++)
+            if (&b->cell[i].epoch != mine && fn(&b->cell[i], arg))
+                return true;
+    return false;
+}
+
+static inline __attribute__((always_inline)) bool min_epoch_of(const struct epoch_cell *c,
+                                                               void *arg) {
+    uint64_t *min = arg, e = __atomic_load_n(&c->epoch, __ATOMIC_RELAXED);
+    if (e && e - 1 < *min)
+        *min = e - 1; /* e == 1: begun, snapshot not known yet: 0 */
+    return false;
+}
+
+uint64_t tk_threads_min_epoch(const tk_thread *self) {
+    uint64_t min = UINT64_MAX;
+    cells_visit(self, min_epoch_of, &min);
     return min;
 }
 
+static inline __attribute__((always_inline)) bool hw_behind(const struct epoch_cell *c, void *arg) {
+    /* the epoch first: the hsnap read after it is that attempt's or newer */
+    return __atomic_load_n(&c->epoch, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&c->hsnap, __ATOMIC_RELAXED) < *(const uint64_t *)arg;
+}
+
 bool tk_threads_hw_behind(const tk_thread *self, uint64_t h) {
-    const uint64_t *mine = self ? self->epoch : NULL;
-    unsigned hi = __atomic_load_n(&cells_hi, __ATOMIC_SEQ_CST), k = 0;
-    for (const struct epoch_block *b = &epoch_first; b && k < hi;
-         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
-        for (unsigned i = 0; i < EPOCH_BLOCK && k < hi; i++, k++) {
-            const struct epoch_cell *c = &b->cell[i];
-            /* the epoch first: the hsnap read after it is that attempt's or newer */
-            if (&c->epoch != mine && __atomic_load_n(&c->epoch, __ATOMIC_ACQUIRE) &&
-                __atomic_load_n(&c->hsnap, __ATOMIC_RELAXED) < h)
-                return true;
-        }
-    }
-    return false;
+    return cells_visit(self, hw_behind, &h);
 }
 
 uint64_t tk_others_transactions(const tk_thread *self) {
