@@ -272,6 +272,13 @@ static inline void ring_publish_if_on(const tk_thread *t, uint64_t tag) {
         ring_publish(t, tag);
 }
 
+/* Give the clock, held at tag - 1, back unused: tag, with nothing written
+ * (an empty ring slot, so long readers need not walk for it). */
+static inline void clock_give_back(uint64_t tag) {
+    ring_publish_if_on(NULL, tag);
+    __atomic_store_n(&tk_g.clock, tag, __ATOMIC_RELEASE);
+}
+
 static inline size_t rset_hash(const tk_thread *t, uintptr_t word) {
     return (size_t)(((uint64_t)(word >> 3) * 0x9e3779b97f4a7c15ull) >> 32) & (t->stm.rset_cap - 1);
 }
@@ -882,8 +889,7 @@ static bool acquire_clock(tk_thread *t) {
                                         __ATOMIC_RELAXED)) {
             if (TXKIT_LIKELY(!tk_irr_other(t)))
                 break;
-            ring_publish_if_on(NULL, c + 2);
-            __atomic_store_n(&tk_g.clock, c + 2, __ATOMIC_RELEASE); /* nothing written */
+            clock_give_back(c + 2);
             tk_wait_no_irrevocable(t);
         }
         if (!try_extend(t))
@@ -893,8 +899,7 @@ static bool acquire_clock(tk_thread *t) {
     /* Hardware commits stop once the clock is odd; check those that came before. */
     if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != _txkit_tls.hsnap &&
         !rlog_valid(t)) {
-        ring_publish_if_on(NULL, c + 2);
-        __atomic_store_n(&tk_g.clock, c + 2, __ATOMIC_RELEASE);
+        clock_give_back(c + 2);
         return false;
     }
     return true;
@@ -924,8 +929,7 @@ static int stm_commit(tk_thread *t) {
             break;
         /* Killed, or a reader that beats us must finish first: give the
          * clock back unused (and wait for that reader). */
-        ring_publish_if_on(NULL, _txkit_tls.snap + 2);
-        __atomic_store_n(&tk_g.clock, _txkit_tls.snap + 2, __ATOMIC_RELEASE);
+        clock_give_back(_txkit_tls.snap + 2);
         TK_SIM_POINT("stm.lost_at_commit"); /* cm.waitrace: the winner moves on here */
         if (r == TK_VIS_KILLED || !tk_vis_wait_for(t, r))
             return TXKIT_CAUSE_CONFLICT;
