@@ -54,12 +54,7 @@ static inline bool is_free(const cx_lock_t *l) { return l->state.word == 0; }
 
 /* One step of waiting for another thread: pause, and after SPINS_BEFORE_YIELD
  * steps give the CPU away (the thread waited for may need it). */
-static inline void wait_step(unsigned *spins) {
-    if (++*spins < SPINS_BEFORE_YIELD)
-        tk_cpu_relax();
-    else
-        sched_yield();
-}
+static inline void wait_step(unsigned *spins) { tk_wait_step(spins, SPINS_BEFORE_YIELD); }
 
 /* ------------------------------------------------ shared mode (without RTM)
  *

@@ -175,8 +175,8 @@ static struct tks_counters *counters_of(struct el_ent *e) {
     uint32_t s = __atomic_load_n(&e->site, __ATOMIC_ACQUIRE);
     /* Another thread is registering it (the first registration also makes
      * the segment): wait, so that no entry goes uncounted. */
-    while (TXKIT_UNLIKELY(s == 0)) {
-        sched_yield();
+    for (unsigned steps = 0; TXKIT_UNLIKELY(s == 0);) {
+        tk_wait_step(&steps, 0);
         s = __atomic_load_n(&e->site, __ATOMIC_ACQUIRE);
     }
     if (s == EL_NOSITE)

@@ -130,8 +130,8 @@ static void lp_fill(void *map, size_t size) {
 }
 
 static struct lp_lock *lp_make(void) {
-    while (__atomic_exchange_n(&lp_making, 1, __ATOMIC_ACQUIRE))
-        tk_cpu_relax();
+    for (unsigned steps = 0; __atomic_exchange_n(&lp_making, 1, __ATOMIC_ACQUIRE);)
+        tk_wait_step(&steps, TK_SPINS_BEFORE_YIELD);
     tk_self_enter(); /* the file (opendir's malloc), stderr: their locks are glibc's */
     struct lp_lock *t = lp_tab;
     if (!t) {

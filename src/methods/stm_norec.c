@@ -824,10 +824,7 @@ static __attribute__((noinline)) int stm_begin_general(tk_thread *t) {
      * while holding the irrevocability token: the serial one waits for it. */
     for (unsigned spins = 0;
          !t->ctl.irr_token && __atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED);)
-        if (++spins < 2000)
-            tk_cpu_relax();
-        else
-            sched_yield();
+        tk_wait_step(&spins, TK_SPINS_BEFORE_YIELD);
     /* Say we run before reading anything shared (reclaim.c): the store must
      * be visible before our loads. */
     if (TXKIT_UNLIKELY(!tk_g.stm_started))

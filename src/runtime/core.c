@@ -64,12 +64,32 @@ void tk_vec_free(tk_vec *v) {
 
 /* ----------------------------------------------- clock and irrevocability */
 
+/* Yields before tk_wait_give_cpu asks the waiter's policy (a system call),
+ * and again after each such number while it is not real-time. */
+#define WAIT_YIELDS_BEFORE_LOOK 64u
+/* A real-time waiter's sleep: long enough for a lower-priority thread on its
+ * CPU to get somewhere, short beside the time it waited already. */
+#define WAIT_SLEEP_NS 20000
+
+void tk_wait_give_cpu(unsigned *steps, unsigned pauses) {
+    if (*steps >= TK_WAIT_SLEEPING) {
+        *steps = TK_WAIT_SLEEPING; /* stays above pauses, never wraps */
+        struct timespec d = {0, WAIT_SLEEP_NS};
+        nanosleep(&d, NULL);
+        return;
+    }
+    if (*steps - pauses < WAIT_YIELDS_BEFORE_LOOK) {
+        sched_yield();
+        return;
+    }
+    int pol = sched_getscheduler(0);
+    *steps = pol == SCHED_FIFO || pol == SCHED_RR ? TK_WAIT_SLEEPING : pauses;
+    sched_yield();
+}
+
 void tk_wait_no_irrevocable(const tk_thread *t) {
-    for (unsigned spins = 0; tk_irr_other(t);)
-        if (++spins < TK_SPINS_BEFORE_YIELD)
-            tk_cpu_relax();
-        else
-            sched_yield();
+    for (unsigned steps = 0; tk_irr_other(t);)
+        tk_wait_step(&steps, TK_SPINS_BEFORE_YIELD);
 }
 
 void tk_irr_take(tk_thread *t) {
@@ -86,7 +106,7 @@ void tk_irr_take(tk_thread *t) {
 }
 
 void tk_clock_external_write(void) {
-    for (unsigned spins = 0;; spins++) {
+    for (unsigned spins = 0;;) {
         uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
         if (!(c & 1)) {
             if (__atomic_compare_exchange_n(&tk_g.clock, &c, c + 2, false, __ATOMIC_SEQ_CST,
@@ -96,10 +116,7 @@ void tk_clock_external_write(void) {
         }
         if (__atomic_load_n(&tk_g.serial_holder, __ATOMIC_RELAXED))
             return;
-        if (spins < 1000)
-            tk_cpu_relax();
-        else
-            sched_yield();
+        tk_wait_step(&spins, 1000);
     }
 }
 

@@ -123,6 +123,22 @@ extern struct tk_global tk_g TK_HIDDEN;
 /* Spins before a runtime wait (for the clock, the irrevocability token)
  * yields the CPU instead. */
 #define TK_SPINS_BEFORE_YIELD 2000u
+/* tk_wait_step's state once it found the waiter real-time: it sleeps. */
+#define TK_WAIT_SLEEPING 0x80000000u
+/* What tk_wait_step does once past its pauses (core.c). */
+TK_HIDDEN void tk_wait_give_cpu(unsigned *steps, unsigned pauses);
+/* One step of a wait for another thread, the only way the runtime waits:
+ * *steps starts at 0; the first pauses steps spin (pause), the next ones
+ * give the CPU away. sched_yield only lets threads of the caller's priority
+ * or higher run, so a real-time waiter (SCHED_FIFO, SCHED_RR) would keep a
+ * lower-priority thread that it waits for off its CPU for good: once a wait
+ * has yielded a while, such a waiter sleeps instead. Any thread. */
+static inline void tk_wait_step(unsigned *steps, unsigned pauses) {
+    if (TXKIT_LIKELY(++*steps < pauses))
+        tk_cpu_relax();
+    else
+        tk_wait_give_cpu(steps, pauses);
+}
 /* Wait (spin, then yield) until the clock is even; returns that value. Revokes
  * a parked clock (solo.c). Any thread, outside a transaction of its own. */
 TK_HIDDEN uint64_t tk_wait_clock_even(void);

@@ -101,10 +101,7 @@ static void wait_while_behind(tk_thread *t, uint64_t v,
                               bool (*behind)(const tk_thread *, uint64_t)) {
     epochs_fence();
     for (unsigned spins = 0; behind(t, v);)
-        if (++spins < 64)
-            tk_cpu_relax();
-        else
-            sched_yield();
+        tk_wait_step(&spins, 64);
 }
 
 /* Does an attempt run on a snapshot older than clock value c? */
@@ -189,10 +186,10 @@ size_t tk_limbo_count(const tk_thread *t) {
 /* Thread exit: wait for the readers and free everything left. */
 static void reclaim_all(tk_thread *t, int arg) {
     (void)arg;
-    while (t->limbo_head) {
+    for (unsigned steps = 0; t->limbo_head;) {
         reclaim_pass(t, SIZE_MAX);
         if (t->limbo_head)
-            sched_yield();
+            tk_wait_step(&steps, 0);
     }
     free(t->limbo_spare);
     t->limbo_spare = NULL;

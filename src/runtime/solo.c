@@ -137,10 +137,7 @@ uint64_t tk_wait_clock_even(void) {
             return c;
         if ((spins & 1023) == 0)
             tk_solo_revoke(tk_cur);
-        if (++spins < TK_SPINS_BEFORE_YIELD)
-            tk_cpu_relax();
-        else
-            sched_yield();
+        tk_wait_step(&spins, TK_SPINS_BEFORE_YIELD);
     }
 }
 

@@ -316,7 +316,7 @@ int tk_vis_commit_point(tk_thread *t) {
 bool tk_vis_wait_for(tk_thread *t, int j) {
     const struct vis_slot *o = &slots[j];
     uint64_t st0 = t->vis.lost_to;
-    for (unsigned spins = 0;; spins++) {
+    for (unsigned spins = 0;; tk_wait_step(&spins, TK_SPINS_BEFORE_YIELD)) {
         if (is_killed(t)) {
             t->vis.decided = 1;
             return false;
@@ -324,10 +324,8 @@ bool tk_vis_wait_for(tk_thread *t, int j) {
         uint64_t st = __atomic_load_n(&o->status, __ATOMIC_ACQUIRE);
         if (st != st0 || state_of(st) == ST_IDLE || state_of(st) == ST_KILLED)
             return true;
-        if (spins < 2000) {
-            tk_cpu_relax();
+        if (spins < TK_SPINS_BEFORE_YIELD)
             continue;
-        }
         if (state_of(st0) == ST_ACTIVE) { /* (never against an irrevocable one) */
             struct _txkit_cm_party a, b;
             party_of(&a, my_slot(t), (unsigned)(t->vis.slot - 1));
@@ -336,7 +334,6 @@ bool tk_vis_wait_for(tk_thread *t, int j) {
             if (__atomic_load_n(&o->status, __ATOMIC_ACQUIRE) == st0 && writer_wins(&a, &b))
                 return true; /* decided again: commit (and kill it) */
         }
-        sched_yield();
     }
 }
 
