@@ -14,7 +14,11 @@
  * thread gives a parked clock back at exit under it (solo_exit). */
 static pthread_mutex_t solo_lock = PTHREAD_MUTEX_INITIALIZER;
 /* membarrier(2) for this process: 0 not asked yet, 1 registered, -1 not
- * available (nothing is parked then). */
+ * available (nothing is parked then). Asked at load (solo_hooks) and in a
+ * fork's child: the kernel registers a process with one thread at once, one
+ * with more only after an RCU grace period (18 ms here), which the first
+ * park, holding the clock, used to wait out while every other thread waited
+ * for the clock. */
 static int mb_state;
 
 static long membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
@@ -52,7 +56,7 @@ static void release_clock(void) {
 bool tk_solo_park(tk_thread *t) {
     uintptr_t me = (uintptr_t)t;
     if (__atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) != me || t->ctl.kind == TK_KIND_CXX ||
-        t->ctl.attempts || !mb_ready())
+        t->ctl.attempts || __atomic_load_n(&mb_state, __ATOMIC_ACQUIRE) <= 0)
         return false;
     return __atomic_compare_exchange_n(&tk_g.solo, &me, me | TK_SOLO_PARKED, false,
                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -165,4 +169,5 @@ static void solo_atfork(tk_thread *me, int phase) {
 TK_CONSTRUCTOR static void solo_hooks(void) {
     tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_SOLO, solo_exit);
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_SOLO, solo_atfork);
+    (void)mb_ready(); /* while the process likely has one thread (mb_state) */
 }
