@@ -123,16 +123,17 @@ extern struct tk_global tk_g TK_HIDDEN;
 /* Spins before a runtime wait (for the clock, the irrevocability token)
  * yields the CPU instead. */
 #define TK_SPINS_BEFORE_YIELD 2000u
-/* tk_wait_step's state once it found the waiter real-time: it sleeps. */
+/* tk_wait_step's state once a wait sleeps (core.c). */
 #define TK_WAIT_SLEEPING 0x80000000u
 /* What tk_wait_step does once past its pauses (core.c). */
 TK_HIDDEN void tk_wait_give_cpu(unsigned *steps, unsigned pauses);
 /* One step of a wait for another thread, the only way the runtime waits:
  * *steps starts at 0; the first pauses steps spin (pause), the next ones
- * give the CPU away. sched_yield only lets threads of the caller's priority
- * or higher run, so a real-time waiter (SCHED_FIFO, SCHED_RR) would keep a
- * lower-priority thread that it waits for off its CPU for good: once a wait
- * has yielded a while, such a waiter sleeps instead. Any thread. */
+ * yield the CPU (about 1 ms of them), and a wait that goes on sleeps, 16 us
+ * then longer, up to 256 us a step. Sleeping, a long wait (a serial or irrevocable transaction
+ * blocked in a system call) does not burn the waiter's CPU; and a real-time
+ * waiter (SCHED_FIFO, SCHED_RR) lets a lower-priority thread that it waits
+ * for run on its CPU, which sched_yield never does. Any thread. */
 static inline void tk_wait_step(unsigned *steps, unsigned pauses) {
     if (TXKIT_LIKELY(++*steps < pauses))
         tk_cpu_relax();
