@@ -19,18 +19,36 @@
 #define SOLO_CHECK_EVERY 256  /* transactions between looks at the other threads */
 #define SOLO_QUIET_NS 5000000 /* others idle this long: run alone (serially) */
 
-/* Auto method: is this thread running transactions alone right now? */
+/* The quiet period starts again now (the others count as just seen). */
+static inline void solo_quiet_restart(tk_thread *t) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    t->policy.others_active_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    t->policy.quiet_checks = 0;
+}
+
+/* Auto method: is this thread running transactions alone right now? A
+ * thread that lost it (another thread took the clock back: it waits for it,
+ * even if it began its transaction long ago, or sleeps between looks at the
+ * clock) waits a whole quiet period again before it may go alone. */
 static inline bool tk_auto_solo(tk_thread *t) {
     uintptr_t me = (uintptr_t)t;
     uintptr_t s = __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED);
     if (s == me)
         return true;
+    if (TXKIT_UNLIKELY(t->policy.was_solo) && tk_solo_owner(s) != me) {
+        t->policy.was_solo = 0;
+        solo_quiet_restart(t);
+    }
     if (tk_irr_other(t)) /* another thread is irrevocable: readers must not serialize */
         return false;
-    if (s == 0)
-        return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
-                                           __ATOMIC_RELAXED) ||
-               s == me;
+    if (s == 0) {
+        bool got = __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
+                                               __ATOMIC_RELAXED) ||
+                   s == me;
+        t->policy.was_solo = got;
+        return got;
+    }
     if (s != TK_SOLO_SHARED) {
         /* Someone else ran alone until now: tell it that it no longer does
          * (and take back the clock it keeps parked, solo.h). */
@@ -57,8 +75,10 @@ static inline bool tk_auto_solo(tk_thread *t) {
     t->policy.quiet_checks++;
     if (t->policy.quiet_checks >= 2 && now - t->policy.others_active_ns >= SOLO_QUIET_NS) {
         t->policy.quiet_checks = 0;
-        return __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
-                                           __ATOMIC_RELAXED);
+        bool got = __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
+                                               __ATOMIC_RELAXED);
+        t->policy.was_solo = got;
+        return got;
     }
     return false;
 }

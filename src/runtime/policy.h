@@ -16,6 +16,7 @@ struct tk_policy_thread {
     unsigned quiet_checks;     /* checks in a row that saw no other thread */
     uint64_t others_seen;      /* others' transactions at the last check */
     uint64_t others_active_ns; /* when they were last seen moving */
+    int was_solo;              /* tk_auto_solo said so last time it looked */
     /* this thread's hardware penalty for one site after repeated status-0
      * aborts: transactions left to skip, and the next length, which doubles
      * while they recur and resets at a hardware commit */

@@ -132,14 +132,15 @@ void tk_solo_revoke(tk_thread *self) {
 /* A thread that waits for the clock while another runs solo (auto method,
  * serially, back to back) would wait for ever-shorter gaps, or for ever if
  * that one keeps the clock parked (solo.h): revoke solo mode, now and then
- * again (a revocation finishes when the lone thread is outside a transaction). */
+ * again (a revocation finishes when the lone thread is outside a transaction),
+ * and at every step once the wait sleeps (the steps then stop counting). */
 uint64_t tk_wait_clock_even(void) {
     unsigned spins = 0;
     for (;;) {
         uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
         if (!(c & 1))
             return c;
-        if ((spins & 1023) == 0)
+        if ((spins & 1023) == 0 || spins >= TK_WAIT_SLEEPING)
             tk_solo_revoke(tk_cur);
         tk_wait_step(&spins, TK_SPINS_BEFORE_YIELD);
     }

@@ -28,6 +28,17 @@
  * Oracle: HIGH finishes within DEADLINE_S (the main thread, not pinned and
  * not real-time, fails the case otherwise), after LOW's section, and both
  * updates are there.
+ *
+ * solo_revoke: a wait for the clock that has gone on to sleeping must still
+ * take the clock back from a thread that runs transactions alone, which
+ * keeps the clock parked between them (runtime/solo.h). HOLDER runs alone
+ * for 20 ms (so it parks), then one transaction that sleeps 20 ms inside,
+ * then transactions back to back until WAITER's one is done; WAITER began
+ * its transaction during the long one. Five rounds. Before the fix the
+ * sleeping wait stopped revoking (it did every 1024th step, a count the
+ * sleeping steps never reach) and HOLDER, given the clock back once, parked
+ * it again 100 us later (WAITER had run nothing for 5 ms): abi.privatize
+ * hung in 2 of 6 runs under load that way.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -243,6 +254,66 @@ static void run_case(enum rt_case c, int rt) {
     }
 }
 
+static atomic_int holder_inside, waiter_done;
+
+static void sleep_ms(long ms) {
+    struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&d, &d) != 0)
+        ;
+}
+
+static void *holder_main(void *arg) {
+    (void)arg;
+    double t0 = tk_now();
+    while (tk_now() - t0 < 0.02) { /* alone: it parks the clock */
+        TX_ATOMIC {
+            TX_STORE(&y, TX_LOAD(&y) + 1);
+        }
+    }
+    TX_ATOMIC {
+        atomic_store(&holder_inside, 1);
+        sleep_ms(20);
+        TX_STORE(&y, TX_LOAD(&y) + 1);
+    }
+    t0 = tk_now();
+    long n = 0;
+    while (!atomic_load(&waiter_done) && tk_now() - t0 < DEADLINE_S) {
+        TX_ATOMIC {
+            TX_STORE(&y, TX_LOAD(&y) + 1);
+        }
+        n++;
+    }
+    CHECK_MSG(atomic_load(&waiter_done),
+              "the waiter did not get the clock in %d s while this thread ran %ld transactions "
+              "alone",
+              DEADLINE_S, n);
+    return NULL;
+}
+
+static void *waiter_main(void *arg) {
+    (void)arg;
+    while (!atomic_load(&holder_inside))
+        sleep_ms(1);
+    TX_ATOMIC {
+        TX_STORE(&x, TX_LOAD(&x) + 1);
+    }
+    atomic_store(&waiter_done, 1);
+    return NULL;
+}
+
+static void test_solo_revoke(void) {
+    for (int round = 0; round < 5; round++) {
+        atomic_store(&holder_inside, 0);
+        atomic_store(&waiter_done, 0);
+        pthread_t h, w;
+        CHECK_EQ(pthread_create(&w, NULL, waiter_main, NULL), 0);
+        CHECK_EQ(pthread_create(&h, NULL, holder_main, NULL), 0);
+        CHECK_EQ(pthread_join(h, NULL), 0);
+        CHECK_EQ(pthread_join(w, NULL), 0);
+        CHECK_EQ(x, round + 1);
+    }
+}
+
 static void test_rt_clock(void) { run_case(C_CLOCK, 1); }
 static void test_rt_privatize(void) { run_case(C_PRIVATIZE, 1); }
 static void test_rt_irrevocable(void) { run_case(C_IRREVOCABLE, 1); }
@@ -277,6 +348,7 @@ int main(int argc, char **argv) {
                                            {"cpu_clock", test_cpu_clock},
                                            {"cpu_privatize", test_cpu_privatize},
                                            {"cpu_irrevocable", test_cpu_irrevocable},
-                                           {"cpu_cx", test_cpu_cx}};
+                                           {"cpu_cx", test_cpu_cx},
+                                           {"solo_revoke", test_solo_revoke}};
     return tk_run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
