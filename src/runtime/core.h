@@ -120,8 +120,8 @@ struct tk_global {
 };
 extern struct tk_global tk_g TK_HIDDEN;
 
-/* Spins before a runtime wait (for the clock, the irrevocability token)
- * yields the CPU instead. */
+/* Pauses before a runtime wait (for the clock, the irrevocability token)
+ * gives the CPU away (tk_wait_step). */
 #define TK_SPINS_BEFORE_YIELD 2000u
 /* tk_wait_step's state once a wait sleeps (core.c). */
 #define TK_WAIT_SLEEPING 0x80000000u
@@ -130,17 +130,18 @@ TK_HIDDEN void tk_wait_give_cpu(unsigned *steps, unsigned pauses);
 /* One step of a wait for another thread, the only way the runtime waits:
  * *steps starts at 0; the first pauses steps spin (pause), the next ones
  * yield the CPU (about 1 ms of them), and a wait that goes on sleeps, 16 us
- * then longer, up to 256 us a step. Sleeping, a long wait (a serial or irrevocable transaction
- * blocked in a system call) does not burn the waiter's CPU; and a real-time
- * waiter (SCHED_FIFO, SCHED_RR) lets a lower-priority thread that it waits
- * for run on its CPU, which sched_yield never does. Any thread. */
+ * then longer, up to 256 us a step. Sleeping, a long wait (a serial or
+ * irrevocable transaction blocked in a system call) does not burn the
+ * waiter's CPU; and a real-time waiter (SCHED_FIFO, SCHED_RR) lets a
+ * lower-priority thread that it waits for run on its CPU, which sched_yield
+ * never does. Any thread. */
 static inline void tk_wait_step(unsigned *steps, unsigned pauses) {
     if (TXKIT_LIKELY(++*steps < pauses))
         tk_cpu_relax();
     else
         tk_wait_give_cpu(steps, pauses);
 }
-/* Wait (spin, then yield) until the clock is even; returns that value. Revokes
+/* Wait (tk_wait_step) until the clock is even; returns that value. Revokes
  * a parked clock (solo.c). Any thread, outside a transaction of its own. */
 TK_HIDDEN uint64_t tk_wait_clock_even(void);
 /* Wait until no other thread's transaction is irrevocable. */
