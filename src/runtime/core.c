@@ -207,16 +207,21 @@ TK_CONSTRUCTOR static void stats_clock_init(void) {
     base_tsc = tk_rdtsc();
 }
 
-/* TSC ticks to ns, measured against CLOCK_MONOTONIC once and then fixed, so
- * that converted totals never go backwards between two reads. */
+/* The shortest span the ratio is measured over: both clocks are read to a
+ * few tens of ns, so 1 ms gives it to about 0.01%. */
+#define CALIBRATE_MIN_NS 1000000u
+
+/* TSC ticks to ns, measured against CLOCK_MONOTONIC once (since the
+ * constructor above) and then fixed, so that converted totals never go
+ * backwards between two reads. Asked within CALIBRATE_MIN_NS of loading, it
+ * waits out the rest of it (it used to sleep 10 ms whenever asked within
+ * 10 ms: test stats_early). */
 static double measure_ns_per_tick(void) {
     uint64_t ns = now_ns() - base_ns;
-    if (ns < 10000000) { /* too early for a good ratio: measure 10 ms */
-        uint64_t t0 = tk_rdtsc(), n0 = now_ns();
-        struct timespec d = {0, 10000000};
+    if (ns < CALIBRATE_MIN_NS) {
+        struct timespec d = {0, (long)(CALIBRATE_MIN_NS - ns)};
         nanosleep(&d, NULL);
-        uint64_t dt = tk_rdtsc() - t0;
-        return dt ? (double)(now_ns() - n0) / (double)dt : 1.0;
+        ns = now_ns() - base_ns;
     }
     uint64_t ticks = tk_rdtsc() - base_tsc;
     return ticks ? (double)ns / (double)ticks : 1.0;
