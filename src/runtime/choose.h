@@ -19,11 +19,15 @@
 #define SOLO_CHECK_EVERY 256  /* transactions between looks at the other threads */
 #define SOLO_QUIET_NS 5000000 /* others idle this long: run alone (serially) */
 
-/* The quiet period starts again now (the others count as just seen). */
-static inline void solo_quiet_restart(tk_thread *t) {
+static inline uint64_t solo_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    t->policy.others_active_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The quiet period starts again now (the others count as just seen). */
+static inline void solo_quiet_restart(tk_thread *t) {
+    t->policy.others_active_ns = solo_now_ns();
     t->policy.quiet_checks = 0;
 }
 
@@ -63,17 +67,14 @@ static inline bool tk_auto_solo(tk_thread *t) {
         return false;
     t->policy.solo_countdown = SOLO_CHECK_EVERY;
     uint64_t others = tk_others_transactions(t);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     if (others != t->policy.others_seen) {
         t->policy.others_seen = others;
-        t->policy.others_active_ns = now;
-        t->policy.quiet_checks = 0;
+        solo_quiet_restart(t);
         return false;
     }
     t->policy.quiet_checks++;
-    if (t->policy.quiet_checks >= 2 && now - t->policy.others_active_ns >= SOLO_QUIET_NS) {
+    if (t->policy.quiet_checks >= 2 &&
+        solo_now_ns() - t->policy.others_active_ns >= SOLO_QUIET_NS) {
         t->policy.quiet_checks = 0;
         bool got = __atomic_compare_exchange_n(&tk_g.solo, &s, me, false, __ATOMIC_RELAXED,
                                                __ATOMIC_RELAXED);
