@@ -141,6 +141,9 @@ static inline void tk_wait_step(unsigned *steps, unsigned pauses) {
     else
         tk_wait_give_cpu(steps, pauses);
 }
+/* Has the wait reached its sleeping steps? (Its count then stays put: a
+ * waiter that acts every so many steps must act at each of these.) */
+static inline bool tk_wait_sleeping(unsigned steps) { return steps >= TK_WAIT_SLEEPING; }
 /* Wait (tk_wait_step) until the clock is even; returns that value. Revokes
  * a parked clock (solo.c). Any thread, outside a transaction of its own. */
 TK_HIDDEN uint64_t tk_wait_clock_even(void);

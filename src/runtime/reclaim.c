@@ -94,7 +94,7 @@ static void reclaim_pass(tk_thread *t, size_t max) {
     }
 }
 
-/* Spin, then yield, while behind(t, v): another thread's software attempt
+/* Wait (tk_wait_step) while behind(t, v): another thread's software attempt
  * still runs on reads not known valid at v. The fence first: attempts that
  * begin after it see what our commit wrote. */
 static void wait_while_behind(tk_thread *t, uint64_t v,

@@ -140,7 +140,7 @@ uint64_t tk_wait_clock_even(void) {
         uint64_t c = __atomic_load_n(&tk_g.clock, __ATOMIC_ACQUIRE);
         if (!(c & 1))
             return c;
-        if ((spins & 1023) == 0 || spins >= TK_WAIT_SLEEPING)
+        if ((spins & 1023) == 0 || tk_wait_sleeping(spins))
             tk_solo_revoke(tk_cur);
         tk_wait_step(&spins, TK_SPINS_BEFORE_YIELD);
     }
