@@ -77,13 +77,17 @@ static double thread_cpu_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static void sleep_ms(long ms) {
+    struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&d, &d) != 0)
+        ;
+}
+
 /* rt: WORK_MS of this thread's CPU time (only progresses while it runs);
  * else SLEEP_MS asleep. */
 static void work(void) {
     if (!g_rt) {
-        struct timespec d = {0, SLEEP_MS * 1000000L};
-        while (nanosleep(&d, &d) != 0)
-            ;
+        sleep_ms(SLEEP_MS);
         return;
     }
     double t0 = thread_cpu_ms();
@@ -183,9 +187,8 @@ static void *low_main(void *arg) {
         return NULL;
     }
     /* HIGH real-time and pinned first (LOW, spinning there, would keep it off) */
-    struct timespec ms = {0, 1000000};
     while (!atomic_load(&high_ready) && !atomic_load(&g_denied))
-        nanosleep(&ms, NULL);
+        sleep_ms(1);
     low_section();
     atomic_store(&low_done, 1);
     return NULL;
@@ -199,9 +202,8 @@ static void *high_main(void *arg) {
     }
     /* Sleep (LOW runs meanwhile) until LOW is inside; the wake-up preempts it. */
     atomic_store(&high_ready, 1);
-    struct timespec ms = {0, 1000000};
     while (!atomic_load(&low_inside))
-        nanosleep(&ms, NULL);
+        sleep_ms(1);
     double c0 = thread_cpu_ms(), w0 = tk_now();
     high_section();
     g_high_cpu_ms = thread_cpu_ms() - c0;
@@ -228,10 +230,8 @@ static void run_case(enum rt_case c, int rt) {
     CHECK_EQ(pthread_create(&lo, NULL, low_main, NULL), 0);
     CHECK_EQ(pthread_create(&hi, NULL, high_main, NULL), 0);
     double t0 = tk_now();
-    while (!atomic_load(&high_done) && !atomic_load(&g_denied) && tk_now() - t0 < DEADLINE_S) {
-        struct timespec ms = {0, 10000000};
-        nanosleep(&ms, NULL);
-    }
+    while (!atomic_load(&high_done) && !atomic_load(&g_denied) && tk_now() - t0 < DEADLINE_S)
+        sleep_ms(10);
     CHECK_EQ(atomic_load(&g_denied), 0); /* main probed it */
     if (!atomic_load(&high_done)) {
         fprintf(stderr,
@@ -255,12 +255,6 @@ static void run_case(enum rt_case c, int rt) {
 }
 
 static atomic_int holder_inside, waiter_done;
-
-static void sleep_ms(long ms) {
-    struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&d, &d) != 0)
-        ;
-}
 
 /* Out of line: the caller's locals stay out of TX_ATOMIC's returns-twice frame. */
 static __attribute__((noinline)) void bump_y(void) {
