@@ -36,6 +36,13 @@ static void run_with_restarts(int k) {
     }
 }
 
+/* noinline: a TX_ATOMIC (setjmp) inside test_stats would let longjmp clobber its loop variables */
+static __attribute__((noinline)) void run_irrevocable(void) {
+    TX_ATOMIC {
+        tx_irrevocable();
+    }
+}
+
 static void one_of_three_kinds(int i) {
     if (i % 3 == 0)
         TX_ATOMIC {
@@ -115,9 +122,7 @@ static void test_stats(void) {
      * clock back and goes on in software): one transaction, one commit. */
     for (int i = 0; i < 3; i++) {
         tx_stats_t i0 = tk_stats();
-        TX_ATOMIC {
-            tx_irrevocable();
-        }
+        run_irrevocable();
         tx_stats_t i1 = tk_stats();
         CHECK_EQ(i1.transactions - i0.transactions, 1);
         CHECK_EQ(tx_stats_commits(&i1) - tx_stats_commits(&i0), 1);
