@@ -449,6 +449,7 @@ static int subscribe(tk_thread *t, cx_lock_t *l, int trying) {
     if (list_has(t->cx.held, t->cx.nheld, l))
         return 0; /* an exclusive section around the transaction holds it */
     if ((m->caps & TK_CAP_HARDWARE) || t->doomed) {
+        t->cx.hw_ntx = t->ntx; /* tk_cx_entered_hw: how tx_irrevocable leaves hardware */
         if (!is_free(l)) {
             if (trying)
                 return -EBUSY;

@@ -25,6 +25,10 @@ struct tk_cx {
     struct cx_lock **txheld; /* held for real (serial, irrevocable) */
     unsigned nsubs, subs_cap;
     struct cx_lock **subs; /* a software transaction depends on */
+    /* t->ntx of the transaction whose hardware attempt entered a cx lock
+     * (subscribe; an aborted attempt's store is rolled back with it): read by
+     * htm.c through tk_cx_entered_hw */
+    uint64_t hw_ntx;
     /* Shared sections (without RTM): this thread's reader record, claimed at
      * its first one and given back at exit. */
     struct cx_reader *rd;

@@ -24,6 +24,9 @@ static int classify(tk_thread *t, unsigned status) {
             return TXKIT_CAUSE_EXPLICIT;
         case TK_XCODE_IRREVOCABLE:
             return TXKIT_CAUSE_IRREVOCABLE;
+        case TK_XCODE_IRR_CX:
+            t->ctl.force_serial = 1; /* written after the abort: it stays */
+            return TXKIT_CAUSE_IRREVOCABLE;
         case TK_XCODE_INJECT:
             return TXKIT_CAUSE_INJECTED;
         case TK_XCODE_CANCEL_OUTER:
@@ -104,8 +107,17 @@ static void htm_store(tk_thread *t, void *addr, const void *src, size_t size) {
     __builtin_memcpy(addr, src, size);
 }
 
+/* The next attempt is irrevocable from its start (policy.c), holding the
+ * token, unless this one entered a cx lock: irrevocable from its start it
+ * would wait for that lock holding the token, while the lock's holder, if it
+ * commits a transaction inside its section, waits for the token (a
+ * deadlock; found on RTM by cx.needexcl.auto). Such an attempt goes on
+ * serially, as a software one whose tx_irrevocable cannot hold its locks
+ * does (stm_norec.c, irrevocable_failed): serial takes the locks or starts
+ * again, and never waits holding what a holder needs. */
 TK_RTM_FN static int htm_make_irrevocable(tk_thread *t) {
-    (void)t;
+    if (tk_cx_entered_hw(t))
+        TK_XABORT(TK_XCODE_IRR_CX);
     TK_XABORT(TK_XCODE_IRREVOCABLE);
     return TXKIT_CAUSE_IRREVOCABLE; /* not reached */
 }

@@ -534,6 +534,9 @@ TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
 TK_HIDDEN void tk_stm_sw_leave(tk_thread *t);
 /* The transaction holds or depends on cx locks (cheap test, owner thread). */
 static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
+/* The running hardware attempt entered a cx lock section (owner thread,
+ * inside the attempt). */
+static inline bool tk_cx_entered_hw(const tk_thread *t) { return t->cx.hw_ntx == t->ntx; }
 /* The undo log written inline (TXKIT_ACC_UNDO in _txkit_tls.access: tx.h's
  * _txkit_store_undo appends tk_uentry records, laid out as _txkit_rentry, at
  * _txkit_tls.rcur, up to rend). While that bit is set the log's length is

@@ -99,7 +99,10 @@ void tk_htm_policy(tk_thread *t, int cause) {
     case TXKIT_CAUSE_IRREVOCABLE:
         /* Run again irrevocable from the start: in software holding the
          * token for TX_ATOMIC blocks, else (gcc code, which then runs
-         * uninstrumented functions; see tx_irrevocable) serially. */
+         * uninstrumented functions; see tx_irrevocable; or an attempt that
+         * entered a cx lock: htm.c, htm_make_irrevocable) serially. */
+        if (t->ctl.force_serial)
+            return;
         if (t->ctl.kind != TK_KIND_ITM)
             tk_irr_take(t);
         else

@@ -14,6 +14,10 @@
  *   cx_need_excl    a started optimistic section that needs the lock (I/O)
  *                   comes back to its XBEGIN with the right status and runs
  *                   again exclusive
+ *   cx_tx_irr       (auto) a transaction whose hardware attempt entered a cx
+ *                   lock and called cx_need_exclusive() runs again serially,
+ *                   not irrevocable from its start (which waited for the lock
+ *                   holding the token its holder needed: a deadlock)
  *   cx_busy         every XBEGIN finds the lock held (explicit 0xe1): the
  *                   entry gives up after a bounded number of tries and takes
  *                   the lock, instead of spinning forever
@@ -232,6 +236,48 @@ static __attribute__((noinline)) void increment(void) {
 static void increments(int n) {
     for (int i = 0; i < n; i++)
         increment();
+}
+
+/* A transaction whose hardware attempt entered a cx lock and then asked for
+ * it exclusively (I/O): the next attempt runs serially, which takes the lock
+ * or starts again. Before, it ran irrevocable from its start holding the
+ * token and waited for the lock there, while the lock's holder, committing a
+ * transaction inside its section, waited for the token (cx.needexcl.auto
+ * hung on every run on an RTM machine). */
+static cx_lock_t txirr_lock = CX_LOCK_INITIALIZER;
+static long g_txirr;
+
+static __attribute__((noinline)) void txirr_once(void) {
+    TX_ATOMIC {
+        body_runs++;
+        cx_optimistic(&txirr_lock);
+        cx_need_exclusive(); /* in hardware: tx_irrevocable aborts the attempt */
+        TX_STORE(&g_txirr, TX_LOAD(&g_txirr) + 1);
+        cx_unlock(&txirr_lock);
+    }
+}
+
+static void cx_tx_irr(void) {
+    need_sim("start");
+    pthread_t th = start_partner(one_transaction); /* not alone: no solo mode */
+    body_runs = 0;
+    tx_stats_t s0 = tk_stats();
+    txirr_once();
+    tx_stats_t s1 = tk_stats();
+    printf("    attempts %d; fell back to serial %llu, to software %llu\n", body_runs,
+           (unsigned long long)(s1.to_serial - s0.to_serial),
+           (unsigned long long)(s1.htm_to_stm - s0.htm_to_stm));
+    CHECK_EQ(body_runs, 2);
+    CHECK_EQ(g_txirr, 1);
+    CHECK_EQ(s1.aborts_by_cause[TXKIT_CAUSE_IRREVOCABLE] -
+                 s0.aborts_by_cause[TXKIT_CAUSE_IRREVOCABLE],
+             1);
+    /* serial (whose tx_irrevocable then goes on in software under the token:
+     * serial.c), not straight to software irrevocable from the start */
+    CHECK_EQ(s1.to_serial - s0.to_serial, 1);
+    CHECK_EQ(s1.htm_to_stm, s0.htm_to_stm);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+    release_partner(th, 2);
 }
 
 static void status_zero(void) {
@@ -632,6 +678,7 @@ int main(int argc, char **argv) {
     } cases[] = {{"layout", layout},
                  {"cx_explicit", cx_explicit},
                  {"cx_need_excl", cx_need_excl},
+                 {"cx_tx_irr", cx_tx_irr},
                  {"cx_busy", cx_busy},
                  {"mutex_explicit", mutex_explicit},
                  {"htm_restart", htm_restart},

@@ -34,6 +34,7 @@ static inline void tk_cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory
 #define TK_XCODE_SERIAL 0xf7        /* needs an undo log in place (_ITM_dropReferences): serial */
 #define TK_XCODE_IRR_OTHER 0xf8     /* another thread is irrevocable: go on in software */
 #define TK_XCODE_SOFTWARE 0xf9      /* needs what only software keeps (an undo action) */
+#define TK_XCODE_IRR_CX 0xfa        /* tx_irrevocable() after entering a cx lock: serial */
 
 struct txkit_rtm_info;
 /* Detect once (CPUID, then a probe when CPUID allows); thread-safe. */
