@@ -253,13 +253,17 @@ static inline struct ring_slot *ring_slot_of(uint64_t tag) {
  * nothing). Owner of the clock, before the release store. */
 static void ring_publish(const tk_thread *t, uint64_t tag) {
     struct ring_slot *sl = ring_slot_of(tag);
-    size_t n = t ? t->stm.wset.len : 0;
+    size_t n = 0;
+    const tk_wentry *e = NULL;
+    if (t) { /* else nothing: never read t's fields (a NULL deref, SIGSEGV: clock_give_back) */
+        n = t->stm.wset.len;
+        e = (const tk_wentry *)t->stm.wset.data;
+    }
     __atomic_store_n(&sl->tag, 0, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE); /* tag 0 before the words */
     if (n > RING_WORDS) {
         n = RING_WORDS + 1;
     } else {
-        const tk_wentry *e = (const tk_wentry *)t->stm.wset.data;
         for (size_t i = 0; i < n; i++)
             __atomic_store_n(&sl->word[i], e[i].word, __ATOMIC_RELAXED);
     }
