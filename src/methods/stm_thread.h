@@ -26,6 +26,9 @@ typedef struct tk_wslot {
 } tk_wslot;
 
 struct tk_stm_thread {
+    int long_reader;      /* counted in tk_stm_long_readers: this attempt walked its long read
+                           * log because hardware commits ran under it (try_extend sets;
+                           * unregister, at the attempt's end, clears) */
     int sw_registered;    /* counted in tk_g.sw_active: stm_begin sets; the attempt's end clears
                              (under the stm method only tk_stm_sw_leave, thread exit) */
     tk_rentry *rlog;      /* read log (grown by the barriers); its fill pointer and end are in

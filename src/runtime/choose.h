@@ -136,7 +136,8 @@ static inline const struct tk_method *tk_choose_method(tk_thread *t) {
         if (t->ctl.m == M_SERIAL && t->ctl.attempts > 0)
             return M_SERIAL; /* solo attempt restarted: stay serial */
         if (tk_g.hybrid && t->ctl.htm_tries < tk_cfg.htm_retries &&
-            !(t->ctl.attempts == 0 && tk_site_skips_htm(t, t->ctl.site)))
+            !(t->ctl.attempts == 0 && tk_site_skips_htm(t, t->ctl.site)) &&
+            !tk_stm_long_readers_on())
             return M_HTM;
         if (TXKIT_UNLIKELY(__atomic_load_n(&t->ctl.site->flags, __ATOMIC_RELAXED) &
                            TK_SITE_FLAG_SERIAL))
@@ -185,7 +186,7 @@ static inline bool tk_choose_htm_first(tk_thread *t, txkit_site_t *site) {
         return false;
     if (cfg == TXKIT_HTM)
         return true;
-    if (cfg != TXKIT_AUTO || !tk_auto_shared_on(t) ||
+    if (cfg != TXKIT_AUTO || !tk_auto_shared_on(t) || tk_stm_long_readers_on() ||
         TXKIT_UNLIKELY(t->policy.htm_pen_left && t->policy.htm_pen_site == site) ||
         (__atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED) & TK_SKIP_LEFT))
         return false;

@@ -146,7 +146,7 @@ void tk_abort_serially(tk_thread *t, const char *what) {
 
 /* -------------------------------------------------------- extension hooks */
 
-#define HOOKS_MAX 8
+#define HOOKS_MAX 16 /* callbacks per hook point (TK_HOOK_FORK has 9) */
 
 static struct hook {
     int order;

@@ -399,6 +399,7 @@ enum {
     TK_FORK_ORDER_TXN = 20,      /* txn.c: site registration */
     TK_FORK_ORDER_CX = 30,       /* cx/cx.c */
     TK_FORK_ORDER_SCHED = 35,    /* sched.c: child only */
+    TK_FORK_ORDER_STM = 36,      /* stm_norec.c: child only */
     TK_FORK_ORDER_REGISTRY = 40, /* thread.c: the thread registry */
     TK_FORK_ORDER_SOLO = 45,     /* solo.c */
     TK_FORK_ORDER_VIS = 50,      /* vis.c: takes its lock under the registry's */
@@ -532,6 +533,14 @@ TK_HIDDEN void tk_stm_adopt_irrevocable(tk_thread *t, uint64_t clock);
  * of the stm method stays between its attempts). Owner thread, outside any
  * software attempt. */
 TK_HIDDEN void tk_stm_sw_leave(tk_thread *t);
+/* stm_norec.c: software attempts running now whose long read log hardware
+ * commits made them walk by value (the commit ring speaks only for software
+ * commits). While there are any, auto runs other transactions in software
+ * too (choose.h), so that their commits say what they wrote. */
+extern unsigned tk_stm_long_readers TK_HIDDEN;
+static inline bool tk_stm_long_readers_on(void) {
+    return __atomic_load_n(&tk_stm_long_readers, __ATOMIC_RELAXED) != 0;
+}
 /* The transaction holds or depends on cx locks (cheap test, owner thread). */
 static inline bool tk_cx_owned(const tk_thread *t) { return (t->cx.ntxheld | t->cx.nsubs) != 0; }
 /* The running hardware attempt entered a cx lock section (owner thread,

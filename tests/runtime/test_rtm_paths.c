@@ -56,6 +56,9 @@
  *                   for 1 s from inside its attempt, then loads through the
  *                   pointer (a block freed early is unmapped: SIGSEGV)
  *   cx_privatize    the same with the unlink in an optimistic cx section
+ *   long_reader     (auto) while a long software reader that hardware commits
+ *                   made walk its read log runs, other transactions run in
+ *                   software (their commits then say what they wrote)
  *   hw_free         a block freed by a hardware commit waits for the software
  *                   reader that read the pointer to it before that commit
  *                   (hardware commits do not move the clock the limbo tags
@@ -671,6 +674,80 @@ static void privatize(int cx) {
 static void hw_privatize(void) { privatize(0); }
 static void cx_privatize(void) { privatize(1); }
 
+/* A long software reader that hardware commits made walk its read log by
+ * value (the commit ring speaks only for software commits): while it runs,
+ * auto runs other transactions in software, whose commits the ring then
+ * covers (bayes at 2 threads with RTM lost 2x to its own software path). */
+/* phase 1: the reader read its cells, 3: it walked; it ends once a writer's
+ * transaction ran (g_lr_in: that writer's commit, in software, waits for
+ * older readers) */
+#define LR_CELLS 2048
+static long g_lr_cells[LR_CELLS + 1];
+static long g_lr_sum = -1, g_lr_x;
+static atomic_int g_lr_in;
+
+static void *long_reader(void *arg) {
+    (void)arg;
+    CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
+    volatile int tries = 0;
+    TX_ATOMIC {
+        long sum = 0;
+        for (int i = 0; i < LR_CELLS; i++)
+            sum += TX_LOAD(&g_lr_cells[i]);
+        if (++tries == 1)
+            handshake_hw(2);                   /* the writer commits in hardware */
+        sum += TX_LOAD(&g_lr_cells[LR_CELLS]); /* moves the snapshot: a walk */
+        if (tries == 1) {
+            atomic_store(&phase, 3);
+            double end = tk_now() + 5.0;
+            while (!atomic_load(&g_lr_in) && tk_now() < end)
+                usleep(1000);
+        }
+        g_lr_sum = sum;
+    }
+    return NULL;
+}
+
+static __attribute__((noinline)) void lr_write(int say) {
+    TX_ATOMIC {
+        TX_STORE(&g_lr_x, TX_LOAD(&g_lr_x) + 1);
+        if (say)
+            atomic_store(&g_lr_in, 1);
+    }
+}
+
+static void long_reader_sw(void) {
+    need_sim("start");
+    alarm(30);
+    for (int i = 0; i <= LR_CELLS; i++)
+        g_lr_cells[i] = 1;
+    /* auto shares (no solo mode): another thread ran alone first */
+    release_partner(start_partner(one_transaction), 2);
+    lr_write(0);
+    atomic_store(&phase, 0);
+    CHECK_EQ(txkit_set_thread_method(TXKIT_HTM), 0);
+    pthread_t r = start_partner(long_reader);
+    tx_stats_t s0 = tk_stats();
+    lr_write(0); /* in (simulated) hardware, under the reader's snapshot */
+    tx_stats_t s1 = tk_stats();
+    CHECK_EQ(s1.commits[TXKIT_HTM] - s0.commits[TXKIT_HTM], 1);
+    await_phase(3);
+    CHECK_EQ(txkit_set_thread_method(TXKIT_AUTO), 0);
+    lr_write(1); /* auto, while the long reader runs: software */
+    tx_stats_t s2 = tk_stats();
+    printf("    while the long reader ran: hardware %llu, software %llu, serial %llu\n",
+           (unsigned long long)(s2.commits[TXKIT_HTM] - s1.commits[TXKIT_HTM]),
+           (unsigned long long)(s2.commits[TXKIT_STM] - s1.commits[TXKIT_STM]),
+           (unsigned long long)(s2.commits[TXKIT_SERIAL] - s1.commits[TXKIT_SERIAL]));
+    /* this one's and the reader's, which ended before this one's commit returned */
+    CHECK_EQ(s2.commits[TXKIT_HTM] - s1.commits[TXKIT_HTM], 0);
+    CHECK_EQ(s2.commits[TXKIT_STM] - s1.commits[TXKIT_STM], 2);
+    CHECK_EQ(pthread_join(r, NULL), 0);
+    CHECK_EQ(g_lr_sum, LR_CELLS + 1);
+    CHECK_EQ(g_lr_x, 3);
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
@@ -678,6 +755,7 @@ int main(int argc, char **argv) {
     } cases[] = {{"layout", layout},
                  {"cx_explicit", cx_explicit},
                  {"cx_need_excl", cx_need_excl},
+                 {"long_reader", long_reader_sw},
                  {"cx_tx_irr", cx_tx_irr},
                  {"cx_busy", cx_busy},
                  {"mutex_explicit", mutex_explicit},
