@@ -379,8 +379,6 @@ static bool ring_valid(tk_thread *t, uint64_t s, uint64_t c) {
     return true;
 }
 
-/* Move the snapshot to now if everything read so far still holds (false:
- * it does not, or the revalidation budget is spent: abort). */
 /* tk_stm_long_readers (internal.h); each on a line of its own: hardware
  * commits' choice reads it. */
 unsigned tk_stm_long_readers __attribute__((aligned(64)));
@@ -404,6 +402,8 @@ TK_CONSTRUCTOR static void stm_hooks(void) {
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_STM, stm_atfork);
 }
 
+/* Move the snapshot to now if everything read so far still holds (false:
+ * it does not, or the revalidation budget is spent: abort). */
 static bool try_extend(tk_thread *t) {
     if (t->stm.nolog) {
         /* Nothing logged, nothing to check: the snapshot holds only while no
@@ -414,6 +414,7 @@ static bool try_extend(tk_thread *t) {
         return false;
     }
     uint64_t base = _txkit_tls.snap; /* the reads are valid at base */
+    size_t nlog = (size_t)(_txkit_tls.rcur - t->stm.rlog);
     for (;;) {
         uint64_t c = tk_wait_clock_even();
         uint64_t h = tk_g.hybrid ? __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) : 0;
@@ -422,8 +423,7 @@ static bool try_extend(tk_thread *t) {
          * write in place) walks, and so does an attempt that depends on cx
          * locks at all, or that hardware commits may have written under. */
         if (c != base && h == _txkit_tls.hsnap && !t->cx.nsubs &&
-            (size_t)(_txkit_tls.rcur - t->stm.rlog) - RSET_MIN <= RSET_MAX - RSET_MIN &&
-            ring_valid(t, base, c)) {
+            nlog - RSET_MIN <= RSET_MAX - RSET_MIN && ring_valid(t, base, c)) {
             /* valid at c whatever commits after c: the next round checks from c;
              * the work counted: the slots (the index grows with the log) */
             if (TXKIT_UNLIKELY(reval_budget_spent(t, (c - base) / 2)))
@@ -431,10 +431,9 @@ static bool try_extend(tk_thread *t) {
             __atomic_add_fetch(&ring_moves, 1, __ATOMIC_RELAXED);
             base = c;
         } else {
-            if (TXKIT_UNLIKELY(h != _txkit_tls.hsnap) && !t->stm.long_reader &&
-                (size_t)(_txkit_tls.rcur - t->stm.rlog) >= RSET_MIN)
+            if (TXKIT_UNLIKELY(h != _txkit_tls.hsnap) && !t->stm.long_reader && nlog >= RSET_MIN)
                 long_reader_on(t);
-            if (TXKIT_UNLIKELY(reval_budget_spent(t, (uint64_t)(_txkit_tls.rcur - t->stm.rlog))))
+            if (TXKIT_UNLIKELY(reval_budget_spent(t, nlog)))
                 return false;
             if (!rlog_valid(t))
                 return false;
