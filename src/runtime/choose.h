@@ -139,9 +139,13 @@ static inline const struct tk_method *tk_choose_method(tk_thread *t) {
             !(t->ctl.attempts == 0 && tk_site_skips_htm(t, t->ctl.site)) &&
             !tk_stm_long_readers_on())
             return M_HTM;
-        if (TXKIT_UNLIKELY(__atomic_load_n(&t->ctl.site->flags, __ATOMIC_RELAXED) &
-                           TK_SITE_FLAG_SERIAL))
-            return M_SERIAL; /* too big for software TM (policy.c: tk_policy_big_writes) */
+        unsigned sf = __atomic_load_n(&t->ctl.site->flags, __ATOMIC_RELAXED);
+        if (TXKIT_UNLIKELY(sf & (TK_SITE_FLAG_SERIAL | TK_SITE_FLAG_LONG))) {
+            if (sf & TK_SITE_FLAG_SERIAL)
+                return M_SERIAL; /* too big for software TM (policy.c: tk_policy_big_writes) */
+            if (tk_policy_long_serial(t, t->ctl.site))
+                return M_SERIAL; /* cheaper alone, all counted (policy.c) */
+        }
         return tk_stm_budget_left(t) ? M_STM : M_SERIAL;
     }
 }
@@ -167,7 +171,8 @@ static inline bool tk_choose_stm_first(tk_thread *t, txkit_site_t *site) {
     if (cfg == TXKIT_STM)
         return true;
     if (cfg != TXKIT_AUTO || tk_g.hybrid || !tk_auto_shared_on(t) ||
-        (__atomic_load_n(&site->flags, __ATOMIC_RELAXED) & TK_SITE_FLAG_SERIAL))
+        (__atomic_load_n(&site->flags, __ATOMIC_RELAXED) &
+         (TK_SITE_FLAG_SERIAL | TK_SITE_FLAG_LONG)))
         return false;
     t->policy.solo_countdown--; /* tk_auto_solo: not yet time to look */
     return true;

@@ -152,6 +152,11 @@ struct tk_thread {
                          * (txn.c): tk_finish_commit may then finish it the short way */
         int no_priv;             /* tx_no_privatization (reclaim.c): this attempt's commit
                                   * skips the privatization wait; tk_attempt_ended clears it */
+        /* a long site's transaction (TK_SITE_FLAG_LONG): when its first attempt in
+         * software or serial began, 0 if not measured, and which of the two the
+         * policy chose (policy.c: tk_policy_long_serial; start_reset clears it) */
+        uint64_t cost_tsc;
+        int cost_serial;
     } ctl;
     struct tk_itm_thread itm; /* the gcc ABI layer (abi/itm_thread.h) */
     tk_jmpbuf jb_nested;      /* where nested blocks save theirs (unused): checkpoint.S */
@@ -270,6 +275,11 @@ enum tk_kind {
  * attempt of it wrote TK_BIG_WRITES words or more (policy.c, set once) */
 #define TK_SITE_FLAG_SERIAL 2u
 #define TK_BIG_WRITES 1024
+/* a long site: a software attempt of it committed having read TK_LONG_READS
+ * words or more (txn.c, set once); auto chooses between software TM and serial
+ * for it by what each costs (policy.c: tk_policy_long_serial) */
+#define TK_SITE_FLAG_LONG 4u
+#define TK_LONG_READS 1024
 /* txkit_site_t.htm_fail (policy.c): bits 0-15 the site's transactions left
  * to skip hardware (after capacity aborts), bits 16-23 the length of the
  * last skip; a hardware commit of the site clears the length. */

@@ -150,6 +150,79 @@ void tk_policy_big_writes(txkit_site_t *site) {
         __atomic_fetch_or(&site->flags, TK_SITE_FLAG_SERIAL, __ATOMIC_RELAXED);
 }
 
+/* Long sites (TK_SITE_FLAG_LONG). A software attempt that reads thousands
+ * of words pays a logged read for each and walks its log at commit and
+ * whenever another commit may have changed what it read; run alone, the same
+ * code reads memory directly (gcc's uninstrumented path) but stops every
+ * other thread's transactions. Which costs less depends on the program: a
+ * structure learner that scores every candidate over every record
+ * (tests/apps/bayes.c) ran 3x faster serially than as software TM at 2
+ * threads; a long reader beside writers that never touch what it reads keeps
+ * all threads going in software. So auto measures: the time from a
+ * transaction's first software (or serial) attempt to its commit, averaged per
+ * site and method in site->priv (bits 0-31 software, 32-63 serial, in units of
+ * 16 ticks), and runs serially where that costs less than software TM divided
+ * by the CPUs it idles (running threads, at most the CPUs). One transaction in
+ * LONG_EXPLORE runs the method not chosen, so that both averages follow the
+ * program. Racy updates by several threads only lose a sample. */
+#define LONG_EXPLORE 64
+#define COST_UNIT_SHIFT 4
+
+void tk_policy_long_reads(txkit_site_t *site) {
+    if (site && !(__atomic_load_n(&site->flags, __ATOMIC_RELAXED) & TK_SITE_FLAG_LONG))
+        __atomic_fetch_or(&site->flags, TK_SITE_FLAG_LONG, __ATOMIC_RELAXED);
+}
+
+static uint64_t *cost_word(txkit_site_t *site) { return (uint64_t *)(void *)&site->priv; }
+
+bool tk_policy_long_serial(tk_thread *t, txkit_site_t *site) {
+    if (t->ctl.cost_tsc) /* chosen at this transaction's first such attempt */
+        return t->ctl.cost_serial;
+    uint64_t w = __atomic_load_n(cost_word(site), __ATOMIC_RELAXED);
+    uint64_t sw = (uint32_t)w, ser = w >> 32;
+    bool serial;
+    if (sw == 0)
+        serial = false; /* software's cost first, */
+    else if (ser == 0)
+        serial = true; /* then serial's */
+    else {
+        unsigned cpus = tk_thread_count();
+        if (cpus > tk_cfg.ncpus)
+            cpus = tk_cfg.ncpus;
+        if (cpus == 0)
+            cpus = 1;
+        serial = ser * cpus < sw;
+        if (++t->policy.long_n % LONG_EXPLORE == 0)
+            serial = !serial;
+    }
+    t->ctl.cost_serial = serial;
+    t->ctl.cost_tsc = tk_rdtsc();
+    return serial;
+}
+
+void tk_policy_long_commit(tk_thread *t) {
+    uint64_t units = (tk_rdtsc() - t->ctl.cost_tsc) >> COST_UNIT_SHIFT;
+    t->ctl.cost_tsc = 0;
+    txkit_site_t *site = t->ctl.site;
+    if (!site)
+        return;
+    if (units == 0)
+        units = 1;
+    if (units > UINT32_MAX)
+        units = UINT32_MAX;
+    uint64_t *p = cost_word(site);
+    uint64_t w = __atomic_load_n(p, __ATOMIC_RELAXED);
+    unsigned shift = t->ctl.cost_serial ? 32 : 0;
+    uint64_t old = (w >> shift) & UINT32_MAX;
+    if (old && units > 2 * old)
+        units = 2 * old; /* one preempted run moves the average by a quarter at most */
+    uint64_t avg = old ? old - old / 4 + units / 4 : units; /* weight 1/4 for the newest */
+    if (avg == 0)
+        avg = 1;
+    w = (w & ~((uint64_t)UINT32_MAX << shift)) | (avg << shift);
+    __atomic_store_n(p, w, __ATOMIC_RELAXED);
+}
+
 /* Serial is the last resort: a transaction gets at most TK_FAULT_SERIAL_MAX
  * injected serial aborts, so that every one finishes, even at serial=1. */
 bool tk_fault_hit(tk_thread *t, int method) {

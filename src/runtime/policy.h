@@ -22,6 +22,8 @@ struct tk_policy_thread {
      * while they recur and resets at a hardware commit */
     txkit_site_t *htm_pen_site;
     unsigned htm_pen_left, htm_pen_len;
+    /* long sites' transactions this thread chose a method for (tk_policy_long_serial) */
+    unsigned long_n;
 };
 
 /* The method of t's next attempt: tk_choose_method, runtime/choose.h (inline). */
@@ -33,6 +35,16 @@ TK_HIDDEN void tk_policy_hw_commit(txkit_site_t *site);
 /* A software attempt of site committed having written TK_BIG_WRITES words
  * or more: auto runs the site serially from now on (policy.c). Any thread. */
 TK_HIDDEN void tk_policy_big_writes(txkit_site_t *site);
+/* A software attempt of site committed having read TK_LONG_READS words or
+ * more: auto weighs software TM against serial for it from now on (policy.c). Any thread. */
+TK_HIDDEN void tk_policy_long_reads(txkit_site_t *site);
+/* Auto, a transaction of a long site (TK_SITE_FLAG_LONG) that would run in
+ * software next: run it serially instead? Chosen once per transaction, by
+ * what each has cost the site; starts timing it. Owner thread, before an attempt. */
+TK_HIDDEN bool tk_policy_long_serial(tk_thread *t, txkit_site_t *site);
+/* The timed transaction of a long site committed: its cost goes into the
+ * site's average for the method chosen (t->ctl.cost_tsc set). Owner thread. */
+TK_HIDDEN void tk_policy_long_commit(tk_thread *t);
 /* Whether to inject an abort into t's next attempt, of method (its thread only). */
 TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
 #define TK_FAULT_SERIAL_MAX 8u

@@ -173,6 +173,7 @@ static inline void start_reset(tk_thread *t, txkit_site_t *site, uintptr_t stack
     t->ctl.fell_htm = t->ctl.fell_serial = 0;
     t->ctl.cancelled = 0;
     t->ctl.serial_injected = 0;
+    t->ctl.cost_tsc = 0;
 }
 
 /* A sampled transaction (start_count; n: t->ntx before it): its first
@@ -393,8 +394,14 @@ void tk_finish_commit(tk_thread *t) {
     t->ctl.sw_express = t->ctl.hw_express = 0;
     if (m->caps & TK_CAP_HARDWARE)
         hw_committed(t);
-    if ((m->caps & TK_CAP_SOFTWARE) && TXKIT_UNLIKELY(t->stm.wset.len >= TK_BIG_WRITES))
-        tk_policy_big_writes(t->ctl.site);
+    if (m->caps & TK_CAP_SOFTWARE) {
+        if (TXKIT_UNLIKELY(t->stm.wset.len >= TK_BIG_WRITES))
+            tk_policy_big_writes(t->ctl.site);
+        if (TXKIT_UNLIKELY(_txkit_tls.rcur - t->stm.rlog >= TK_LONG_READS))
+            tk_policy_long_reads(t->ctl.site);
+    }
+    if (TXKIT_UNLIKELY(t->ctl.cost_tsc))
+        tk_policy_long_commit(t);
     if (TXKIT_UNLIKELY(t->hooks_armed & TK_HOOK_ARMED(TK_HOOK_COMMITTED))) {
         t->hooks_armed &= ~TK_HOOK_ARMED(TK_HOOK_COMMITTED);
         tk_hooks_run(TK_HOOK_COMMITTED, t, 0); /* committed: its writes are all in memory */
