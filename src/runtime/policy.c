@@ -173,12 +173,18 @@ void tk_policy_long_reads(txkit_site_t *site) {
         __atomic_fetch_or(&site->flags, TK_SITE_FLAG_LONG, __ATOMIC_RELAXED);
 }
 
-static uint64_t *cost_word(txkit_site_t *site) { return (uint64_t *)(void *)&site->priv; }
+_Static_assert(sizeof(void *) == sizeof(uint64_t), "site->priv holds both averages");
+static uint64_t cost_load(txkit_site_t *site) {
+    return (uintptr_t)__atomic_load_n(&site->priv, __ATOMIC_RELAXED);
+}
+static void cost_store(txkit_site_t *site, uint64_t w) {
+    __atomic_store_n(&site->priv, (void *)(uintptr_t)w, __ATOMIC_RELAXED);
+}
 
 bool tk_policy_long_serial(tk_thread *t, txkit_site_t *site) {
     if (t->ctl.cost_tsc) /* chosen at this transaction's first such attempt */
         return t->ctl.cost_serial;
-    uint64_t w = __atomic_load_n(cost_word(site), __ATOMIC_RELAXED);
+    uint64_t w = cost_load(site);
     uint64_t sw = (uint32_t)w, ser = w >> 32;
     bool serial;
     if (sw == 0)
@@ -210,8 +216,7 @@ void tk_policy_long_commit(tk_thread *t) {
         units = 1;
     if (units > UINT32_MAX)
         units = UINT32_MAX;
-    uint64_t *p = cost_word(site);
-    uint64_t w = __atomic_load_n(p, __ATOMIC_RELAXED);
+    uint64_t w = cost_load(site);
     unsigned shift = t->ctl.cost_serial ? 32 : 0;
     uint64_t old = (w >> shift) & UINT32_MAX;
     if (old && units > 2 * old)
@@ -220,7 +225,7 @@ void tk_policy_long_commit(tk_thread *t) {
     if (avg == 0)
         avg = 1;
     w = (w & ~((uint64_t)UINT32_MAX << shift)) | (avg << shift);
-    __atomic_store_n(p, w, __ATOMIC_RELAXED);
+    cost_store(site, w);
 }
 
 /* Serial is the last resort: a transaction gets at most TK_FAULT_SERIAL_MAX
