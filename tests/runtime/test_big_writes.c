@@ -19,9 +19,6 @@
  * and only at the threshold); the arrays hold the last values written; the
  * companion committed throughout.
  */
-#include <pthread.h>
-#include <stdatomic.h>
-
 #include "test_util.h"
 
 #define BIG 2048
@@ -29,20 +26,6 @@
 #define ROUNDS 12
 
 static long big_arr[BIG], under_arr[UNDER], small_word;
-static long companion_word;
-static atomic_int stop;
-static atomic_long companion_commits;
-
-static void *companion(void *arg) {
-    (void)arg;
-    while (!atomic_load(&stop)) {
-        TX_ATOMIC {
-            TX_STORE(&companion_word, TX_LOAD(&companion_word) + 1);
-        }
-        atomic_fetch_add(&companion_commits, 1);
-    }
-    return NULL;
-}
 
 static int in_software(void) { return (_txkit_tls.access & TXKIT_ACC_LOAD) != 0; }
 
@@ -80,27 +63,22 @@ int main(void) {
         printf("skipped: auto's policy (TXKIT_METHOD=auto)\n");
         return TK_SKIP_CODE;
     }
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, companion, NULL) == 0);
-    while (atomic_load(&companion_commits) < 1000) /* it runs: we are not alone */
-        sched_yield();
+    struct tk_companion comp;
+    tk_companion_start(&comp, 0);
     int big_sw[ROUNDS], under_sw[ROUNDS], small_sw[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
-        long before = atomic_load(&companion_commits);
+        long before = tk_companion_commits(&comp);
         big_sw[r] = run_big(r * 10000);
         under_sw[r] = run_under(r * 10000);
         small_sw[r] = run_small(r);
-        /* keep the companion going between rounds (a loaded machine) */
-        for (int spins = 0; atomic_load(&companion_commits) == before && spins < 100000; spins++)
-            sched_yield();
+        tk_companion_wait(&comp, before);
     }
-    atomic_store(&stop, 1);
-    CHECK(pthread_join(th, NULL) == 0);
+    tk_companion_stop(&comp);
     int r0 = ROUNDS - 1;
     printf("software TM per round (big under small):");
     for (int r = 0; r < ROUNDS; r++)
         printf(" %d%d%d", big_sw[r], under_sw[r], small_sw[r]);
-    printf("; companion commits %ld\n", atomic_load(&companion_commits));
+    printf("; companion commits %ld\n", tk_companion_commits(&comp));
     CHECK_MSG(big_sw[0] == 1, "the first big transaction did not run software TM");
     for (int r = 1; r < ROUNDS; r++)
         CHECK_MSG(big_sw[r] == 0, "big transaction %d ran software TM after a big software commit",
@@ -114,7 +92,7 @@ int main(void) {
     for (int i = 0; i < UNDER; i++)
         CHECK_EQ(under_arr[i], (long)r0 * 10000 - i);
     CHECK_EQ(small_word, (long)r0);
-    CHECK(atomic_load(&companion_commits) >= 1000 + ROUNDS);
+    CHECK(tk_companion_commits(&comp) >= 1000 + ROUNDS);
     printf("PASS\n");
     return 0;
 }

@@ -25,11 +25,8 @@
  * TM; the companion committed throughout.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
 #include <string.h>
-#include <stdatomic.h>
-#include <unistd.h>
 
 #include "test_util.h"
 
@@ -38,49 +35,27 @@
 #define ROUNDS 400
 
 static long arr[SCAN];
-static long companion_word;
-static atomic_int stop;
-static atomic_long companion_commits;
-
-static void *companion(void *arg) {
-    (void)arg;
-    while (!atomic_load(&stop)) {
-        TX_ATOMIC {
-            TX_STORE(&companion_word, TX_LOAD(&companion_word) + 1);
-        }
-        atomic_fetch_add(&companion_commits, 1);
-        usleep(20); /* not preempted in its commits, which a serial begin waits for */
-    }
-    return NULL;
-}
 
 static int in_software(void) { return (_txkit_tls.access & TXKIT_ACC_LOAD) != 0; }
 
-static __attribute__((noinline)) int run_scan(long *sum) {
-    volatile int sw = 0;
-    volatile long s = 0;
-    TX_ATOMIC {
-        sw = in_software();
-        s = 0;
-        for (int i = 0; i < SCAN; i++)
-            s += TX_LOAD(&arr[i]);
-    }
-    *sum = s;
-    return sw;
-}
+/* The sum of the first n words of arr, read in one transaction; *sw: whether
+ * its committed attempt ran software TM. One site per n (the caller's). */
+#define RUN_READS(n, sw)                  \
+    __extension__({                       \
+        volatile int sw_ = 0;             \
+        volatile long s_ = 0;             \
+        TX_ATOMIC {                       \
+            sw_ = in_software();          \
+            s_ = 0;                       \
+            for (int i = 0; i < (n); i++) \
+                s_ += TX_LOAD(&arr[i]);   \
+        }                                 \
+        *(sw) = sw_;                      \
+        (long)s_;                         \
+    })
 
-static __attribute__((noinline)) int run_short(long *sum) {
-    volatile int sw = 0;
-    volatile long s = 0;
-    TX_ATOMIC {
-        sw = in_software();
-        s = 0;
-        for (int i = 0; i < SHORT; i++)
-            s += TX_LOAD(&arr[i]);
-    }
-    *sum = s;
-    return sw;
-}
+static __attribute__((noinline)) long run_scan(int *sw) { return RUN_READS(SCAN, sw); }
+static __attribute__((noinline)) long run_short(int *sw) { return RUN_READS(SHORT, sw); }
 
 int main(int argc, char **argv) {
     if (tk_env_method() != TXKIT_AUTO) {
@@ -110,36 +85,29 @@ int main(int argc, char **argv) {
         if (i < SHORT)
             want_short += arr[i];
     }
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, companion, NULL) == 0);
-    while (atomic_load(&companion_commits) < 1000) /* it runs: we are not alone */
-        sched_yield();
+    struct tk_companion comp;
+    tk_companion_start(&comp,
+                       20); /* not preempted in its commits, which a serial begin waits for */
     static int scan_sw[ROUNDS], short_sw[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
-        long before = atomic_load(&companion_commits), sum;
-        scan_sw[r] = run_scan(&sum);
-        CHECK_EQ(sum, want_scan);
-        short_sw[r] = run_short(&sum);
-        CHECK_EQ(sum, want_short);
-        /* keep the companion going between rounds (a loaded machine) */
-        for (int spins = 0; atomic_load(&companion_commits) == before && spins < 100000; spins++)
-            sched_yield();
+        long before = tk_companion_commits(&comp);
+        CHECK_EQ(run_scan(&scan_sw[r]), want_scan);
+        CHECK_EQ(run_short(&short_sw[r]), want_short);
+        tk_companion_wait(&comp, before);
     }
-    atomic_store(&stop, 1);
-    CHECK(pthread_join(th, NULL) == 0);
+    tk_companion_stop(&comp);
     int later_sw = 0;
     for (int r = 3; r < ROUNDS; r++)
         later_sw += scan_sw[r];
     printf("scan: rounds 0-2 software %d%d%d, later %d of %d in software; companion commits %ld\n",
-           scan_sw[0], scan_sw[1], scan_sw[2], later_sw, ROUNDS - 3,
-           atomic_load(&companion_commits));
+           scan_sw[0], scan_sw[1], scan_sw[2], later_sw, ROUNDS - 3, tk_companion_commits(&comp));
     CHECK_MSG(scan_sw[0] == 1 && scan_sw[1] == 1, "the first two scans did not run software TM");
     CHECK_MSG(scan_sw[2] == 0, "the third scan did not run serially (to measure it)");
     CHECK_MSG(later_sw <= (ROUNDS - 3) / 2, "most later scans ran software TM: %d of %d", later_sw,
               ROUNDS - 3);
     for (int r = 0; r < ROUNDS; r++)
         CHECK_MSG(short_sw[r] == 1, "a transaction under the threshold left software TM (%d)", r);
-    CHECK(atomic_load(&companion_commits) >= 1000 + ROUNDS);
+    CHECK(tk_companion_commits(&comp) >= 1000 + ROUNDS);
     printf("PASS\n");
     return 0;
 }

@@ -322,4 +322,60 @@ __attribute__((unused)) static int tk_run_tests(const struct tk_test *tests, siz
     return 0;
 }
 
+/* ------------------------------------------------------------ a companion */
+
+#ifndef __cplusplus
+/* For tests of auto's method policy: a thread that keeps committing a small
+ * transaction (one every pace_us microseconds; 0: back to back), so that
+ * the test's own thread never runs alone (auto would run it serially for
+ * that). tk_companion_start returns once it has committed 1000;
+ * tk_companion_commits counts them; tk_companion_stop joins it. */
+struct tk_companion {
+    pthread_t th;
+    unsigned pace_us;
+    int stop;     /* __atomic */
+    long commits; /* __atomic */
+    long word;    /* the transactions' counter */
+};
+
+static void *tk_companion_main(void *arg) {
+    struct tk_companion *c = (struct tk_companion *)arg;
+    while (!__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) {
+        TX_ATOMIC {
+            TX_STORE(&c->word, TX_LOAD(&c->word) + 1);
+        }
+        __atomic_add_fetch(&c->commits, 1, __ATOMIC_RELAXED);
+        if (c->pace_us)
+            usleep(c->pace_us);
+    }
+    return NULL;
+}
+
+__attribute__((unused)) static long tk_companion_commits(struct tk_companion *c) {
+    return __atomic_load_n(&c->commits, __ATOMIC_RELAXED);
+}
+
+__attribute__((unused)) static void tk_companion_start(struct tk_companion *c, unsigned pace_us) {
+    memset(c, 0, sizeof *c);
+    c->pace_us = pace_us;
+    if (pthread_create(&c->th, NULL, tk_companion_main, c) != 0)
+        tk_fail(__FILE__, __LINE__, __func__, "pthread_create(companion) == 0");
+    while (tk_companion_commits(c) < 1000) /* it runs: the caller is not alone */
+        sched_yield();
+}
+
+/* Wait (yielding, at most 100000 times) until the companion commits again:
+ * it keeps going between the caller's transactions on a loaded machine. */
+__attribute__((unused)) static void tk_companion_wait(struct tk_companion *c, long before) {
+    for (int spins = 0; tk_companion_commits(c) == before && spins < 100000; spins++)
+        sched_yield();
+}
+
+__attribute__((unused)) static void tk_companion_stop(struct tk_companion *c) {
+    __atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+    if (pthread_join(c->th, NULL) != 0)
+        tk_fail(__FILE__, __LINE__, __func__, "pthread_join(companion) == 0");
+}
+#endif
+
 #endif /* TXKIT_TEST_UTIL_H */
