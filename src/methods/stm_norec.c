@@ -402,6 +402,12 @@ TK_CONSTRUCTOR static void stm_hooks(void) {
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_STM, stm_atfork);
 }
 
+/* May the commit ring answer for an attempt of nlog read-log entries (a log
+ * in the index's range, no cx lock subscribed, whose holders write in place)? */
+static inline bool ring_may_answer(const tk_thread *t, size_t nlog) {
+    return nlog - RSET_MIN <= RSET_MAX - RSET_MIN && !t->cx.nsubs;
+}
+
 /* Move the snapshot to now if everything read so far still holds (false:
  * it does not, or the revalidation budget is spent: abort). */
 static bool try_extend(tk_thread *t) {
@@ -422,8 +428,8 @@ static bool try_extend(tk_thread *t) {
          * checks with the clock unmoved (after taking cx locks, whose holders
          * write in place) walks, and so does an attempt that depends on cx
          * locks at all, or that hardware commits may have written under. */
-        if (c != base && h == _txkit_tls.hsnap && !t->cx.nsubs &&
-            nlog - RSET_MIN <= RSET_MAX - RSET_MIN && ring_valid(t, base, c)) {
+        if (c != base && h == _txkit_tls.hsnap && ring_may_answer(t, nlog) &&
+            ring_valid(t, base, c)) {
             /* valid at c whatever commits after c: the next round checks from c;
              * the work counted: the slots (the index grows with the log) */
             if (TXKIT_UNLIKELY(reval_budget_spent(t, (c - base) / 2)))
@@ -431,7 +437,11 @@ static bool try_extend(tk_thread *t) {
             __atomic_add_fetch(&ring_moves, 1, __ATOMIC_RELAXED);
             base = c;
         } else {
-            if (TXKIT_UNLIKELY(h != _txkit_tls.hsnap) && !t->stm.long_reader && nlog >= RSET_MIN)
+            /* a walk that only hardware commits caused: with them in
+             * software the ring would answer (outside its range it never
+             * does, and sending writers to software would not help) */
+            if (TXKIT_UNLIKELY(h != _txkit_tls.hsnap) && !t->stm.long_reader &&
+                ring_may_answer(t, nlog))
                 long_reader_on(t);
             if (TXKIT_UNLIKELY(reval_budget_spent(t, nlog)))
                 return false;

@@ -59,6 +59,8 @@
  *   long_reader     (auto) while a long software reader that hardware commits
  *                   made walk its read log runs, other transactions run in
  *                   software (their commits then say what they wrote)
+ *   long_reader_huge  the same with a read log beyond the ring's range: the
+ *                   ring would not answer for it, the writer stays in hardware
  *   hw_free         a block freed by a hardware commit waits for the software
  *                   reader that read the pointer to it before that commit
  *                   (hardware commits do not move the clock the limbo tags
@@ -682,9 +684,13 @@ static void cx_privatize(void) { privatize(1); }
  * transaction ran (g_lr_in: that writer's commit, in software, waits for
  * older readers) */
 #define LR_CELLS 2048
-static long g_lr_cells[LR_CELLS + 1];
+/* a log longer than the ring's index takes (stm_norec.c: RSET_MAX entries):
+ * it walks whatever commits, so the writers stay in hardware */
+#define LR_CELLS_HUGE ((1 << 20) + 64)
+static long g_lr_cells[LR_CELLS_HUGE + 1];
 static long g_lr_sum = -1, g_lr_x;
 static atomic_int g_lr_in;
+static int g_lr_n; /* the reader's cells: LR_CELLS or LR_CELLS_HUGE */
 
 static void *long_reader(void *arg) {
     (void)arg;
@@ -692,11 +698,11 @@ static void *long_reader(void *arg) {
     volatile int tries = 0;
     TX_ATOMIC {
         long sum = 0;
-        for (int i = 0; i < LR_CELLS; i++)
+        for (int i = 0; i < g_lr_n; i++)
             sum += TX_LOAD(&g_lr_cells[i]);
         if (++tries == 1)
-            handshake_hw(2);                   /* the writer commits in hardware */
-        sum += TX_LOAD(&g_lr_cells[LR_CELLS]); /* moves the snapshot: a walk */
+            handshake_hw(2);                 /* the writer commits in hardware */
+        sum += TX_LOAD(&g_lr_cells[g_lr_n]); /* moves the snapshot: a walk */
         if (tries == 1) {
             atomic_store(&phase, 3);
             double end = tk_now() + 5.0;
@@ -716,10 +722,13 @@ static __attribute__((noinline)) void lr_write(int say) {
     }
 }
 
-static void long_reader_sw(void) {
+/* huge: the reader's log is beyond the ring's range; the writer that runs
+ * while it waits then stays in hardware. */
+static void long_reader_case(int huge) {
     need_sim("start");
     alarm(30);
-    for (int i = 0; i <= LR_CELLS; i++)
+    g_lr_n = huge ? LR_CELLS_HUGE : LR_CELLS;
+    for (int i = 0; i <= g_lr_n; i++)
         g_lr_cells[i] = 1;
     /* auto shares (no solo mode): another thread ran alone first */
     release_partner(start_partner(one_transaction), 2);
@@ -739,14 +748,23 @@ static void long_reader_sw(void) {
            (unsigned long long)(s2.commits[TXKIT_HTM] - s1.commits[TXKIT_HTM]),
            (unsigned long long)(s2.commits[TXKIT_STM] - s1.commits[TXKIT_STM]),
            (unsigned long long)(s2.commits[TXKIT_SERIAL] - s1.commits[TXKIT_SERIAL]));
-    /* this one's and the reader's, which ended before this one's commit returned */
-    CHECK_EQ(s2.commits[TXKIT_HTM] - s1.commits[TXKIT_HTM], 0);
-    CHECK_EQ(s2.commits[TXKIT_STM] - s1.commits[TXKIT_STM], 2);
+    /* this one's and the reader's, which ended before this one's commit
+     * returned (software); or (huge) this one in hardware, and the reader's,
+     * which it ended, maybe after this count */
+    if (!huge) {
+        CHECK_EQ(s2.commits[TXKIT_HTM] - s1.commits[TXKIT_HTM], 0);
+        CHECK_EQ(s2.commits[TXKIT_STM] - s1.commits[TXKIT_STM], 2);
+    } else {
+        CHECK_EQ(s2.commits[TXKIT_HTM] - s1.commits[TXKIT_HTM], 1);
+    }
     CHECK_EQ(pthread_join(r, NULL), 0);
-    CHECK_EQ(g_lr_sum, LR_CELLS + 1);
+    CHECK_EQ(g_lr_sum, g_lr_n + 1);
     CHECK_EQ(g_lr_x, 3);
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
 }
+
+static void long_reader_sw(void) { long_reader_case(0); }
+static void long_reader_huge(void) { long_reader_case(1); }
 
 int main(int argc, char **argv) {
     static const struct {
@@ -756,6 +774,7 @@ int main(int argc, char **argv) {
                  {"cx_explicit", cx_explicit},
                  {"cx_need_excl", cx_need_excl},
                  {"long_reader", long_reader_sw},
+                 {"long_reader_huge", long_reader_huge},
                  {"cx_tx_irr", cx_tx_irr},
                  {"cx_busy", cx_busy},
                  {"mutex_explicit", mutex_explicit},
