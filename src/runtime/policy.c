@@ -137,6 +137,12 @@ void tk_htm_policy(tk_thread *t, int cause) {
     }
 }
 
+/* Set a site's flag once (a load first: the line stays shared once set). */
+static void site_mark(txkit_site_t *site, unsigned flag) {
+    if (site && !(__atomic_load_n(&site->flags, __ATOMIC_RELAXED) & flag))
+        __atomic_fetch_or(&site->flags, flag, __ATOMIC_RELAXED);
+}
+
 /* A software attempt of the site committed having written TK_BIG_WRITES
  * words or more (the caller checks): it paid software TM's per-store cost (a logged store, a validation of all it
  * read at commit) that many times: several times the transaction's own work,
@@ -145,10 +151,7 @@ void tk_htm_policy(tk_thread *t, int cause) {
  * slower at 2 threads than serially). From then on auto runs the site
  * serially where it would have chosen software TM (hardware first, as
  * before). Set once: sites this big stay big. */
-void tk_policy_big_writes(txkit_site_t *site) {
-    if (site && !(__atomic_load_n(&site->flags, __ATOMIC_RELAXED) & TK_SITE_FLAG_SERIAL))
-        __atomic_fetch_or(&site->flags, TK_SITE_FLAG_SERIAL, __ATOMIC_RELAXED);
-}
+void tk_policy_big_writes(txkit_site_t *site) { site_mark(site, TK_SITE_FLAG_SERIAL); }
 
 /* Long sites (TK_SITE_FLAG_LONG). A software attempt that reads thousands
  * of words pays a logged read for each and walks its log at commit and
@@ -168,10 +171,7 @@ void tk_policy_big_writes(txkit_site_t *site) {
 #define LONG_EXPLORE 64
 #define COST_UNIT_SHIFT 4
 
-void tk_policy_long_reads(txkit_site_t *site) {
-    if (site && !(__atomic_load_n(&site->flags, __ATOMIC_RELAXED) & TK_SITE_FLAG_LONG))
-        __atomic_fetch_or(&site->flags, TK_SITE_FLAG_LONG, __ATOMIC_RELAXED);
-}
+void tk_policy_long_reads(txkit_site_t *site) { site_mark(site, TK_SITE_FLAG_LONG); }
 
 _Static_assert(sizeof(void *) == sizeof(uint64_t), "site->priv holds both averages");
 static uint64_t cost_load(txkit_site_t *site) {
@@ -209,11 +209,9 @@ bool tk_policy_long_serial(tk_thread *t, txkit_site_t *site) {
 void tk_policy_long_commit(tk_thread *t) {
     uint64_t units = (tk_rdtsc() - t->ctl.cost_tsc) >> COST_UNIT_SHIFT;
     t->ctl.cost_tsc = 0;
-    txkit_site_t *site = t->ctl.site;
-    if (!site)
-        return;
+    txkit_site_t *site = t->ctl.site; /* the one tk_policy_long_serial timed */
     if (units == 0)
-        units = 1;
+        units = 1; /* 0 means no sample yet */
     if (units > UINT32_MAX)
         units = UINT32_MAX;
     uint64_t w = cost_load(site);
@@ -221,9 +219,7 @@ void tk_policy_long_commit(tk_thread *t) {
     uint64_t old = (w >> shift) & UINT32_MAX;
     if (old && units > 2 * old)
         units = 2 * old; /* one preempted run moves the average by a quarter at most */
-    uint64_t avg = old ? old - old / 4 + units / 4 : units; /* weight 1/4 for the newest */
-    if (avg == 0)
-        avg = 1;
+    uint64_t avg = old ? old - old / 4 + units / 4 : units; /* weight 1/4 for the newest; >= 1 */
     w = (w & ~((uint64_t)UINT32_MAX << shift)) | (avg << shift);
     cost_store(site, w);
 }

@@ -7,14 +7,12 @@
  * GCC's libitm, which runs such transactions serially.
  *
  * Run with TXKIT_METHOD=auto TXKIT_RTM=off (CMake sets them), pinned to one
- * CPU (it runs itself again so, see main): every attempt
- * that does not run alone is software TM or serial. A companion thread keeps
- * committing small transactions (one per 20 us), so the main thread never runs
- * alone. The
- * main thread runs, in turns:
- *  - scan:  reads SCAN words (16384 >= 1024) and sums them, with a little
- *           arithmetic per word: a logged read costs several times a plain
- *           one, more than the 2 CPUs a serial run can idle;
+ * CPU (it runs itself again so, see main): every attempt that does not run
+ * alone is software TM or serial. A companion thread keeps committing small
+ * transactions (one per 20 us), so the main thread never runs alone. The main
+ * thread runs, in turns:
+ *  - scan:  reads SCAN words (16384 >= 1024) and sums them: a logged read
+ *           costs several times a plain one;
  *  - short: reads SHORT words (1000 < 1024).
  * Each notes whether its committed attempt ran software TM (TXKIT_ACC_LOAD:
  * the software read barrier) or not (serial).
@@ -86,8 +84,8 @@ int main(int argc, char **argv) {
             want_short += arr[i];
     }
     struct tk_companion comp;
-    tk_companion_start(&comp,
-                       20); /* not preempted in its commits, which a serial begin waits for */
+    /* paced: not preempted in its commits, which a serial begin waits for */
+    tk_companion_start(&comp, 20);
     static int scan_sw[ROUNDS], short_sw[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
         long before = tk_companion_commits(&comp);
