@@ -32,13 +32,27 @@ static bool try_take_clock(tk_thread *t) {
  * order: a FIFO handoff to a waiter that is not running stalls everyone
  * behind it when threads outnumber CPUs (4 serial threads on 2 CPUs under
  * load: 10x slower), and an announced waiter already stops the newcomers. */
+#define DRAIN_NS 20000 /* how long a serial attempt waits for the readers to finish, at most */
+
+/* Announced (no new software attempt begins), let those running finish, for
+ * DRAIN_NS at most: they may wait for something this thread holds. */
+static void drain_readers(tk_thread *t) {
+    double npt = tk_ns_per_tick_known(); /* before calibration: a 3 GHz guess */
+    uint64_t end = tk_rdtsc() + (uint64_t)(DRAIN_NS / (npt > 0 ? npt : 1.0 / 3.0));
+    while (!tk_no_software_readers(t) && tk_rdtsc() < end)
+        tk_cpu_relax();
+}
+
 static int serial_begin(tk_thread *t) {
     t->ctl.irrevocable = 0;
-    tk_irr_release(t); /* if we held it: serial excludes everyone anyway, and
+    tk_irr_release(t);                      /* if we held it: serial excludes everyone anyway, and
                         * a serial one queued before us may wait for it */
-    if (__atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED) == 0 && try_take_clock(t))
+    bool drain = tk_policy_serial_drain(t); /* to run without barriers (policy.c) */
+    if (!drain && __atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED) == 0 && try_take_clock(t))
         return TK_OK;
     __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_SEQ_CST);
+    if (drain)
+        drain_readers(t);
     while (!try_take_clock(t))
         tk_wait_clock_even();
     __atomic_sub_fetch(&tk_g.serial_pending, 1, __ATOMIC_RELAXED);

@@ -268,6 +268,9 @@ enum tk_kind {
 /* its stores under htm do not set _txkit_tls.wrote (gcc's uninstrumented
  * path): every hardware commit of it counts as a writing one (htm.c) */
 #define TK_CODE_UNTRACKED_WRITES 4u
+/* a serial attempt may run a copy of it without barriers, irrevocable (gcc's
+ * uninstrumented code, pr_hasNoAbort): itm.c, uninstrumented_ok */
+#define TK_CODE_PLAIN_SERIAL 8u
 
 /* txkit_site_t.flags bits (runtime-private). */
 #define TK_SITE_FLAG_ITM 1u /* a gcc -fgnu-tm call site, key = return address */

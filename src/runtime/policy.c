@@ -47,10 +47,13 @@ void tk_policy_hw_commit(txkit_site_t *site) {
  * loses more per retry than running in software or alone costs: it stops
  * after two. Counted in time, not in attempts, so that both kinds get what
  * suits them. */
+static double ns_per_tick(void) {
+    double npt = tk_ns_per_tick_known(); /* before calibration: a 3 GHz guess */
+    return npt > 0 ? npt : 1.0 / 3.0;
+}
 static bool htm_budget_spent(tk_thread *t) {
     t->ctl.htm_lost += tk_rdtsc() - t->ctl.attempt_tsc;
-    double npt = tk_ns_per_tick_known(); /* before calibration: a 3 GHz guess */
-    return (double)t->ctl.htm_lost * (npt > 0 ? npt : 1.0 / 3.0) >= 1000.0 * tk_cfg.htm_retry_us;
+    return (double)t->ctl.htm_lost * ns_per_tick() >= 1000.0 * tk_cfg.htm_retry_us;
 }
 
 /* After a hardware abort: decide how the next attempt differs. */
@@ -167,8 +170,17 @@ void tk_policy_big_writes(txkit_site_t *site) { site_mark(site, TK_SITE_FLAG_SER
  * 16 ticks), and runs serially where that costs less than software TM divided
  * by the CPUs it idles (running threads, at most the CPUs). One transaction in
  * LONG_EXPLORE runs the method not chosen, so that both averages follow the
- * program. Racy updates by several threads only lose a sample. */
+ * program. Racy updates by several threads only lose a sample.
+ * With RTM, hardware goes first; when it fails a long transaction (a
+ * conflict after thousands of reads, an interrupt, its retry budget spent:
+ * bayes lost a quarter of its threads' time so), and its transactions take
+ * LONG_HW_SKIP_NS or more in software, the site's next ones skip hardware as
+ * after a capacity abort: one, then twice as many each time it recurs, at
+ * most SITE_HTM_SKIP; a hardware commit starts over. (A short site marked
+ * long by a rare long transaction, genome's dedup, kept failing now and then
+ * and lost a third of its hardware commits to the skips.) */
 #define LONG_EXPLORE 64
+#define LONG_HW_SKIP_NS 20000.0 /* software's average above which failed hardware is skipped */
 #define COST_UNIT_SHIFT 4
 
 void tk_policy_long_reads(txkit_site_t *site) { site_mark(site, TK_SITE_FLAG_LONG); }
@@ -186,6 +198,13 @@ bool tk_policy_long_serial(tk_thread *t, txkit_site_t *site) {
         return t->ctl.cost_serial;
     uint64_t w = cost_load(site);
     uint64_t sw = (uint32_t)w, ser = w >> 32;
+    /* Hardware failed this one (t->ctl.m: the last attempt's method), and
+     * the site's transactions are long (software's average): its next ones
+     * skip hardware, as after a capacity abort (once per failure). */
+    if (t->ctl.attempts > 0 && tk_method_has(t->ctl.m, TK_CAP_HARDWARE) &&
+        (double)(sw << COST_UNIT_SHIFT) * ns_per_tick() >= LONG_HW_SKIP_NS &&
+        !(__atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED) & TK_SKIP_LEFT))
+        site_skip_htm(site);
     bool serial;
     if (sw == 0)
         serial = false; /* software's cost first, */
@@ -222,6 +241,14 @@ void tk_policy_long_commit(tk_thread *t) {
     uint64_t avg = old ? old - old / 4 + units / 4 : units; /* weight 1/4 for the newest; >= 1 */
     w = (w & ~((uint64_t)UINT32_MAX << shift)) | (avg << shift);
     cost_store(site, w);
+}
+
+bool tk_policy_serial_drain(tk_thread *t) {
+    return (t->ctl.code & TK_CODE_PLAIN_SERIAL) && t->ctl.site &&
+           (__atomic_load_n(&t->ctl.site->flags, __ATOMIC_RELAXED) &
+            (TK_SITE_FLAG_SERIAL | TK_SITE_FLAG_LONG)) &&
+           __atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) && tk_thread_count() > 1 &&
+           !tk_no_software_readers(t);
 }
 
 /* Serial is the last resort: a transaction gets at most TK_FAULT_SERIAL_MAX

@@ -45,6 +45,11 @@ TK_HIDDEN bool tk_policy_long_serial(tk_thread *t, txkit_site_t *site);
 /* The timed transaction of a long site committed: its cost goes into the
  * site's average for the method chosen (t->ctl.cost_tsc set). Owner thread. */
 TK_HIDDEN void tk_policy_long_commit(tk_thread *t);
+/* A serial attempt is about to take the clock: should it first let the
+ * software attempts now running finish (new ones wait: serial_pending), so
+ * that it may run code without barriers (TK_CODE_PLAIN_SERIAL)? For the
+ * long and big sites, whose serial runs pay most for barriers. Owner thread. */
+TK_HIDDEN bool tk_policy_serial_drain(tk_thread *t);
 /* Whether to inject an abort into t's next attempt, of method (its thread only). */
 TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);
 #define TK_FAULT_SERIAL_MAX 8u
