@@ -61,6 +61,11 @@
  *                   software (their commits then say what they wrote)
  *   long_reader_huge  the same with a read log beyond the ring's range: the
  *                   ring would not answer for it, the writer stays in hardware
+ *   long_hw_skip    (auto) a long site (1024 words read or more in software)
+ *                   whose software runs take 20 us or more: when hardware
+ *                   fails one of its transactions (a conflict, the retry
+ *                   budget of 1 spent: TXKIT_HTM_RETRIES=1), its next ones
+ *                   skip hardware as after a capacity abort (1, then 2, ...)
  *   hw_free         a block freed by a hardware commit waits for the software
  *                   reader that read the pointer to it before that commit
  *                   (hardware commits do not move the clock the limbo tags
@@ -310,6 +315,48 @@ static __attribute__((noinline)) char one_site_tx(void) {
     return s1.commits[TXKIT_HTM] != s0.commits[TXKIT_HTM]   ? 'H'
            : s1.commits[TXKIT_STM] != s0.commits[TXKIT_STM] ? 'S'
                                                             : 'X';
+}
+
+/* long_hw_skip: one site that reads LH_WORDS words and takes LH_SPIN_S. */
+#define LH_WORDS 2048
+#define LH_SPIN_S 60e-6
+static long g_lh_words[LH_WORDS];
+
+static __attribute__((noinline)) char long_site_tx(void) {
+    tx_stats_t s0 = tk_stats();
+    TX_ATOMIC {
+        long sum = 0;
+        for (int i = 0; i < LH_WORDS; i++)
+            sum += TX_LOAD(&g_lh_words[i]);
+        double end = tk_now() + LH_SPIN_S;
+        while (tk_now() < end)
+            ;
+        TX_STORE(&g_value, TX_LOAD(&g_value) + 1 + sum);
+    }
+    tx_stats_t s1 = tk_stats();
+    return s1.commits[TXKIT_HTM] != s0.commits[TXKIT_HTM]         ? 'H'
+           : s1.commits[TXKIT_STM] != s0.commits[TXKIT_STM]       ? 'S'
+           : s1.commits[TXKIT_SERIAL] != s0.commits[TXKIT_SERIAL] ? 'L'
+                                                                  : 'X';
+}
+
+static void long_hw_skip(void) {
+    need_sim("start");
+    pthread_t th = start_partner(one_transaction);
+    char got[16] = {0};
+    /* 1: capacity, software (marks the site long); 2: skips hardware (the
+     * capacity skip); 3: a conflict ends hardware (1 retry), software or
+     * serial, and the site skips hardware twice (the skip doubled); 6:
+     * hardware. Before: the 4th ran in hardware. */
+    CHECK_EQ(txkit_sim_rtm_script("capacity,conflict,start"), 0);
+    for (int i = 0; i < 7; i++)
+        got[i] = long_site_tx();
+    printf("    methods: %s (H hardware, S software, L serial)\n", got);
+    for (int i = 0; i < 7; i++)
+        CHECK_MSG((got[i] == 'H') == (i >= 5), "methods %s: hardware at the 6th and 7th only", got);
+    CHECK_EQ(g_value, 8); /* the partner's and these */
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+    release_partner(th, 2);
 }
 
 /* A capacity abort makes its site skip hardware for its next transaction;
@@ -781,6 +828,7 @@ int main(int argc, char **argv) {
                  {"htm_restart", htm_restart},
                  {"status_zero", status_zero},
                  {"capacity_skip", capacity_skip},
+                 {"long_hw_skip", long_hw_skip},
                  {"hw_express", hw_express},
                  {"retry_budget", retry_budget},
                  {"irr_reader", irr_reader},
