@@ -247,8 +247,7 @@ bool tk_policy_serial_drain(tk_thread *t) {
     return (t->ctl.code & TK_CODE_PLAIN_SERIAL) && t->ctl.site &&
            (__atomic_load_n(&t->ctl.site->flags, __ATOMIC_RELAXED) &
             (TK_SITE_FLAG_SERIAL | TK_SITE_FLAG_LONG)) &&
-           __atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) && tk_thread_count() > 1 &&
-           !tk_no_software_readers(t);
+           __atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) && tk_thread_count() > 1;
 }
 
 /* Serial is the last resort: a transaction gets at most TK_FAULT_SERIAL_MAX

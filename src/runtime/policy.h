@@ -48,7 +48,10 @@ TK_HIDDEN void tk_policy_long_commit(tk_thread *t);
 /* A serial attempt is about to take the clock: should it first let the
  * software attempts now running finish (new ones wait: serial_pending), so
  * that it may run code without barriers (TK_CODE_PLAIN_SERIAL)? For the
- * long and big sites, whose serial runs pay most for barriers. Owner thread. */
+ * long and big sites, whose serial runs pay most for barriers; whether or
+ * not one runs now (a look first let one begin between it and the clock's
+ * CAS: a third of abi.serial_plain's runs took the instrumented code).
+ * Owner thread. */
 TK_HIDDEN bool tk_policy_serial_drain(tk_thread *t);
 /* Whether to inject an abort into t's next attempt, of method (its thread only). */
 TK_HIDDEN bool tk_fault_hit(tk_thread *t, int method);

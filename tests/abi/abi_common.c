@@ -300,6 +300,16 @@ void abi_count_attempt(void) { __atomic_fetch_add(&attempt_count, 1, __ATOMIC_RE
 
 uint64_t abi_attempts(void) { return __atomic_load_n(&attempt_count, __ATOMIC_RELAXED); }
 
+static long plain_marks, wrapped_marks;
+__attribute__((noinline)) void abi_code_mark(void) {
+    __atomic_fetch_add(&plain_marks, 1, __ATOMIC_RELAXED);
+}
+__attribute__((noinline)) void abi_code_mark_tm(void) {
+    __atomic_fetch_add(&wrapped_marks, 1, __ATOMIC_RELAXED);
+}
+long abi_plain_marks(void) { return __atomic_load_n(&plain_marks, __ATOMIC_RELAXED); }
+long abi_wrapped_marks(void) { return __atomic_load_n(&wrapped_marks, __ATOMIC_RELAXED); }
+
 size_t abi_heap_in_use(void) {
     struct mallinfo2 mi = mallinfo2();
     return mi.uordblks + mi.hblkhd;

@@ -98,6 +98,15 @@ ABI_PURE int abi_in_hardware(void);
 ABI_PURE void abi_count_attempt(void);
 uint64_t abi_attempts(void);
 
+/* Which of gcc's code a block ran: call abi_code_mark() in it. Its
+ * uninstrumented code calls the plain function, its instrumented code the
+ * wrapper (transaction_wrap), which counts without instrumentation
+ * (transaction_pure). The counts since the start (not transactional). */
+void abi_code_mark(void);
+void abi_code_mark_tm(void) __attribute__((transaction_pure, transaction_wrap(abi_code_mark)));
+long abi_plain_marks(void);
+long abi_wrapped_marks(void);
+
 /* Bytes the heap has handed out and not taken back (mallinfo2: all arenas,
  * mmapped blocks included). For leak checks around a loop. */
 size_t abi_heap_in_use(void);

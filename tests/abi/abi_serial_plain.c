@@ -12,7 +12,7 @@
  * the clock with no software attempt running, runs gcc's code without
  * barriers (itm.c, uninstrumented_ok), as GCC's libitm runs its serial
  * (serialirr) transactions. Check "serial_uninstrumented": of the big blocks
- * after the first few, most call the plain big_mark() (uninstrumented code)
+ * after the first few, most call the plain abi_code_mark() (uninstrumented code)
  * rather than its transaction_wrap wrapper (instrumented code). Before, every
  * serial run took the instrumented code while any software attempt had ever
  * run (bayes at 2 threads: its long tasks 1.7x slower, labyrinth's routes
@@ -35,24 +35,13 @@
 
 static long big[BIG];
 static long small_count;
-static int stop;                        /* not transactional: the main thread sets it */
-static long plain_marks, wrapped_marks; /* not transactional: counts only */
-
-/* The plain function, called by the uninstrumented code; its wrapper,
- * called instead by the instrumented code (transaction_wrap), which counts
- * without instrumentation (transaction_pure). */
-__attribute__((noinline)) void big_mark(void);
-void big_mark(void) { __atomic_fetch_add(&plain_marks, 1, __ATOMIC_RELAXED); }
-void big_mark_tm(void) __attribute__((transaction_pure, transaction_wrap(big_mark)));
-__attribute__((noinline)) void big_mark_tm(void) {
-    __atomic_fetch_add(&wrapped_marks, 1, __ATOMIC_RELAXED);
-}
+static int stop; /* not transactional: the main thread sets it */
 
 __attribute__((noinline)) static void big_block(void) {
     __transaction_atomic {
         for (int i = 0; i < BIG; i++)
             big[i]++;
-        big_mark();
+        abi_code_mark();
     }
 }
 
@@ -93,10 +82,10 @@ int main(int argc, char **argv) {
     long plain_before = 0;
     for (long i = 0; i < n; i++) {
         if (i == WARMUP)
-            plain_before = __atomic_load_n(&plain_marks, __ATOMIC_RELAXED);
+            plain_before = abi_plain_marks();
         big_block();
     }
-    long plain = __atomic_load_n(&plain_marks, __ATOMIC_RELAXED) - plain_before;
+    long plain = abi_plain_marks() - plain_before;
     __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
     CHECK_EQ(pthread_join(th, NULL), 0);
     printf("INFO abi_serial_plain: %ld big blocks beside %ld small ones; of the last %ld, %ld "
@@ -108,7 +97,7 @@ int main(int argc, char **argv) {
         exact &= big[i] == n;
     ABI_EXPECT("big_exact", exact, "a big block lost or repeated");
     ABI_EXPECT("small_exact", small_count == nsmall, "a small block lost or repeated");
-    ABI_EXPECT("marks", plain_marks + wrapped_marks >= n, "a block without its call");
+    ABI_EXPECT("marks", abi_plain_marks() + abi_wrapped_marks() >= n, "a block without its call");
     ABI_EXPECT("serial_uninstrumented", !expect || 2 * plain >= n - WARMUP,
                "the serial runs took the instrumented code");
     abi_summary("big_exact=%d small_exact=%d", exact, small_count == nsmall);

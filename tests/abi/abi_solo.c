@@ -15,7 +15,7 @@
  * software transaction when it parked it: its blocks then run gcc's
  * uninstrumented code, as libitm runs a lone thread's (serialirr), whose
  * free() needs no reader to wait for. Check "solo_uninstrumented": a call of
- * solo_mark() inside the block reaches the plain function (uninstrumented
+ * abi_code_mark() inside the block reaches the plain function (uninstrumented
  * code) rather than its transaction_wrap wrapper (the instrumented code),
  * within 10 s of running alone. Before, txkit ran the instrumented code with
  * do-nothing barriers for as long as the idle thread lived.
@@ -36,17 +36,6 @@
 
 static long counter, frees;
 static long *slot[2];
-static long plain_marks, wrapped_marks; /* not transactional: counts only */
-
-/* The plain function, called by the uninstrumented code; its wrapper,
- * called instead by the instrumented code (transaction_wrap), which counts
- * without instrumentation (transaction_pure). */
-__attribute__((noinline)) void solo_mark(void);
-void solo_mark(void) { __atomic_fetch_add(&plain_marks, 1, __ATOMIC_RELAXED); }
-void solo_mark_tm(void) __attribute__((transaction_pure, transaction_wrap(solo_mark)));
-__attribute__((noinline)) void solo_mark_tm(void) {
-    __atomic_fetch_add(&wrapped_marks, 1, __ATOMIC_RELAXED);
-}
 
 __attribute__((noinline)) static void block(int who) {
     __transaction_atomic {
@@ -60,7 +49,7 @@ __attribute__((noinline)) static void block(int who) {
             slot[who] = p;
         }
         counter++;
-        solo_mark();
+        abi_code_mark();
     }
 }
 
@@ -128,18 +117,16 @@ int main(int argc, char **argv) {
         usleep(1000);
 
     set_phase(2); /* alone, the other thread alive and idle */
-    long before = __atomic_load_n(&plain_marks, __ATOMIC_RELAXED);
+    long before = abi_plain_marks();
     double t0 = now_s();
     long alone = 0;
     do {
         for (long i = 0; i < 1000; i++)
             block(0);
         alone += 1000;
-    } while (alone < per_phase ||
-             (expect && __atomic_load_n(&plain_marks, __ATOMIC_RELAXED) == before &&
-              now_s() - t0 < 10.0));
+    } while (alone < per_phase || (expect && abi_plain_marks() == before && now_s() - t0 < 10.0));
     want += alone;
-    long plain_alone = __atomic_load_n(&plain_marks, __ATOMIC_RELAXED) - before;
+    long plain_alone = abi_plain_marks() - before;
     printf("INFO abi_solo: alone %ld blocks in %.3f s, %ld of them uninstrumented\n", alone,
            now_s() - t0, plain_alone);
     ABI_EXPECT("solo_uninstrumented", !expect || plain_alone > 0,
@@ -153,7 +140,8 @@ int main(int argc, char **argv) {
 
     ABI_EXPECT("counter", counter == want, "lost or repeated blocks");
     ABI_EXPECT("frees", frees == want - 2, "a free lost or repeated");
-    ABI_EXPECT("marks", plain_marks + wrapped_marks >= want, "a block without its call");
+    ABI_EXPECT("marks", abi_plain_marks() + abi_wrapped_marks() >= want,
+               "a block without its call");
     free(slot[0]);
     free(slot[1]);
     abi_summary("counter_exact=%d frees_exact=%d", counter == want, frees == want - 2);
