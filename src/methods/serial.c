@@ -26,12 +26,6 @@ static bool try_take_clock(tk_thread *t) {
     return true;
 }
 
-/* Uncontended: one atomic. Contended: announce ourselves, so that no new
- * software attempt begins (stm_begin) and no newcomer takes the fast path,
- * then compete with the other announced ones for the clock. Not in ticket
- * order: a FIFO handoff to a waiter that is not running stalls everyone
- * behind it when threads outnumber CPUs (4 serial threads on 2 CPUs under
- * load: 10x slower), and an announced waiter already stops the newcomers. */
 #define DRAIN_NS 20000 /* how long a serial attempt waits for the readers to finish, at most */
 
 /* Announced (no new software attempt begins), let those running finish, for
@@ -43,11 +37,20 @@ static void drain_readers(tk_thread *t) {
         tk_cpu_relax();
 }
 
+/* Uncontended: one atomic. Contended: announce ourselves, so that no new
+ * software attempt begins (stm_begin) and no newcomer takes the fast path,
+ * then compete with the other announced ones for the clock. Not in ticket
+ * order: a FIFO handoff to a waiter that is not running stalls everyone
+ * behind it when threads outnumber CPUs (4 serial threads on 2 CPUs under
+ * load: 10x slower), and an announced waiter already stops the newcomers.
+ * An attempt that would run gcc's code without barriers announces itself
+ * and drains the readers first (policy.c: tk_policy_serial_drain). */
 static int serial_begin(tk_thread *t) {
     t->ctl.irrevocable = 0;
-    tk_irr_release(t);                      /* if we held it: serial excludes everyone anyway, and
-                        * a serial one queued before us may wait for it */
-    bool drain = tk_policy_serial_drain(t); /* to run without barriers (policy.c) */
+    /* if we held it: serial excludes everyone anyway, and a serial one
+     * queued before us may wait for it */
+    tk_irr_release(t);
+    bool drain = tk_policy_serial_drain(t);
     if (!drain && __atomic_load_n(&tk_g.serial_pending, __ATOMIC_RELAXED) == 0 && try_take_clock(t))
         return TK_OK;
     __atomic_add_fetch(&tk_g.serial_pending, 1, __ATOMIC_SEQ_CST);
