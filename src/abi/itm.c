@@ -103,16 +103,12 @@ static uint64_t next_txid_block;
  * commit freed: abi.hw.free_hw). A lone thread on its parked clock knows
  * too: no reader was running when it parked it (solo_clean) and none can
  * begin before it lets go (abi.solo). So does an attempt that holds the
- * clock (serial) and sees no software attempt running (holds_clock): one
+ * clock (serial) and sees no software attempt running (tk_holds_clock): one
  * that begins now waits for an even clock before its first read (stm_begin;
  * the clock's locked CAS and the epoch's exchange order the two sides), so
  * what the code frees cannot be reached by a reader; bayes at 2 threads ran
  * its long serial tasks instrumented, 1.7x slower. Owner thread, inside the
  * attempt. */
-static inline bool holds_clock(const tk_thread *t) {
-    return (t->ctl.m->caps & TK_CAP_EXCLUSIVE) &&
-           __atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == t->serial_clock;
-}
 static inline bool uninstrumented_ok(const tk_thread *t, uint32_t props) {
     if (!(props & TK_PR_UNINSTRUMENTED))
         return false;
@@ -121,7 +117,8 @@ static inline bool uninstrumented_ok(const tk_thread *t, uint32_t props) {
     if (t->ctl.m->caps & TK_CAP_HARDWARE) /* (hardware runs only in hybrid mode) */
         return __atomic_load_n(&tk_g.sw_active, __ATOMIC_RELAXED) == 0;
     return !__atomic_load_n(&tk_g.stm_started, __ATOMIC_RELAXED) || tk_thread_count() <= 1 ||
-           (t->solo_clean && tk_solo_parked_by(t)) || (holds_clock(t) && tk_no_software_readers(t));
+           (t->solo_clean && tk_solo_parked_by(t)) ||
+           (tk_holds_clock(t) && tk_no_software_readers(t));
 }
 
 /* gcc's code of props p, run by a serial attempt, runs without barriers:

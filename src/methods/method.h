@@ -87,6 +87,13 @@ extern const struct tk_method *const tk_method_table[TK_NMETHODS_ALL] TK_HIDDEN;
 static inline bool tk_method_has(const struct tk_method *m, unsigned cap) {
     return m && (m->caps & cap);
 }
+/* Does t's attempt hold the clock itself (an exclusive method's: serial.c,
+ * glock.c install serial_clock)? Owner thread; or, as fork's prepare handler
+ * asks, the forking thread about itself. */
+static inline bool tk_holds_clock(const tk_thread *t) {
+    return tk_method_has(t->ctl.m, TK_CAP_EXCLUSIVE) &&
+           __atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == t->serial_clock;
+}
 /* The running method's store, tk_undo_store inline when the access bits say
  * so (TK_ACC_UNDO_STORE), software TM's inline buffered store when it may
  * (TXKIT_ACC_BUFSTORE). Owner thread, inside an attempt, t not doomed. */

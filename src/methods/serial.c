@@ -31,8 +31,7 @@ static bool try_take_clock(tk_thread *t) {
 /* Announced (no new software attempt begins), let those running finish, for
  * DRAIN_NS at most: they may wait for something this thread holds. */
 static void drain_readers(tk_thread *t) {
-    double npt = tk_ns_per_tick_known(); /* before calibration: a 3 GHz guess */
-    uint64_t end = tk_rdtsc() + (uint64_t)(DRAIN_NS / (npt > 0 ? npt : 1.0 / 3.0));
+    uint64_t end = tk_rdtsc() + (uint64_t)(DRAIN_NS / tk_ns_per_tick_guess());
     while (!tk_no_software_readers(t) && tk_rdtsc() < end)
         tk_cpu_relax();
 }

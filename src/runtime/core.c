@@ -185,10 +185,13 @@ uint64_t tk_rand(tk_thread *t) {
     return x * 0x2545f4914f6cdd1dull;
 }
 
-void tk_spin_ns(uint64_t ns) {
+double tk_ns_per_tick_guess(void) {
     double npt = tk_ns_per_tick_known();
-    /* Before the calibration (the first 10 ms): a 3 GHz TSC, a fair guess. */
-    uint64_t ticks = (uint64_t)((double)ns / (npt > 0 ? npt : 1.0 / 3.0));
+    return npt > 0 ? npt : 1.0 / 3.0;
+}
+
+void tk_spin_ns(uint64_t ns) {
+    uint64_t ticks = (uint64_t)((double)ns / tk_ns_per_tick_guess());
     uint64_t start = tk_rdtsc();
     while (tk_rdtsc() - start < ticks)
         tk_cpu_relax();

@@ -258,6 +258,9 @@ TK_HIDDEN void tk_spin_ns(uint64_t ns);
 /* TSC ticks to ns, measured once against CLOCK_MONOTONIC (any thread). */
 TK_HIDDEN double tk_ns_per_tick(void);
 TK_HIDDEN double tk_ns_per_tick_known(void); /* 0 until calibrated; never waits */
+/* tk_ns_per_tick_known, or before the calibration (the first 10 ms) a 3 GHz
+ * TSC's, a fair guess: for bounds in time on paths that must not wait. */
+TK_HIDDEN double tk_ns_per_tick_guess(void);
 /* Nanoseconds since the library was loaded (any thread). */
 TK_HIDDEN uint64_t tk_uptime_ns(void);
 

@@ -47,13 +47,9 @@ void tk_policy_hw_commit(txkit_site_t *site) {
  * loses more per retry than running in software or alone costs: it stops
  * after two. Counted in time, not in attempts, so that both kinds get what
  * suits them. */
-static double ns_per_tick(void) {
-    double npt = tk_ns_per_tick_known(); /* before calibration: a 3 GHz guess */
-    return npt > 0 ? npt : 1.0 / 3.0;
-}
 static bool htm_budget_spent(tk_thread *t) {
     t->ctl.htm_lost += tk_rdtsc() - t->ctl.attempt_tsc;
-    return (double)t->ctl.htm_lost * ns_per_tick() >= 1000.0 * tk_cfg.htm_retry_us;
+    return (double)t->ctl.htm_lost * tk_ns_per_tick_guess() >= 1000.0 * tk_cfg.htm_retry_us;
 }
 
 /* After a hardware abort: decide how the next attempt differs. */
@@ -202,7 +198,7 @@ bool tk_policy_long_serial(tk_thread *t, txkit_site_t *site) {
      * the site's transactions are long (software's average): its next ones
      * skip hardware, as after a capacity abort (once per failure). */
     if (t->ctl.attempts > 0 && tk_method_has(t->ctl.m, TK_CAP_HARDWARE) &&
-        (double)(sw << COST_UNIT_SHIFT) * ns_per_tick() >= LONG_HW_SKIP_NS &&
+        (double)(sw << COST_UNIT_SHIFT) * tk_ns_per_tick_guess() >= LONG_HW_SKIP_NS &&
         !(__atomic_load_n(&site->htm_fail, __ATOMIC_RELAXED) & TK_SKIP_LEFT))
         site_skip_htm(site);
     bool serial;

@@ -123,10 +123,7 @@ static uint64_t fork_clock;
 static tk_thread *fork_orphans; /* the parent's other threads, in a child */
 
 /* Does t hold the clock itself (a serial attempt is running)? */
-static bool holds_clock(const tk_thread *t) {
-    return t && _txkit_tls.depth && tk_method_has(t->ctl.m, TK_CAP_EXCLUSIVE) &&
-           __atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) == t->serial_clock;
-}
+static bool holds_clock(const tk_thread *t) { return t && _txkit_tls.depth && tk_holds_clock(t); }
 
 static void fork_prepare(void) {
     /* No descriptor is made here: that allocates (pthread_getattr_np reads

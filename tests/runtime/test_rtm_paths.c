@@ -307,14 +307,21 @@ static void status_zero(void) {
     release_partner(th, 2);
 }
 
+/* Which method committed the one transaction between statistics s0 and s1:
+ * H hardware, S software, L serial, X none. */
+static char committed_by(const tx_stats_t *s0, const tx_stats_t *s1) {
+    return s1->commits[TXKIT_HTM] != s0->commits[TXKIT_HTM]         ? 'H'
+           : s1->commits[TXKIT_STM] != s0->commits[TXKIT_STM]       ? 'S'
+           : s1->commits[TXKIT_SERIAL] != s0->commits[TXKIT_SERIAL] ? 'L'
+                                                                    : 'X';
+}
+
 /* One transaction of one site; which method committed it (the statistics). */
 static __attribute__((noinline)) char one_site_tx(void) {
     tx_stats_t s0 = tk_stats();
     increment();
     tx_stats_t s1 = tk_stats();
-    return s1.commits[TXKIT_HTM] != s0.commits[TXKIT_HTM]   ? 'H'
-           : s1.commits[TXKIT_STM] != s0.commits[TXKIT_STM] ? 'S'
-                                                            : 'X';
+    return committed_by(&s0, &s1);
 }
 
 /* long_hw_skip: one site that reads LH_WORDS words and takes LH_SPIN_S. */
@@ -334,10 +341,7 @@ static __attribute__((noinline)) char long_site_tx(void) {
         TX_STORE(&g_value, TX_LOAD(&g_value) + 1 + sum);
     }
     tx_stats_t s1 = tk_stats();
-    return s1.commits[TXKIT_HTM] != s0.commits[TXKIT_HTM]         ? 'H'
-           : s1.commits[TXKIT_STM] != s0.commits[TXKIT_STM]       ? 'S'
-           : s1.commits[TXKIT_SERIAL] != s0.commits[TXKIT_SERIAL] ? 'L'
-                                                                  : 'X';
+    return committed_by(&s0, &s1);
 }
 
 static void long_hw_skip(void) {
