@@ -874,7 +874,7 @@ static __attribute__((noinline)) int stm_begin_general(tk_thread *t) {
         __atomic_store_n(&tk_g.stm_started, 1, __ATOMIC_SEQ_CST);
     if (!tk_g.hybrid)
         stm_plain = 1;
-    (void)__atomic_exchange_n(t->epoch, 1, __ATOMIC_SEQ_CST); /* a full fence: see stm_begin */
+    tk_epoch_enter(t); /* we run, before our first shared read */
     begin_snapshot(t);
     begin_hsnap(t);
     /* Holding the token (taken before this attempt, see stm_make_irrevocable),
@@ -903,10 +903,8 @@ static int stm_begin(tk_thread *t) {
     if (TXKIT_UNLIKELY(!stm_plain || slow))
         return stm_begin_general(t);
     /* stm_begin_general with none of its cases: no hybrid, no token, not
-     * visible. We run: the store, with a full fence (xchg), before our first
-     * shared read, for the reclaimer and for a writer that waits for doomed
-     * readers after its commit (tk_privatization_wait; both fence too). */
-    (void)__atomic_exchange_n(t->epoch, 1, __ATOMIC_SEQ_CST);
+     * visible. We run, before our first shared read (fenced unless alone). */
+    tk_epoch_enter(t);
     begin_snapshot(t);
     _txkit_tls.hsnap = 0;
     t->ctl.irrevocable = 0;

@@ -333,6 +333,18 @@ static inline bool tk_captured(const tk_thread *t, const void *addr, size_t size
     return false;
 }
 TK_HIDDEN unsigned tk_thread_count(void); /* threads with a descriptor */
+/* 1 while one thread has a descriptor and membarrier(2) reaches the others
+ * (tk_barrier_ready): its software attempts say they run without a fence
+ * (tk_epoch_enter). thread.c writes it under its registry lock; a thread that
+ * registers as the second clears it, then makes every thread pass a barrier
+ * (tk_barrier_all) before it runs a transaction. Any thread reads it. */
+extern int tk_reg_alone TK_HIDDEN;
+/* membarrier(2) for this process is registered (asked once; again in a fork's
+ * child). solo.c. Any thread. */
+TK_HIDDEN bool tk_barrier_ready(void);
+/* Every running thread of the process passes a full barrier (after
+ * tk_barrier_ready said yes). solo.c. Any thread. */
+TK_HIDDEN void tk_barrier_all(void);
 
 /* Stack memory below the outermost begin of the running transaction: frames
  * the transaction itself made, which no other thread can reach and which are
@@ -496,6 +508,20 @@ TK_HIDDEN size_t tk_limbo_count(const tk_thread *t);
 TK_HIDDEN void tk_tx_free_with(void *p, tk_free_fn fn, size_t size, size_t align);
 /* tk_free_fn for malloc'ed blocks: free(p). */
 TK_HIDDEN void tk_free_plain(void *p, size_t size, size_t align);
+/* Say that t's software attempt runs (t->epoch nonzero) before its first
+ * shared read: the store, then a full fence, for the reclaimer and for a
+ * writer that waits for doomed readers after its commit (tk_privatization_wait;
+ * both fence before they read the epochs). A lone thread (tk_reg_alone) skips
+ * the fence: the store comes before its look at tk_reg_alone, so if that look
+ * is older than the barrier a registering thread forces on it, the store is
+ * visible once the barrier is done, before that thread runs a transaction;
+ * a later look sees 0 and fences. Owner thread, before its snapshot. */
+static inline void tk_epoch_enter(tk_thread *t) {
+    __atomic_store_n(t->epoch, 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the store before the look */
+    if (TXKIT_UNLIKELY(!__atomic_load_n(&tk_reg_alone, __ATOMIC_RELAXED)))
+        (void)__atomic_exchange_n(t->epoch, 1, __ATOMIC_SEQ_CST); /* a full fence */
+}
 /* Publish the snapshot of a software attempt (before its first shared read). */
 static inline void tk_epoch_publish(tk_thread *t, uint64_t snap) {
     __atomic_store_n(t->epoch, snap + 1, __ATOMIC_RELAXED);

@@ -23,7 +23,7 @@ static int mb_state;
 
 static long membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
 
-static bool mb_ready(void) {
+bool tk_barrier_ready(void) {
     int s = __atomic_load_n(&mb_state, __ATOMIC_ACQUIRE);
     if (TXKIT_LIKELY(s))
         return s > 0;
@@ -37,8 +37,9 @@ static bool mb_ready(void) {
 }
 
 /* Every running thread of the process passes a full barrier. Registered
- * before anything was parked (mb_ready), so it cannot fail for want of it. */
-static void barrier_all(void) {
+ * before anything was parked or any thread was alone (tk_barrier_ready), so
+ * it cannot fail for want of it. */
+void tk_barrier_all(void) {
     while (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
         if (errno != EINTR && errno != EAGAIN)
             TK_FATAL("membarrier(PRIVATE_EXPEDITED) failed after registration: errno %d", errno);
@@ -107,7 +108,7 @@ void tk_solo_revoke(tk_thread *self) {
         s = mark;
     }
     if (!(s & TK_SOLO_FENCED)) {
-        barrier_all(); /* from here on the owner sees the mark, or we see its solo_in */
+        tk_barrier_all(); /* from here on the owner sees the mark, or we see its solo_in */
         /* Say so: waiters that call again while the owner's transaction runs
          * on need not interrupt it with one barrier each. Only a value with
          * the bit is ever finished below: it certifies a barrier after the
@@ -162,7 +163,8 @@ static void solo_atfork(tk_thread *me, int phase) {
     /* The child registers again before it parks (registration is per process). */
     if (phase == TK_FORK_CHILD && mb_state > 0) {
         mb_state = 0;
-        if (!mb_ready() && tk_solo_parked()) /* the forking thread inside a parked transaction */
+        if (!tk_barrier_ready() &&
+            tk_solo_parked()) /* the forking thread inside a parked transaction */
             TK_FATAL("membarrier(2) registration failed in a fork's child");
     }
 }
@@ -170,5 +172,5 @@ static void solo_atfork(tk_thread *me, int phase) {
 TK_CONSTRUCTOR static void solo_hooks(void) {
     tk_hook_add(TK_HOOK_THREAD_EXIT, TK_EXIT_ORDER_SOLO, solo_exit);
     tk_hook_add(TK_HOOK_FORK, TK_FORK_ORDER_SOLO, solo_atfork);
-    (void)mb_ready(); /* while the process likely has one thread (mb_state) */
+    (void)tk_barrier_ready(); /* while the process likely has one thread (mb_state) */
 }

@@ -16,6 +16,21 @@
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static tk_thread *reg_head;
 static unsigned live_threads;
+int tk_reg_alone; /* internal.h; 1 only with live_threads 1 */
+
+/* After live_threads changed, under reg_lock: a second thread ends the
+ * first's being alone, and every thread passes a barrier before the caller
+ * goes on (tk_epoch_enter says why); a thread left alone is so from now on. */
+static void alone_update(void) {
+    if (live_threads > 1) {
+        if (tk_reg_alone) {
+            __atomic_store_n(&tk_reg_alone, 0, __ATOMIC_RELAXED);
+            tk_barrier_all();
+        }
+    } else {
+        __atomic_store_n(&tk_reg_alone, live_threads == 1 && tk_barrier_ready(), __ATOMIC_RELAXED);
+    }
+}
 
 /* The published epochs (tk_thread.epoch points at its thread's), one cache
  * line each, read without a lock: a writer's commit looks at them all
@@ -83,6 +98,7 @@ static void thread_exit(void *p) {
     if (t->next)
         t->next->prev = t->prev;
     __atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+    alone_update(); /* it read its last epochs in its exit hooks (reclaim.c) */
     epoch_cell_give_back(t->epoch);
     tk_mutex_unlock(&reg_lock);
     uintptr_t me = (uintptr_t)t;
@@ -215,6 +231,7 @@ static void fork_child(void) {
                 epoch_cell_give_back(&b->cell[i].epoch);
     tk_hooks_run_reverse(TK_HOOK_FORK, me,
                          TK_FORK_CHILD); /* the segment last: statistics of its own */
+    alone_update();                      /* after solo.c's hook registered membarrier(2) again */
     if (me)
         fork_reattach_stats(me);
 }
@@ -273,6 +290,7 @@ tk_thread *tk_thread_get(void) {
         reg_head->prev = t;
     reg_head = t;
     __atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+    alone_update(); /* before our first transaction */
     tk_mutex_unlock(&reg_lock);
     pthread_setspecific(exit_key, t);
     tk_seg_thread_attach(t);
