@@ -315,6 +315,10 @@ struct _txkit_wentry {
 /* stores of aligned 4- and 8-byte values to words not yet written may append
  * their write-set entry at wcur (while wcur < wend) */
 #define TXKIT_ACC_BUFSTORE 64u
+/* TXKIT_ACC_NOLOG in hybrid mode: the check that hw_commits still equals
+ * hsnap too. Set with neither FASTREAD bit, so code built before it existed
+ * takes the runtime's load */
+#define TXKIT_ACC_NOLOG_HW 128u
 
 extern TXKIT_API __thread struct txkit_tls _txkit_tls;
 
@@ -382,8 +386,8 @@ TXKIT_API void _txkit_leave_nested_cxx(void) _TXKIT_NOPLT;
 
 /* The software TM read barrier, inline for aligned 4- and 8-byte loads: one
  * load, a check that the global clock did not move, one log entry (none
- * under TXKIT_ACC_NOLOG: such an attempt cannot move its snapshot, so it
- * never revalidates). Returns 1 with the bytes read in the low end of *out;
+ * under TXKIT_ACC_NOLOG or TXKIT_ACC_NOLOG_HW: such an attempt cannot move
+ * its snapshot, so it never revalidates). Returns 1 with the bytes read in the low end of *out;
  * 0 when the runtime must take the load (a moved clock, a word this
  * transaction wrote, a full log). fine: also ask wfine about a word wbloom
  * may have seen written (the runtime's barriers; compiled into user code it
@@ -395,13 +399,14 @@ _txkit_load_sw_try(const void *addr, unsigned int size, unsigned int acc, int fi
     if ((size == 8 || size == 4) && !(a & (size - 1))) {
         /* two copies of the load on purpose: one path with the log test and
          * the log's stores folded in ran the sorted list 15-20% slower */
-        if (acc & TXKIT_ACC_NOLOG) {
+        if (acc & (TXKIT_ACC_NOLOG | TXKIT_ACC_NOLOG_HW)) {
             /* nothing written yet (wbloom 0: the common read-only prefix)
              * needs no look at the word's bit */
             if (TXKIT_LIKELY(!tls->wbloom) || !_TXKIT_MAYBE_WRITTEN(tls, a, fine)) {
                 uint64_t v =
                     size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
-                if (TXKIT_LIKELY(*tls->clock == tls->snap)) {
+                if (TXKIT_LIKELY(*tls->clock == tls->snap &&
+                                 (!(acc & TXKIT_ACC_NOLOG_HW) || *tls->hw == tls->hsnap))) {
                     *out = v;
                     return 1;
                 }

@@ -171,9 +171,10 @@ static void nolog_lost(tk_thread *t) {
 }
 
 /* Whether t's next attempt may read unlogged: not visible to a contention
- * manager (its reads must be marked), not hybrid (hardware commits do not
- * move the clock), not irrevocable (other writers' give-backs move the clock
- * under it), not timed (the read-set histogram samples those). Owner thread,
+ * manager (its reads must be marked), not irrevocable (other writers'
+ * give-backs move the clock under it), not timed (the read-set histogram
+ * samples those). Hybrid too: its reads check hw_commits as well
+ * (TXKIT_ACC_NOLOG_HW), and any hardware commit since its begin aborts it. Owner thread,
  * in stm_begin after the visibility and irrevocability are decided. */
 static inline bool nolog_wanted(const tk_thread *t) {
     int mode = tk_cfg.stm_nolog; /* TXKIT_STM_NOLOG */
@@ -181,7 +182,7 @@ static inline bool nolog_wanted(const tk_thread *t) {
            !t->ctl.attempt_tsc;
 }
 static inline bool nolog_ok(const tk_thread *t) {
-    return nolog_wanted(t) && !t->vis.active && !tk_g.hybrid && !t->ctl.irrevocable;
+    return nolog_wanted(t) && !t->vis.active && !t->ctl.irrevocable;
 }
 
 /* The attempt committed: count it calm if it never moved its snapshot (no
@@ -200,7 +201,10 @@ static inline void nolog_committed(tk_thread *t) {
 static inline void nolog_off(tk_thread *t) {
     t->stm.nolog = 0;
     t->ctl.acc_add &= ~TXKIT_ACC_NOLOG;
-    _txkit_tls.access &= ~TXKIT_ACC_NOLOG;
+    unsigned acc = _txkit_tls.access;
+    if (acc & TXKIT_ACC_NOLOG_HW) /* hybrid: logged reads that check hw_commits */
+        acc = (acc & ~TXKIT_ACC_NOLOG_HW) | TXKIT_ACC_FASTREAD_HW;
+    _txkit_tls.access = acc & ~TXKIT_ACC_NOLOG;
 }
 
 /* ----------------------------------------------------- the commit ring
@@ -413,8 +417,11 @@ static inline bool ring_may_answer(const tk_thread *t, size_t nlog) {
 static bool try_extend(tk_thread *t) {
     if (t->stm.nolog) {
         /* Nothing logged, nothing to check: the snapshot holds only while no
-         * commit happened since it (every writer moves the clock on). */
-        if (tk_wait_clock_even() == _txkit_tls.snap)
+         * commit happened since it (every software writer moves the clock
+         * on, every hardware one hw_commits). */
+        if (tk_wait_clock_even() == _txkit_tls.snap &&
+            (!tk_g.hybrid ||
+             __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) == _txkit_tls.hsnap))
             return true;
         nolog_lost(t);
         return false;
@@ -934,10 +941,13 @@ static bool acquire_clock(tk_thread *t) {
             return false;
         c = _txkit_tls.snap;
     }
-    /* Hardware commits stop once the clock is odd; check those that came before. */
+    /* Hardware commits stop once the clock is odd; check those that came
+     * before (unlogged reads cannot be checked: any of them aborts). */
     if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != _txkit_tls.hsnap &&
-        !rlog_valid(t)) {
+        (t->stm.nolog || !rlog_valid(t))) {
         clock_give_back(c + 2);
+        if (t->stm.nolog)
+            nolog_lost(t);
         return false;
     }
     return true;

@@ -294,16 +294,19 @@ enum tk_kind {
  * with: the inline software read (TXKIT_ACC_FASTREAD) checks the clock only,
  * so in hybrid mode it becomes TXKIT_ACC_FASTREAD_HW, whose inline read also
  * checks the hardware-commit counter (code built before that bit existed
- * takes the full barrier); with visible reads (a contention manager that
- * decides conflicts, vis.c) neither, the inline read would not mark them. */
+ * takes the full barrier), and an unlogged one (TXKIT_ACC_NOLOG) becomes
+ * TXKIT_ACC_NOLOG_HW alone (likewise); with visible reads (a contention
+ * manager that decides conflicts, vis.c) none, the inline read would not mark
+ * them. */
 __attribute__((always_inline)) static inline unsigned tk_read_access(unsigned m_access,
                                                                      int visible) {
     if (!(m_access & TXKIT_ACC_FASTREAD))
         return m_access & ~TXKIT_ACC_NOLOG;
     if (visible)
         return m_access & ~(TXKIT_ACC_FASTREAD | TXKIT_ACC_NOLOG);
-    if (tk_g.hybrid) /* unlogged reads would not see hardware commits */
-        return (m_access & ~(TXKIT_ACC_FASTREAD | TXKIT_ACC_NOLOG)) | TXKIT_ACC_FASTREAD_HW;
+    if (tk_g.hybrid) /* reads must see hardware commits too */
+        return (m_access & ~(TXKIT_ACC_FASTREAD | TXKIT_ACC_NOLOG)) |
+               (m_access & TXKIT_ACC_NOLOG ? TXKIT_ACC_NOLOG_HW : TXKIT_ACC_FASTREAD_HW);
     return m_access;
 }
 

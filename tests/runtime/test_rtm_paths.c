@@ -66,6 +66,12 @@
  *                   fails one of its transactions (a conflict, the retry
  *                   budget of 1 spent: TXKIT_HTM_RETRIES=1), its next ones
  *                   skip hardware as after a capacity abort (1, then 2, ...)
+ *   hw_nolog        (TXKIT_STM_NOLOG=on) hybrid software attempts read
+ *                   unlogged too (TXKIT_ACC_NOLOG_HW: the inline read also
+ *                   checks hw_commits): hw_readonly's reads then abort at a
+ *                   hardware commit that wrote, and an attempt that read x
+ *                   before a hardware commit of x and w and then only stores
+ *                   w = x aborts at its commit, never storing the old x
  *   hw_free         a block freed by a hardware commit waits for the software
  *                   reader that read the pointer to it before that commit
  *                   (hardware commits do not move the clock the limbo tags
@@ -573,12 +579,23 @@ static void cx_publish(void) {
 static long g_ro_y = 7, g_ro_z = 1;
 /* phase 1: the reader read z, 2: the hardware transaction committed */
 static long g_ro_attempts;
+static unsigned g_ro_access; /* the reader's first attempt's access bits */
+
+/* A thread's first transaction, which is timed (statistics) and so logs its
+ * reads: the next ones may read unlogged. */
+static void warm_up(void) {
+    TX_ATOMIC {
+        (void)TX_LOAD(&g_ro_y);
+    }
+}
 
 static void *ro_reader(void *arg) {
     (void)arg;
     CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
+    warm_up();
     TX_ATOMIC {
-        g_ro_attempts++;
+        if (g_ro_attempts++ == 0)
+            g_ro_access = _txkit_tls.access;
         (void)TX_LOAD(&g_ro_z);
         if (atomic_load(&phase) == 0)
             handshake_hw(2);
@@ -611,6 +628,54 @@ static void hw_readonly(void) {
     CHECK_EQ(txkit_set_method(TXKIT_HTM), 0);
     CHECK_EQ(hw_beside_reader(0), 1); /* read-only: no revalidation, no restart */
     CHECK_EQ(hw_beside_reader(1), 2); /* wrote: revalidation finds z changed */
+    CHECK_EQ(txkit_sim_rtm_violations(), 0);
+}
+
+static long g_nl_x, g_nl_w;
+static long g_nl_attempts;
+
+/* Reads x unlogged, lets a hardware transaction commit x = w = 1, then only
+ * stores w = what it read: its commit alone can see the hardware commit. */
+static void *nl_reader(void *arg) {
+    (void)arg;
+    CHECK_EQ(txkit_set_thread_method(TXKIT_STM), 0);
+    warm_up();
+    TX_ATOMIC {
+        if (g_nl_attempts++ == 0)
+            CHECK(_txkit_tls.access & TXKIT_ACC_NOLOG_HW);
+        long a = TX_LOAD(&g_nl_x);
+        if (atomic_load(&phase) == 0)
+            handshake_hw(2);
+        TX_STORE(&g_nl_w, a);
+    }
+    return NULL;
+}
+
+static void hw_nolog(void) {
+    need_sim("start");
+    alarm(20);
+    CHECK_EQ(txkit_set_method(TXKIT_HTM), 0);
+    /* the reads: hw_readonly's, unlogged (TXKIT_STM_NOLOG=on): a read-only
+     * hardware commit leaves the attempt alone, one that wrote aborts it (an
+     * unlogged attempt cannot revalidate) */
+    CHECK_EQ(hw_beside_reader(0), 1);
+    CHECK(g_ro_access & TXKIT_ACC_NOLOG_HW);
+    CHECK(!(g_ro_access & (TXKIT_ACC_NOLOG | TXKIT_ACC_FASTREAD | TXKIT_ACC_FASTREAD_HW)));
+    CHECK_EQ(hw_beside_reader(1), 2);
+    CHECK(g_ro_access & TXKIT_ACC_NOLOG_HW);
+    /* the commit: the reader must not store the x it read before the
+     * hardware commit (w would end 0); it runs again and stores 1 */
+    atomic_store(&phase, 0);
+    pthread_t th = start_partner(nl_reader);
+    uint64_t hw0 = tk_stats().commits[TXKIT_HTM];
+    TX_ATOMIC {
+        TX_STORE(&g_nl_x, 1L);
+        TX_STORE(&g_nl_w, 1L);
+    }
+    CHECK_EQ(tk_stats().commits[TXKIT_HTM], hw0 + 1);
+    release_partner(th, 2);
+    CHECK_EQ(g_nl_w, 1);
+    CHECK_EQ(g_nl_attempts, 2);
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
 }
 
@@ -840,6 +905,7 @@ int main(int argc, char **argv) {
                  {"cx_irr", cx_irr},
                  {"cx_publish", cx_publish},
                  {"hw_readonly", hw_readonly},
+                 {"hw_nolog", hw_nolog},
                  {"hw_free", hw_free},
                  {"hw_privatize", hw_privatize},
                  {"cx_privatize", cx_privatize}};
