@@ -211,7 +211,8 @@ struct tk_thread {
     struct tks_thread own_slot;     /* seqlock and cur_site of a thread counting in
                                    * the shared row: nobody else reads them */
     struct tks_counters *row, *cnt; /* row: segment.c attach; cnt: txn.c at each begin */
-    /* transactions begun (solo detection, sampling): txn.c at each begin */
+    /* transactions begun (sampling; solo detection: other threads read it,
+     * tk_others_transactions): txn.c at each begin */
     uint64_t ntx;
     /* TK_HOOK_ARMED(point): an extension has work there (set by the
      * extension, cleared by txn.c before it runs them) */
@@ -251,7 +252,14 @@ struct tk_thread {
      * bits | depth 1 << 32) as the express begin sets them: tk_solo_commit. */
     uint64_t xtls;
 
-    tk_thread *next, *prev; /* registry: thread.c, under its lock */
+    /* The registry: thread.c, under its lock. Other threads read these
+     * (tk_others_transactions walks them), so they have a line of their own:
+     * one that this thread's hardware attempts never read. A remote read of a
+     * line that an attempt read inside and wrote just before its XBEGIN
+     * (t->express, beside them before) aborted the attempt: auto at 2 threads
+     * lost one transaction in each look at the others (one in 256). */
+    _Alignas(TK_CACHELINE) tk_thread *next;
+    tk_thread *prev;
 };
 
 /* Who began the outermost transaction, which decides how a software abort

@@ -36,7 +36,7 @@
 #include "runtime/internal.h"
 #include "runtime/sched.h"
 
-/* tk_g.solo's low bits beside a descriptor's address (calloc'ed: 16-aligned). */
+/* tk_g.solo's low bits beside a descriptor's address (thread.c: 128-aligned). */
 #define TK_SOLO_PARKED ((uintptr_t)2)   /* the named thread keeps the clock between transactions */
 #define TK_SOLO_REVOKING ((uintptr_t)4) /* someone is taking it back */
 #define TK_SOLO_FENCED ((uintptr_t)8)   /* ... and the barrier after the mark is done */
@@ -74,7 +74,7 @@ static inline bool tk_solo_parked(void) {
 }
 /* Is the clock parked for t, and not being revoked? Any thread. */
 static inline bool tk_solo_parked_by(const tk_thread *t) {
-    /* + for |: t is 16-aligned (calloc), and gcc makes one lea of it */
+    /* + for |: t is 128-aligned (thread.c), and gcc makes one lea of it */
     return __atomic_load_n(&tk_g.solo, __ATOMIC_RELAXED) == (uintptr_t)t + TK_SOLO_PARKED;
 }
 /* The end of t's attempt on its parked clock, after its writes: no barriers,

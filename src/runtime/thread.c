@@ -83,6 +83,9 @@ static void epoch_cell_give_back(uint64_t *e) {
     __atomic_store_n(&c->hsnap, 0, __ATOMIC_RELAXED);
     c->used = 0;
 }
+/* A descriptor's alignment and the multiple of its size (two cache lines:
+ * the adjacent-line prefetcher fetches pairs; at least _Alignof(tk_thread)). */
+#define DESC_ALIGN (2 * TK_CACHELINE)
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -256,9 +259,18 @@ tk_thread *tk_thread_get(void) {
     if (tk_cur)
         return tk_cur;
     pthread_once(&key_once, make_key);
-    tk_thread *t = calloc(1, sizeof *t);
+    /* The type's alignment (a cache line: its registry links), and lines of
+     * its own, with their prefetch pairs: nothing of another thread's beside
+     * what its hardware attempts read */
+    size_t size = (sizeof(tk_thread) + DESC_ALIGN - 1) / DESC_ALIGN * DESC_ALIGN;
+    tk_thread *t = aligned_alloc(DESC_ALIGN, size);
     if (!t)
         TK_FATAL("out of memory creating a thread descriptor");
+    memset(t, 0, size);
+    _Static_assert(DESC_ALIGN % _Alignof(tk_thread) == 0, "thread.c: a descriptor's alignment");
+    _Static_assert(offsetof(tk_thread, next) / TK_CACHELINE !=
+                       offsetof(tk_thread, express) / TK_CACHELINE,
+                   "internal.h: the registry links away from what hardware attempts read");
     TK_ASSERT(((uintptr_t)t & 15) == 0); /* solo.h: the low bits of tk_g.solo */
     t->thread_method = -1;
     t->cm.prio_set = TX_PRIO_AUTO;
