@@ -387,11 +387,11 @@ TXKIT_API void _txkit_leave_nested_cxx(void) _TXKIT_NOPLT;
 /* The software TM read barrier, inline for aligned 4- and 8-byte loads: one
  * load, a check that the global clock did not move, one log entry (none
  * under TXKIT_ACC_NOLOG or TXKIT_ACC_NOLOG_HW: such an attempt cannot move
- * its snapshot, so it never revalidates). Returns 1 with the bytes read in the low end of *out;
- * 0 when the runtime must take the load (a moved clock, a word this
- * transaction wrote, a full log). fine: also ask wfine about a word wbloom
- * may have seen written (the runtime's barriers; compiled into user code it
- * stays 0, the size of code that every TX_LOAD inlines). */
+ * its snapshot, so it never revalidates). Returns 1 with the bytes read in
+ * the low end of *out; 0 when the runtime must take the load (a moved clock,
+ * a word this transaction wrote, a full log). fine: also ask wfine about a
+ * word wbloom may have seen written (the runtime's barriers; compiled into
+ * user code it stays 0, the size of code that every TX_LOAD inlines). */
 static inline __attribute__((always_inline)) int
 _txkit_load_sw_try(const void *addr, unsigned int size, unsigned int acc, int fine, uint64_t *out) {
     struct txkit_tls *tls = &_txkit_tls;

@@ -83,11 +83,17 @@ static inline void put_bytes(void *dst, uint64_t v, size_t size) {
     }
 }
 
+/* No hardware commit since the attempt's hw_commits snapshot (hybrid mode;
+ * without it there are none). Owner thread, inside its attempt. */
+static inline bool hw_snapshot_current(void) {
+    return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) == _txkit_tls.hsnap;
+}
+
 static inline bool snapshot_current(void) {
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* data loads before the clock load */
     if (__atomic_load_n(&tk_g.clock, __ATOMIC_RELAXED) != _txkit_tls.snap)
         return false;
-    return !tk_g.hybrid || __atomic_load_n(&tk_g.hw_commits, __ATOMIC_RELAXED) == _txkit_tls.hsnap;
+    return hw_snapshot_current();
 }
 
 /* Entries of memory this attempt owns and writes in place (its own stack
@@ -174,8 +180,9 @@ static void nolog_lost(tk_thread *t) {
  * manager (its reads must be marked), not irrevocable (other writers'
  * give-backs move the clock under it), not timed (the read-set histogram
  * samples those). Hybrid too: its reads check hw_commits as well
- * (TXKIT_ACC_NOLOG_HW), and any hardware commit since its begin aborts it. Owner thread,
- * in stm_begin after the visibility and irrevocability are decided. */
+ * (TXKIT_ACC_NOLOG_HW), and any hardware commit since its begin aborts it.
+ * Owner thread, in stm_begin after the visibility and irrevocability are
+ * decided. */
 static inline bool nolog_wanted(const tk_thread *t) {
     int mode = tk_cfg.stm_nolog; /* TXKIT_STM_NOLOG */
     return (mode == TK_NOLOG_ON || (mode == TK_NOLOG_AUTO && t->stm.calm >= t->stm.calm_need)) &&
@@ -419,9 +426,7 @@ static bool try_extend(tk_thread *t) {
         /* Nothing logged, nothing to check: the snapshot holds only while no
          * commit happened since it (every software writer moves the clock
          * on, every hardware one hw_commits). */
-        if (tk_wait_clock_even() == _txkit_tls.snap &&
-            (!tk_g.hybrid ||
-             __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) == _txkit_tls.hsnap))
+        if (tk_wait_clock_even() == _txkit_tls.snap && hw_snapshot_current())
             return true;
         nolog_lost(t);
         return false;
@@ -943,8 +948,7 @@ static bool acquire_clock(tk_thread *t) {
     }
     /* Hardware commits stop once the clock is odd; check those that came
      * before (unlogged reads cannot be checked: any of them aborts). */
-    if (tk_g.hybrid && __atomic_load_n(&tk_g.hw_commits, __ATOMIC_ACQUIRE) != _txkit_tls.hsnap &&
-        (t->stm.nolog || !rlog_valid(t))) {
+    if (!hw_snapshot_current() && (t->stm.nolog || !rlog_valid(t))) {
         clock_give_back(c + 2);
         if (t->stm.nolog)
             nolog_lost(t);

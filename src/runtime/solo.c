@@ -163,8 +163,8 @@ static void solo_atfork(tk_thread *me, int phase) {
     /* The child registers again before it parks (registration is per process). */
     if (phase == TK_FORK_CHILD && mb_state > 0) {
         mb_state = 0;
-        if (!tk_barrier_ready() &&
-            tk_solo_parked()) /* the forking thread inside a parked transaction */
+        /* fatal only for the forking thread inside a parked transaction */
+        if (!tk_barrier_ready() && tk_solo_parked())
             TK_FATAL("membarrier(2) registration failed in a fork's child");
     }
 }

@@ -234,7 +234,8 @@ static void fork_child(void) {
                 epoch_cell_give_back(&b->cell[i].epoch);
     tk_hooks_run_reverse(TK_HOOK_FORK, me,
                          TK_FORK_CHILD); /* the segment last: statistics of its own */
-    alone_update();                      /* after solo.c's hook registered membarrier(2) again */
+    /* after solo.c's hook registered membarrier(2) again */
+    alone_update();
     if (me)
         fork_reattach_stats(me);
 }
