@@ -61,7 +61,7 @@ TXKIT_API const char *txkit_cause_name(int cause);
  * @irrevocable:     transactions that became irrevocable (tx_irrevocable()).
  * @retries_hist:    committed transactions by number of aborted attempts before.
  * @ns_aborted:      wall time spent in attempts that aborted (every retry is
- *                   timed, first attempts one in 64: an unbiased estimate).
+ *                   timed, first attempts one in 256: an unbiased estimate).
  * @explicit_code:   the last foreign _xabort code seen (TXKIT_CAUSE_EXPLICIT).
  * @cm_decided:      conflicts between software transactions decided: by the
  *                   contention manager (timestamp, size, prio), or, under
