@@ -554,6 +554,45 @@ static inline void shared_end(tk_thread *t) {
     __atomic_store_n(&t->cx.rd->reading, NULL, __ATOMIC_RELEASE);
 }
 
+/* cx_lock_t.owner: 0 until a thread enters the lock, then that thread's
+ * uid, and CX_OWNER_ALL once another one has; a thread that finds it
+ * CX_OWNER_ALL at every CX_RECLAIM_EVERY-th of its entries claims it again
+ * (the others' next entry gives it back to all), so that a lock that one
+ * thread filled and another alone uses goes to the latter. */
+#define CX_OWNER_ALL UINT32_MAX
+#define CX_RECLAIM_EVERY 1024u
+static uint32_t uid_next;
+
+/* Has no other thread than c's entered l lately (true: c's thread owns l,
+ * or claims it now)? Only a heuristic: the answer is about the past, and a
+ * thread that enters while c's holds the lock finds it held and waits, as
+ * for any exclusive section. Owner thread, outermost entry. */
+static inline bool sole_user(cx_lock_t *l, struct tk_cx *c) {
+    if (TXKIT_UNLIKELY(!c->uid)) {
+        uint32_t u;
+        do /* never 0 (none) or CX_OWNER_ALL, even after 2^32 threads */
+            u = __atomic_add_fetch(&uid_next, 1, __ATOMIC_RELAXED);
+        while (u == 0 || u == CX_OWNER_ALL);
+        c->uid = u;
+    }
+    uint32_t o = __atomic_load_n(&l->owner, __ATOMIC_RELAXED);
+    if (TXKIT_LIKELY(o == c->uid))
+        return true;
+    if (o == CX_OWNER_ALL) {
+        if (TXKIT_LIKELY(++c->reclaim % CX_RECLAIM_EVERY))
+            return false;
+        /* this entry tries hardware as before; the next ones know */
+        __atomic_compare_exchange_n(&l->owner, &o, c->uid, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+        return false;
+    }
+    if (o == 0 && __atomic_compare_exchange_n(&l->owner, &o, c->uid, false, __ATOMIC_RELAXED,
+                                              __ATOMIC_RELAXED))
+        return true;
+    __atomic_store_n(&l->owner, CX_OWNER_ALL, __ATOMIC_RELAXED);
+    return false;
+}
+
 static void enter(cx_lock_t *l, int want, void *caller) {
     tk_thread *t = tk_self();
     struct tk_cx *c = &t->cx;
@@ -601,8 +640,13 @@ static void enter(cx_lock_t *l, int want, void *caller) {
     c->shared_outer = want == WANT_SHARED;
     struct tks_counters *cnt = lock_counters(t, l, caller);
     /* Without RTM a section that is not shared holds the lock from its first
-     * try: counted once, at its end, in one add (section_ended). */
-    c->lean = !tk_g.hybrid && want != WANT_SHARED;
+     * try: counted once, at its end, in one add (section_ended). With RTM so
+     * does any section of the only thread that has entered the lock so far:
+     * nobody contends, and the lock's two atomic operations cost less than
+     * XBEGIN and XEND (cache, 1 thread, 99.9% hits: 0.70x the legacy lock in
+     * hardware). */
+    bool alone = tk_g.hybrid && sole_user(l, c);
+    c->lean = (!tk_g.hybrid && want != WANT_SHARED) || alone;
     if (!c->lean)
         count_entry(cnt);
     c->tries = 0;
@@ -623,7 +667,7 @@ static void enter(cx_lock_t *l, int want, void *caller) {
         c->cnt = cnt;
         return; /* held shared */
     }
-    if (!want_exclusive && tk_section_try(&l->skip)) {
+    if (!want_exclusive && !alone && tk_section_try(&l->skip)) {
         unsigned busy = 0;
         for (;;) {
             wait_free(l); /* outside any transaction */
@@ -712,7 +756,8 @@ TK_EXPORT int cx_trylock(cx_lock_t *l) {
 static void section_ended(tk_thread *t, struct tk_cx *c, int method) {
     __atomic_store_n(&t->slot->cur_site, 0, __ATOMIC_RELAXED);
     count_end(t, c->cnt, method);
-    adapt(c->lock, method == TXKIT_SERIAL);
+    if (!c->lean) /* (a lone thread's held its lock by choice: no sign against hardware) */
+        adapt(c->lock, method == TXKIT_SERIAL);
 }
 
 TK_EXPORT void cx_unlock(cx_lock_t *l) {

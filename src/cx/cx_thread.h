@@ -37,6 +37,10 @@ struct tk_cx {
      * (cx.c: count_end): a section without RTM that holds the lock; every
      * outermost entry sets it */
     int lean;
+    /* this thread's id in a lock's owner field (cx.c, at its first section:
+     * a lock only it has entered is taken from the start; 0: none yet) */
+    uint32_t uid;
+    uint32_t reclaim; /* entries that found a lock's owner CX_OWNER_ALL (cx.c) */
 };
 
 #endif /* TK_CX_THREAD_H */
