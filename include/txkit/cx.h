@@ -80,7 +80,7 @@ typedef struct cx_lock {
     uint32_t flags; /* runtime-private */
     uint32_t site;  /* statistics site index + 1, 0 until first entry */
     uint32_t win_entries, win_exclusive, skip;
-    uint32_t owner; /* runtime-private: the one thread that entered it so far, or all */
+    uint32_t owner; /* runtime-private: the one thread that entered it lately, or all */
     cx_policy_t policy;
 } __attribute__((aligned(64))) cx_lock_t;
 _TXKIT_STATIC_ASSERT(sizeof(cx_lock_t) == 128, "cx_lock_t: the word's line, then the rest");

@@ -148,21 +148,10 @@ static pthread_t start_partner(void *(*fn)(void *)) {
     return th;
 }
 
-/* A partner thread that entered g_partner_lock once and stays alive (phase
- * 1) until phase 2: the caller is not the lock's only user, so its sections
- * try hardware first (the only user's take the lock: cx_alone). The
- * partner's section, the lock's first, takes it: no XBEGIN. */
-static cx_lock_t *g_partner_lock;
-static void *lock_user(void *arg) {
-    (void)arg;
-    cx_optimistic(g_partner_lock);
-    cx_unlock(g_partner_lock);
-    handshake(1, 2);
-    return NULL;
-}
-
 /* Another thread enters l once and exits: the caller is not l's only user
- * any more. Main thread, before the case's partners start. */
+ * any more, so its sections try hardware first (the only user's take the
+ * lock: cx_alone). The other thread's section, the lock's first, takes it:
+ * no XBEGIN. Main thread, before the case's partners start. */
 static void *enter_once(void *l) {
     cx_optimistic(l);
     cx_unlock(l);
@@ -174,11 +163,8 @@ static void not_only_user(cx_lock_t *l) {
     CHECK_EQ(pthread_join(th, NULL), 0);
 }
 
-/* Starts lock_user on l and waits until it entered l and left. Main thread. */
-static pthread_t start_lock_user(cx_lock_t *l) {
-    g_partner_lock = l;
-    return start_partner(lock_user);
-}
+/* Ran one transaction, stays alive until phase 2 (below). */
+static void *one_transaction(void *arg);
 
 /* Lets the partner th go on (phase `next`) and joins it. Main thread. */
 static void release_partner(pthread_t th, int next) {
@@ -202,7 +188,7 @@ static int body_runs;
 static void cx_explicit(void) {
     need_sim("explicit:0xe1,explicit:0xe1,start");
     static cx_lock_t l = CX_LOCK_INITIALIZER;
-    pthread_t th = start_lock_user(&l);
+    not_only_user(&l);
     cx_optimistic(&l);
     body_runs++;
     int mode = cx_mode();
@@ -210,13 +196,12 @@ static void cx_explicit(void) {
     CHECK_EQ(body_runs, 1);
     CHECK_EQ(mode, 1); /* optimistic, after the real start */
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
-    release_partner(th, 2);
 }
 
 static void cx_need_excl(void) {
     need_sim("start");
     static cx_lock_t l = CX_LOCK_INITIALIZER;
-    pthread_t th = start_lock_user(&l);
+    not_only_user(&l);
     static int modes[4];
     body_runs = 0;
     cx_optimistic(&l);
@@ -227,20 +212,18 @@ static void cx_need_excl(void) {
     CHECK_EQ(modes[0], 1);
     CHECK_EQ(modes[1], 2);
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
-    release_partner(th, 2);
 }
 
 static void cx_busy(void) {
     need_sim("explicit:0xe1");
     alarm(10); /* an endless retry loop: killed, a failure */
     static cx_lock_t l = CX_LOCK_INITIALIZER;
-    pthread_t th = start_lock_user(&l);
+    not_only_user(&l);
     cx_optimistic(&l);
     int mode = cx_mode();
     cx_unlock(&l);
     CHECK_EQ(mode, 2); /* exclusive */
     CHECK_EQ(txkit_sim_rtm_violations(), 0);
-    release_partner(th, 2);
 }
 
 /* The only thread that has entered a lock takes it from the start (nobody
@@ -251,8 +234,9 @@ static void cx_busy(void) {
 static void cx_alone(void) {
     /* an XBEGIN would find the lock busy once, then start: hardware */
     need_sim("explicit:0xe1,start");
-    static cx_lock_t l = CX_LOCK_INITIALIZER, other = CX_LOCK_INITIALIZER;
-    pthread_t th = start_lock_user(&other); /* another thread, another lock */
+    static cx_lock_t l = CX_LOCK_INITIALIZER;
+    /* another thread runs (it ran its transaction alone: no XBEGIN) */
+    pthread_t th = start_partner(one_transaction);
     cx_optimistic(&l);
     int alone = cx_mode();
     cx_unlock(&l);
@@ -261,12 +245,10 @@ static void cx_alone(void) {
     cx_unlock(&l);
     release_partner(th, 2);
     CHECK_EQ(txkit_sim_rtm_script("start"), 0);
-    atomic_store(&phase, 0);
-    th = start_lock_user(&l);
+    not_only_user(&l);
     cx_optimistic(&l);
     int two = cx_mode();
     cx_unlock(&l);
-    release_partner(th, 2);
     /* The other user gone: within 1024 entries (cx.c, CX_RECLAIM_EVERY) the
      * lock is this thread's alone again. */
     int hw = 0, later = 0;
