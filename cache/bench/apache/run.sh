@@ -463,6 +463,22 @@ server_pids() {
     [ -n "$ppid" ] || return 1
     { echo "$ppid"; pgrep -P "$ppid"; } | paste -sd, -
 }
+# The CPU time (user + system, in clock ticks) the server's processes (a
+# comma-separated list: server_pids) have used so far; empty when one of
+# them cannot be read. The CGI programs (man2html, run for misses by
+# mod_cgid's daemon) are not in it: the same work for every server.
+server_ticks() {
+    local p sum=0 st
+    for p in ${1//,/ }; do
+        # fields after the ")" that ends the command name: utime is the 12th
+        st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null) || return 0
+        set -- $st
+        [ $# -ge 13 ] || return 0
+        sum=$((sum + ${12} + ${13}))
+    done
+    echo "$sum"
+}
+
 # "commits aborts source" of the server's txkit transactions: `txkit stat
 # --json` over the server's processes, summed over every uid's statistics
 # directory (the children run as the server's User: txkit stat reads only its
@@ -512,13 +528,14 @@ fi
 CSV=$OUT/apache.csv
 LOG=$OUT/apache-log.txt
 : >"$LOG"
-echo "server,zipf_s,threads,conns,seconds,run,status,reason,requests,rps,lat_mean_ms,lat_p99_ms,errors,non200,hits,misses,hit_ratio,tx_commits,tx_aborts,abort_rate,tx_source" >"$CSV"
+echo "server,zipf_s,threads,conns,seconds,run,status,reason,requests,rps,lat_mean_ms,lat_p99_ms,errors,non200,hits,misses,hit_ratio,tx_commits,tx_aborts,abort_rate,tx_source,server_cpu_us_per_req" >"$CSV"
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
 # result fields of the last point
 R_STATUS="" R_REASON="" R_LINE=""
 measure() {
     local server=$1 s=$2 t=$3 run=$4 lua=$5
-    local dir=$OUT/srv$((DONE % 2)) port conns wthreads res pids snap0 snap1 rest
+    local dir=$OUT/srv$((DONE % 2)) port conns wthreads res pids snap0 snap1 cpu0 cpu1 rest
     R_STATUS=na R_REASON="" R_LINE=""
     if [ "$server" = tx-htm ] && [ "$HAVE_RTM" != yes ]; then
         R_REASON="no RTM on this CPU (txkit info)"
@@ -573,6 +590,7 @@ measure() {
     fi
     pids=$(server_pids "$dir")
     snap0=$(tx_snapshot "$pids" "$url")
+    cpu0=$(server_ticks "$pids")
     timeout $((SECONDS_PT + 30)) wrk -t"$wthreads" -c"$conns" -d"${SECONDS_PT}s" --timeout 10s \
         -s "$lua" "$url" >"$dir/wrk.out" 2>&1 &
     WRK_PID=$!
@@ -580,6 +598,7 @@ measure() {
     local rc=$?
     WRK_PID=""
     res=$(cat "$dir/wrk.out")
+    cpu1=$(server_ticks "$pids")
     snap1=$(tx_snapshot "$pids" "$url")
     echo "== $server s=$s threads=$t run=$run" >>"$LOG"
     echo "$res" >>"$LOG"
@@ -601,6 +620,8 @@ measure() {
     fi
     R_STATUS=ok
     R_LINE="$R_LINE snap0=${snap0// /:} snap1=${snap1// /:}"
+    # the server's CPU time over the measured seconds, when both reads worked
+    [ -n "$cpu0" ] && [ -n "$cpu1" ] && R_LINE="$R_LINE cpu_ticks=$((cpu1 - cpu0))"
 }
 
 # One CSV row from R_LINE: key=value fields.
@@ -608,11 +629,11 @@ csv_row() {
     local server=$1 s=$2 t=$3 run=$4
     local conns=$((t * CONNS))
     if [ "$R_STATUS" != ok ]; then
-        echo "$server,$s,$t,$conns,$SECONDS_PT,$run,na,$R_REASON,,,,,,,,,,,,,"
+        echo "$server,$s,$t,$conns,$SECONDS_PT,$run,na,$R_REASON,,,,,,,,,,,,,,"
         return
     fi
     awk -v server="$server" -v s="$s" -v t="$t" -v conns="$conns" -v secs="$SECONDS_PT" -v run="$run" \
-        -v line="$R_LINE" 'BEGIN {
+        -v line="$R_LINE" -v hz="$CLK_TCK" 'BEGIN {
         n = split(line, f, " ")
         for (i = 2; i <= n; i++) { split(f[i], kv, "="); v[kv[1]] = kv[2] }
         split(v["snap0"], a, ":"); split(v["snap1"], b, ":")
@@ -629,9 +650,11 @@ csv_row() {
             else { commits = b[1]; aborts = b[2] }
             ar = (commits > 0) ? sprintf("%.6f", aborts / commits) : ""
         }
-        printf "%s,%s,%s,%s,%s,%s,ok,,%d,%.1f,%.3f,%.3f,%d,%d,%d,%d,%s,%s,%s,%s,%s\n",
+        # CPU time of the server processes per completed request, in microseconds
+        cpu = ("cpu_ticks" in v && hz > 0) ? sprintf("%.1f", v["cpu_ticks"] * 1e6 / hz / v["requests"]) : ""
+        printf "%s,%s,%s,%s,%s,%s,ok,,%d,%.1f,%.3f,%.3f,%d,%d,%d,%d,%s,%s,%s,%s,%s,%s\n",
             server, s, t, conns, secs, run, v["requests"], rps, v["mean_us"] / 1000, v["p99_us"] / 1000,
-            errors, v["non200"], v["hits"], v["misses"], hr, commits, aborts, ar, src }'
+            errors, v["non200"], v["hits"], v["misses"], hr, commits, aborts, ar, src, cpu }'
 }
 
 fmt_time() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
@@ -709,7 +732,18 @@ awk -F, 'NR > 1 {
         k = $1 SUBSEP $2 SUBSEP $3
         if ($7 == "ok") {
             c = ++cnt[k]; rps[k, c] = $10; row[k, c] = $0
+            if ($22 != "") cpu[k, ++ncpu[k]] = $22 + 0
         } else if (!(k in why)) why[k] = $8
+    }
+    # the median of the runs server CPU per request (its own median: the
+    # runs need not agree with the throughput median run), "" when none
+    function cpu_median(k,    i, j, c, tmp, v) {
+        c = ncpu[k] + 0
+        if (c == 0) return ""
+        for (i = 1; i <= c; i++) v[i] = cpu[k, i]
+        for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++)
+            if (v[j] < v[i]) { tmp = v[i]; v[i] = v[j]; v[j] = tmp }
+        return (c % 2) ? v[(c + 1) / 2] : (v[c / 2] + v[c / 2 + 1]) / 2
     }
     function median_idx(k,    i, j, c, tmp, best) {
         c = cnt[k]
@@ -723,23 +757,26 @@ awk -F, 'NR > 1 {
         nz = split(zipf, Z, ","); nt = split(threads, T, ","); ns = split(servers, S, ",")
         for (a = 1; a <= nz; a++) for (b = 1; b <= nt; b++) for (c = 1; c <= ns; c++)
             order[++n] = S[c] SUBSEP Z[a] SUBSEP T[b]
-        print "server,zipf_s,threads,status,reason,rps,lat_mean_ms,lat_p99_ms,errors,hit_ratio,abort_rate,vs_lock,vs_nocache,runs,spread"
+        print "server,zipf_s,threads,status,reason,rps,lat_mean_ms,lat_p99_ms,errors,hit_ratio,abort_rate,vs_lock,vs_nocache,runs,spread,cpu_us_per_req,cpu_vs_lock"
         for (i = 1; i <= n; i++) {
             k = order[i]; split(k, p, SUBSEP)
             if (cnt[k] > 0) { split(row[k, median_idx(k)], f, ","); med[k] = f[10]; line[k] = f[11] "," f[12] "," f[13] + f[14] "," f[17] "," f[20]
                 # (max - min) / median over the runs
                 lo = hi = rps[k, 1]
                 for (j = 2; j <= cnt[k]; j++) { if (rps[k, j] < lo) lo = rps[k, j]; if (rps[k, j] > hi) hi = rps[k, j] }
-                spread[k] = (cnt[k] > 1 && med[k] > 0) ? sprintf("%.2f", (hi - lo) / med[k]) : "" }
+                spread[k] = (cnt[k] > 1 && med[k] > 0) ? sprintf("%.2f", (hi - lo) / med[k]) : ""
+                mcpu[k] = cpu_median(k) }
         }
         for (i = 1; i <= n; i++) {
             k = order[i]; split(k, p, SUBSEP)
             if (cnt[k] == 0 && !(k in why)) continue
-            if (cnt[k] == 0) { printf "%s,%s,%s,na,%s,,,,,,,,,0,\n", p[1], p[2], p[3], why[k]; continue }
+            if (cnt[k] == 0) { printf "%s,%s,%s,na,%s,,,,,,,,,0,,,\n", p[1], p[2], p[3], why[k]; continue }
             kl = "lock" SUBSEP p[2] SUBSEP p[3]; kn = "nocache" SUBSEP p[2] SUBSEP p[3]
             vl = (kl in med && med[kl] > 0) ? sprintf("%.3f", med[k] / med[kl]) : ""
             vn = (kn in med && med[kn] > 0) ? sprintf("%.3f", med[k] / med[kn]) : ""
-            printf "%s,%s,%s,ok,,%s,%s,%s,%s,%d,%s\n", p[1], p[2], p[3], med[k], line[k], vl, vn, cnt[k], spread[k]
+            cl = (mcpu[k] != "" && (kl in mcpu) && mcpu[kl] != "" && mcpu[kl] > 0) ? sprintf("%.3f", mcpu[k] / mcpu[kl]) : ""
+            printf "%s,%s,%s,ok,,%s,%s,%s,%s,%d,%s,%s,%s\n", p[1], p[2], p[3], med[k], line[k], vl, vn, cnt[k], spread[k],
+                (mcpu[k] == "" ? "" : sprintf("%.1f", mcpu[k])), cl
         }
     }' zipf="$ZIPF" threads="$THREADS" servers="$SERVERS" "$CSV" >"$SUMMARY"
 
@@ -747,23 +784,27 @@ TABLE=$OUT/apache-table.md
 {
     echo "### Apache + man2html, Zipf requests over $PAGES man pages ($(hostname), $(nproc) CPUs, $SECONDS_PT s per point, median of $RUNS)"
     echo
-    echo "| s | threads | server | req/s | spread | vs lock | vs nocache | mean ms | p99 ms | hit % | aborts/tx | errors | note |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| s | threads | server | req/s | spread | vs lock | vs nocache | CPU us/req | CPU vs lock | mean ms | p99 ms | hit % | aborts/tx | errors | note |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     awk -F, 'NR > 1 {
-        if ($4 != "ok") { printf "| %s | %s | %s | n/a | | | | | | | | | %s |\n", $2, $3, $1, $5; next }
-        printf "| %s | %s | %s | %.1f | %s | %s | %s | %.2f | %.2f | %s | %s | %s | |\n", $2, $3, $1, $6, ($15 == "" ? "-" : $15),
-            ($12 == "" ? "-" : sprintf("%.2f", $12)), ($13 == "" ? "-" : sprintf("%.1fx", $13)), $7, $8,
+        if ($4 != "ok") { printf "| %s | %s | %s | n/a | | | | | | | | | | | %s |\n", $2, $3, $1, $5; next }
+        printf "| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %.2f | %.2f | %s | %s | %s | |\n", $2, $3, $1, $6, ($15 == "" ? "-" : $15),
+            ($12 == "" ? "-" : sprintf("%.2f", $12)), ($13 == "" ? "-" : sprintf("%.1fx", $13)),
+            ($16 == "" ? "-" : $16), ($17 == "" ? "-" : sprintf("%.2f", $17)), $7, $8,
             ($10 == "" ? "-" : sprintf("%.1f", 100 * $10)), ($11 == "" ? "-" : sprintf("%.4f", $11)), $9 }' "$SUMMARY"
     echo
     echo "req/s: wrk over loopback, \`Connection: close\` (KeepAlive Off), the median run; spread: (max - min) /"
     echo "median over the runs; vs lock / vs nocache: throughput"
-    echo "ratios at the same s and thread count; hit %: X-Cache headers; aborts/tx: txkit aborts per"
+    echo "ratios at the same s and thread count; CPU us/req: the server processes' CPU time (user +"
+    echo "system, /proc, not the CGI) per request over the measured seconds, median of the runs; CPU vs"
+    echo "lock: its ratio to lock's (below 1: less CPU per request; steadier than req/s when wrk and the"
+    echo "server share the CPUs); hit %: X-Cache headers; aborts/tx: txkit aborts per"
     echo "committed transaction in the server during the measured seconds (- : no txkit statistics)."
 } >"$TABLE"
 
 # Targets: cache >= 20x nocache at s = 2; tx and cx not slower than lock at s = 1, 2.
 TARGETS=$OUT/apache-targets.txt
-awk -F, -v tol="$TOL" -v threads="$THREADS" -v servers="$SERVERS" 'NR > 1 && $4 == "ok" { k = $1 SUBSEP ($2 + 0) SUBSEP $3; r[k] = $6; srv[$1] = 1 }
+awk -F, -v tol="$TOL" -v threads="$THREADS" -v servers="$SERVERS" 'NR > 1 && $4 == "ok" { k = $1 SUBSEP ($2 + 0) SUBSEP $3; r[k] = $6; srv[$1] = 1; if ($17 != "") cvl[k] = $17 }
     function pt(server, s, t) { return (server SUBSEP s SUBSEP t) }
     END {
         nt = split(threads, T, ",")
@@ -790,6 +831,11 @@ awk -F, -v tol="$TOL" -v threads="$THREADS" -v servers="$SERVERS" 'NR > 1 && $4 
                 }
                 if (any) printf "TARGET %s not slower than lock over HTTP at s=%s (target >= %.2f): %s %s\n", x, s, 1 - tol, ok ? "PASS" : "MISS", line
                 else printf "n/a  %s not slower than lock over HTTP at s=%s: no point measured for both %s and lock\n", x, s, x
+                # the same comparison by the server CPU time per request (no target)
+                line = ""
+                for (ti = 1; ti <= nt; ti++) if ((t = T[ti]) != "" && (pt(x, s, t) in cvl))
+                    line = line sprintf(" %.2f@%st", cvl[pt(x, s, t)], t)
+                if (line != "") printf "  (%s server CPU per request / that of lock at s=%s:%s; below 1: less CPU)\n", x, s, line
             }
         }
     }' "$SUMMARY" >"$TARGETS"
