@@ -36,12 +36,18 @@
 # Environment:
 #   TXKIT_BENCH_SECONDS  seconds per measurement (default 0.3)
 #   TXKIT_BENCH_RUNS     runs per measurement, median reported (default 3)
+#   TXKIT_BENCH_STATS_PAIRS  on/off pairs of the statistics-cost measurement
+#                        (default 7, at least TXKIT_BENCH_RUNS)
 # Exit status: 0, or 1 if a benchmark failed its correctness check or crashed.
 # A missed performance target is reported, not an error.
 set -u
 . "$(dirname "$0")/harness/lib.sh"
 bench_init run-core.sh "${1:-build}"
 bench_settings 0.3 3
+PAIRS=${TXKIT_BENCH_STATS_PAIRS:-7}
+[[ $PAIRS =~ ^[0-9]+$ ]] && [ "$PAIRS" -ge 1 ] ||
+    { echo "run-core.sh: TXKIT_BENCH_STATS_PAIRS: '$PAIRS' is not an integer >= 1" >&2; exit 2; }
+[ "$PAIRS" -lt "$RUNS" ] && PAIRS=$RUNS
 INTSET=$(need_bin txkit-bench-intset) || exit 2
 BANK=$(need_bin txkit-bench-bank) || exit 2
 
@@ -89,15 +95,18 @@ run "hash 4096" "$INTSET" --struct hash --buckets 1024 --size 4096 --update 10 \
 
 # What the statistics cost (issue 14: <= 5%): auto with statistics on and
 # with TXKIT_STATS=off (labelled auto+nostats), which the runtime reads at
-# start-up, so each its own process: RUNS pairs of one-run processes, on and
+# start-up, so each its own process: PAIRS pairs of one-run processes, on and
 # off alternating, so that the machine's drifts hit both alike; the target
-# compares the two medians (intset-hash-4096-stats.csv).
+# compares the two medians (intset-hash-4096-stats.csv). 7 pairs, not RUNS:
+# the target is a 5% difference, and with 3 the median of the 2-thread ratio
+# moved from 0.946 to 0.974 between two runs of the same library (Xeon,
+# 2026-12-06: 8 alternating pairs gave 0.95-0.97, single pairs 0.94-1.03).
 STATS=$OUT/intset-hash-4096-stats.csv
 STATS_ARGS=(--struct hash --buckets 1024 --size 4096 --update 10 --threads 1,2 --method auto
     --seconds "$SECS" --runs 1 --timeout "$TIMEOUT" --quiet --verify --csv "$STATS")
-for pair in $(seq "$RUNS"); do
-    run "hash 4096 statistics on ($pair of $RUNS)" "$INTSET" "${STATS_ARGS[@]}"
-    TXKIT_STATS=off run "hash 4096 statistics off ($pair of $RUNS)" "$INTSET" "${STATS_ARGS[@]}"
+for pair in $(seq "$PAIRS"); do
+    run "hash 4096 statistics on ($pair of $PAIRS)" "$INTSET" "${STATS_ARGS[@]}"
+    TXKIT_STATS=off run "hash 4096 statistics off ($pair of $PAIRS)" "$INTSET" "${STATS_ARGS[@]}"
 done
 
 run "tree 4096" "$INTSET" --struct tree --size 4096 --update 10 \
@@ -134,7 +143,7 @@ stats_cost() {
     local note=""
     [ -f "$STATS" ] && ! csv_rows "$STATS" status threads="$1" | grep -qv '^ok$' ||
         note="not a valid result: a run failed or is missing"
-    ratio "hash 4096 auto@$1 / auto+nostats@$1 (medians of $RUNS alternating pairs)" \
+    ratio "hash 4096 auto@$1 / auto+nostats@$1 (medians of $PAIRS alternating pairs)" \
         "$(csv_median "$STATS" mops method=auto threads="$1")" \
         "$(csv_median "$STATS" mops method=auto+nostats threads="$1")" ">=" 0.95 "$note"
 }
