@@ -30,6 +30,16 @@ grep -q "^  mutex $addr first locked at stats_lock_many+0x[0-9a-f]* (test_preloa
     fail "no summary line for mutex $addr at stats_lock_many"
 grep -A1 "^  mutex $addr " "$tmp/stats.err" | grep -q 'acquisitions 1000, optimistic [0-9.]*%, exclusive [0-9.]*%' ||
     fail "mutex $addr: not 1000 acquisitions"
+# one thread: every acquisition real, RTM or not (elide.c: lone_process; with
+# RTM an elided section costs more than the lock when nobody contends)
+grep -A1 "^  mutex $addr " "$tmp/stats.err" | grep -q 'optimistic 0.0%, exclusive 100.0%' ||
+    fail "mutex $addr of a single-threaded program: not taken for real every time"
+# ... and with threads, elided again where RTM works: torture's sections
+if "$txkit" info 2>/dev/null | grep -Eq '^rtm:[[:space:]]+yes'; then
+    awk '$1 == "acquisitions" && $3 == "optimistic" && $4 != "0.0%," { n++ } END { exit n ? 0 : 1 }' "$tmp/torture.err" ||
+        fail "torture (threads, RTM): no mutex had an optimistic section"
+    echo "threads with RTM: optimistic sections ok"
+fi
 # ... once: not again among the cx locks of the runtime's summary
 [ "$(grep -c "$addr" "$tmp/stats.err")" = 1 ] || fail "mutex $addr listed more than once: $(cat "$tmp/stats.err")"
 echo "exit summary ok: $(grep -A1 "^  mutex $addr " "$tmp/stats.err" | tr -s ' \n' ' ')"
